@@ -1,0 +1,181 @@
+"""Settings: the only place that reads the environment.
+
+Our own variables are ``MNEMOQL_*`` with ``__`` between group and field
+(``MNEMOQL_EMBEDDING__MODEL``). The original plugin's names are accepted as aliases
+(``DEEPSEEK_API_KEY``, ``EMBEDDING_API_KEY``, ``TYPESAFE_API_KEY``, ``NEO4J_PASSWORD`` and the
+``DSH_NEO4J_MEMORY_*`` settings); an explicit ``MNEMOQL_*`` value wins over an alias.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+LOCAL_EMBEDDING_MODEL = "multilingual-e5-small-q4"
+HASHING_EMBEDDING_MODEL = "hashing-bigram-v1"
+LOCAL_DIMENSIONS = 384
+
+
+def default_data_dir() -> Path:
+    from platformdirs import user_data_dir
+
+    return Path(user_data_dir("mnemoql", appauthor=False))
+
+
+class ExtractionSettings(BaseModel):
+    base_url: str = "https://api.deepseek.com"
+    model: str = "deepseek-flash"
+    api_key: SecretStr | None = None
+    timeout_s: float = 60.0
+    retries: int = 2
+
+
+class EmbeddingSettings(BaseModel):
+    # "auto": the OpenAI-compatible provider when a key is set, else the local model,
+    # else the hashing embedder (CPUs without AVX2/FMA, or no wheel for this platform).
+    provider: Literal["auto", "openai", "local", "hashing"] = "auto"
+    base_url: str = "https://dashscope.aliyuncs.com/compatible-mode/v1"
+    model: str = "qwen3.7-text-embedding"
+    dimensions: int = Field(default=1024, ge=8, le=8192)
+    api_key: SecretStr | None = None
+    batch_size: int = Field(default=10, ge=1, le=2048)
+    timeout_s: float = 30.0
+    retries: int = 2
+
+
+class AlignmentSettings(BaseModel):
+    enabled: bool = True
+    url: str = "https://api.typesafe.ai/v1/systemone"
+    model: str = "jev"
+    threshold: float = 0.95
+    api_key: SecretStr | None = None
+    timeout_s: float = 10.0
+
+    @field_validator("threshold")
+    @classmethod
+    def _clamp(cls, v: float) -> float:
+        return min(0.99, max(0.80, v))
+
+
+class Neo4jSettings(BaseModel):
+    mode: Literal["auto", "managed", "external"] = "auto"
+    uri: str | None = None
+    user: str = "neo4j"
+    password: SecretStr | None = None
+    database: str | None = None
+    version: str = "5.26.23"
+    heap: str = "1g"
+    page_cache: str = "512m"
+
+
+class Limits(BaseModel):
+    max_content_chars: int = Field(default=2_000_000, ge=1)
+    max_page_size: int = Field(default=100, ge=1)
+    max_save_many: int = Field(default=500, ge=1)
+    max_query_depth: int = Field(default=12, ge=2)
+    max_aliases: int = Field(default=30, ge=1)
+    max_body_bytes: int = Field(default=8 * 1024 * 1024, ge=1024)
+
+
+class Settings(BaseSettings):
+    """Everything configurable. Built once in the app factory and passed down."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="MNEMOQL_", env_nested_delimiter="__", extra="ignore"
+    )
+
+    data_dir: Path = Field(default_factory=default_data_dir)
+    host: str = "127.0.0.1"
+    port: int = 8000
+    store: Literal["embedded", "neo4j"] = "embedded"
+    timezone: str = "Asia/Shanghai"
+    extraction: ExtractionSettings = Field(default_factory=ExtractionSettings)
+    embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
+    alignment: AlignmentSettings = Field(default_factory=AlignmentSettings)
+    neo4j: Neo4jSettings = Field(default_factory=Neo4jSettings)
+    limits: Limits = Field(default_factory=Limits)
+
+
+# alias name -> (group, field); group None means a top-level field
+_ALIASES: dict[str, tuple[str | None, str]] = {
+    "DEEPSEEK_API_KEY": ("extraction", "api_key"),
+    "EMBEDDING_API_KEY": ("embedding", "api_key"),
+    "TYPESAFE_API_KEY": ("alignment", "api_key"),
+    "NEO4J_PASSWORD": ("neo4j", "password"),
+    "DSH_NEO4J_MEMORY_TIMEZONE": (None, "timezone"),
+    "DSH_NEO4J_MEMORY_CONCEPT_ALIGNMENT": ("alignment", "enabled"),
+    "DSH_NEO4J_MEMORY_NEO4J_MODE": ("neo4j", "mode"),
+    "DSH_NEO4J_MEMORY_NEO4J_URI": ("neo4j", "uri"),
+    "DSH_NEO4J_MEMORY_NEO4J_USER": ("neo4j", "user"),
+    "DSH_NEO4J_MEMORY_EXTRACTION_URL": ("extraction", "base_url"),
+    "DSH_NEO4J_MEMORY_EXTRACTION_MODEL": ("extraction", "model"),
+    "DSH_NEO4J_MEMORY_EMBEDDING_URL": ("embedding", "base_url"),
+    "DSH_NEO4J_MEMORY_EMBEDDING_MODEL": ("embedding", "model"),
+    "DSH_NEO4J_MEMORY_EMBEDDING_DIMENSIONS": ("embedding", "dimensions"),
+    "DSH_NEO4J_MEMORY_ALIGNMENT_URL": ("alignment", "url"),
+    "DSH_NEO4J_MEMORY_ALIGNMENT_MODEL": ("alignment", "model"),
+    "DSH_NEO4J_MEMORY_ALIGNMENT_THRESHOLD": ("alignment", "threshold"),
+}
+
+
+def _alias_value(name: str, raw: str) -> Any:
+    if name == "DSH_NEO4J_MEMORY_CONCEPT_ALIGNMENT":
+        return raw.strip().lower() not in {"0", "false", "off", "no"}
+    return raw
+
+
+def load_settings(environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
+    """Build Settings from ``environ`` (default: the process environment) plus overrides.
+
+    Overrides are what a CLI flag or a plugin config says; they win over the environment,
+    as plugin configuration does in the original (S1:64).
+    """
+    env = dict(os.environ if environ is None else environ)
+    init: dict[str, Any] = {}
+    for alias, (group, field) in _ALIASES.items():
+        if alias not in env or env[alias] == "":
+            continue
+        ours = f"MNEMOQL_{group.upper() + '__' if group else ''}{field.upper()}"
+        if ours in env:
+            continue
+        value = _alias_value(alias, env[alias])
+        if group is None:
+            init[field] = value
+        else:
+            init.setdefault(group, {})[field] = value
+    for key, value in overrides.items():
+        if value is None:
+            continue
+        if isinstance(value, dict):
+            init.setdefault(key, {}).update(value)
+        else:
+            init[key] = value
+    # Settings reads MNEMOQL_* itself; init values (aliases, overrides) take precedence, so the
+    # MNEMOQL_* variables that shadow an alias were skipped above.
+    if environ is None:
+        return Settings(**init)
+    return _settings_from(env, init)
+
+
+def _settings_from(env: dict[str, str], init: dict[str, Any]) -> Settings:
+    """Settings from an explicit mapping instead of the process environment (tests)."""
+    nested: dict[str, Any] = {}
+    for key, value in env.items():
+        if not key.startswith("MNEMOQL_"):
+            continue
+        path = key[len("MNEMOQL_"):].lower().split("__")
+        node = nested
+        for part in path[:-1]:
+            node = node.setdefault(part, {})
+        node[path[-1]] = value
+    for key, value in init.items():
+        if isinstance(value, dict):
+            nested.setdefault(key, {}).update(value)
+        else:
+            nested[key] = value
+    return Settings.model_validate(nested)

@@ -1,0 +1,151 @@
+"""One error hierarchy with stable codes.
+
+Every failure a caller can cause or can act on is a ``MnemoError`` with a stable ``code``
+(surfaced as GraphQL ``extensions.code``), an English message saying how to fix it, and the
+original Chinese wording of SPEC.md in ``zh`` (used by the compact text renderings).
+
+    MnemoError
+    ├── InvalidInput            BAD_USER_INPUT       malformed or out-of-range arguments
+    │   ├── OutOfRange          OUT_OF_RANGE         a number outside its documented range
+    │   ├── InvalidId           INVALID_ID           a caller id that is not allowed
+    │   ├── TimeHintInvalid     TIME_HINT_INVALID    an unparseable time_hint
+    │   └── ResetSeenMisuse     RESET_SEEN_SEARCH_ONLY
+    ├── NotFound                NOT_FOUND            an unknown node / event id
+    ├── Conflict                CONFLICT             a caller id that already exists
+    ├── MetaMismatch            EMBEDDING_MISMATCH   config model/dims differ from MemoryMeta
+    ├── MissingApiKey           MISSING_API_KEY
+    ├── UpstreamFailed          UPSTREAM_FAILED      a model provider answered badly or not at all
+    ├── ExtractionInvalid       EXTRACTION_INVALID   extraction JSON of the wrong shape
+    ├── EmbeddingDimension      EMBEDDING_DIMENSION  a provider returned vectors of the wrong size
+    ├── RevectorizeFailed       REVECTORIZE_FAILED   nothing was changed
+    ├── CursorError             (cursor and chain problems)
+    │   ├── CursorInvalid       CURSOR_INVALID
+    │   ├── CursorSession       CURSOR_SESSION
+    │   ├── ChainExhausted      CHAIN_EXHAUSTED
+    │   ├── ChainBroken         CHAIN_BROKEN
+    │   ├── ConceptNotOffered   CONCEPT_NOT_OFFERED
+    │   └── NoPosition          NO_POSITION
+    ├── StoreUnavailable        STORE_UNAVAILABLE    the database cannot be reached
+    ├── Unauthorized            UNAUTHENTICATED
+    └── Forbidden               FORBIDDEN
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+
+class MnemoError(Exception):
+    """Base of every expected error. ``code`` is stable; messages may improve."""
+
+    code: ClassVar[str] = "INTERNAL"
+
+    def __init__(self, message: str, *, zh: str | None = None, **details: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.zh = zh or message
+        self.details = details
+
+    def extensions(self) -> dict[str, Any]:
+        return {"code": self.code, "zh": self.zh, **self.details}
+
+
+class InvalidInput(MnemoError):
+    code = "BAD_USER_INPUT"
+
+
+class OutOfRange(InvalidInput):
+    code = "OUT_OF_RANGE"
+
+
+class InvalidId(InvalidInput):
+    code = "INVALID_ID"
+
+
+class TimeHintInvalid(InvalidInput):
+    code = "TIME_HINT_INVALID"
+
+
+class ResetSeenMisuse(InvalidInput):
+    code = "RESET_SEEN_SEARCH_ONLY"
+
+
+class NotFound(MnemoError):
+    code = "NOT_FOUND"
+
+
+class Conflict(MnemoError):
+    code = "CONFLICT"
+
+
+class MetaMismatch(MnemoError):
+    code = "EMBEDDING_MISMATCH"
+
+
+class MissingApiKey(MnemoError):
+    code = "MISSING_API_KEY"
+
+
+class UpstreamFailed(MnemoError):
+    code = "UPSTREAM_FAILED"
+
+
+class ExtractionInvalid(MnemoError):
+    code = "EXTRACTION_INVALID"
+
+
+class EmbeddingDimension(MnemoError):
+    code = "EMBEDDING_DIMENSION"
+
+
+class RevectorizeFailed(MnemoError):
+    code = "REVECTORIZE_FAILED"
+
+
+class CursorError(MnemoError):
+    code = "CURSOR_ERROR"
+
+
+class CursorInvalid(CursorError):
+    code = "CURSOR_INVALID"
+
+
+class CursorSession(CursorError):
+    code = "CURSOR_SESSION"
+
+
+class ChainExhausted(CursorError):
+    code = "CHAIN_EXHAUSTED"
+
+
+class ChainBroken(CursorError):
+    code = "CHAIN_BROKEN"
+
+
+class ConceptNotOffered(CursorError):
+    code = "CONCEPT_NOT_OFFERED"
+
+
+class NoPosition(CursorError):
+    code = "NO_POSITION"
+
+
+class StoreUnavailable(MnemoError):
+    code = "STORE_UNAVAILABLE"
+
+
+class Unauthorized(MnemoError):
+    code = "UNAUTHENTICATED"
+
+
+class Forbidden(MnemoError):
+    code = "FORBIDDEN"
+
+
+def out_of_range(name: str, low: int, high: int, value: object) -> OutOfRange:
+    """The one wording for every bounded integer argument."""
+    return OutOfRange(
+        f"{name} must be between {low} and {high} (got {value})",
+        zh=f"{name} 必须在 {low}–{high} 之间",
+        argument=name,
+    )

@@ -1,0 +1,287 @@
+"""Domain records shared by the engine and the stores. They carry no persistence.
+
+Store-facing records are slotted dataclasses (they are built by the hundred thousand on the
+hot paths); what callers send in (save input, extractions) are pydantic models in
+``engine.ingest`` and ``prompts``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+Vector = npt.NDArray[np.float32]
+
+EntityLabel = Literal["Person", "Concept", "Location"]
+NodeLabel = Literal["Event", "Person", "Concept", "Location"]
+RelType = Literal["PARTICIPATED_IN", "OCCURRED_AT", "MENTIONS", "HAS_ATTITUDE"]
+
+NODE_LABELS: tuple[NodeLabel, ...] = ("Event", "Person", "Concept", "Location")
+ENTITY_LABELS: tuple[EntityLabel, ...] = ("Person", "Concept", "Location")
+REL_TYPES: tuple[RelType, ...] = ("PARTICIPATED_IN", "OCCURRED_AT", "MENTIONS", "HAS_ATTITUDE")
+ID_PREFIX: dict[NodeLabel, str] = {
+    "Event": "event",
+    "Person": "person",
+    "Concept": "concept",
+    "Location": "location",
+}
+# Relations that make an Event adjacent to an entity for entity_filter (SPEC §1.4).
+ADJACENCY: tuple[RelType, ...] = ("PARTICIPATED_IN", "OCCURRED_AT", "MENTIONS")
+
+# Positional ids from imports, e.g. event_ch33_e06 or book_ch3_e12 (SPEC §1.6 nearby).
+POSITIONAL_ID = re.compile(r"^(?P<prefix>.+)_ch(?P<ch>\d+)_e(?P<rec>\d+)$")
+# What a caller may choose as an event id: positional ids, or any other safe slug that does not
+# collide with the allocator's own event_N space.
+CALLER_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
+
+
+def label_of(node_id: str) -> NodeLabel | None:
+    """The label an allocated id belongs to (``concept_3`` -> Concept), or None."""
+    for label, prefix in ID_PREFIX.items():
+        if node_id.startswith(prefix + "_") and node_id[len(prefix) + 1 :].isdigit():
+            return label
+    return None
+
+
+@dataclass(slots=True)
+class MemoryMeta:
+    model: str
+    dimensions: int
+    updated_at: str
+    schema_version: int = 1
+
+
+@dataclass(slots=True)
+class Chunk:
+    """An EventSource: an exact ``[start, end)`` code-point range of an event's content."""
+
+    event_id: str
+    chunk_index: int
+    start: int
+    end: int
+    text: str
+    text_hash: str
+    embedding: Vector | None = None
+
+    @property
+    def id(self) -> str:
+        return f"{self.event_id}#{self.chunk_index}"
+
+
+@dataclass(slots=True)
+class Event:
+    id: str
+    summary: str
+    content: str
+    time: str | None
+    create_time: str
+    create_date: str
+    content_hash: str
+    embedding: Vector | None = None
+    # Events written before chunks existed (or imported without them) are "legacy".
+    has_chunks: bool = True
+
+
+@dataclass(slots=True)
+class Entity:
+    label: EntityLabel
+    id: str
+    name: str
+    aliases: list[str] = field(default_factory=list)
+    description: str | None = None
+    create_time: str = ""
+    embedding: Vector | None = None
+
+
+Node = Event | Entity
+
+
+@dataclass(slots=True, frozen=True)
+class Relation:
+    type: RelType
+    source: str
+    target: str
+    props: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def properties(self) -> dict[str, Any]:
+        return dict(self.props)
+
+
+# ---- save plans: what the ingest pipeline hands to a store to write in one transaction ----
+
+
+@dataclass(slots=True)
+class EventDraft:
+    ref: str
+    summary: str
+    content: str
+    time: str | None
+    content_hash: str
+    embedding: Vector | None
+    chunks: list[Chunk]  # event_id is filled in by the store once the id is allocated
+    given_id: str | None = None  # a caller id such as book_ch3_e12
+
+
+@dataclass(slots=True)
+class EntityDraft:
+    ref: str
+    label: EntityLabel
+    name: str
+    aliases: list[str]
+    description: str | None
+    embedding: Vector | None
+    merge_into: str | None = None  # existing id: add aliases instead of creating
+
+
+@dataclass(slots=True)
+class RelationDraft:
+    type: RelType
+    source: str  # a draft ref or an existing node id
+    target: str
+    props: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class SavePlan:
+    events: list[EventDraft]
+    entities: list[EntityDraft]
+    relations: list[RelationDraft]
+    create_time: str
+    create_date: str
+    meta: MemoryMeta
+    idempotency_key: str | None = None
+
+
+@dataclass(slots=True)
+class SaveResult:
+    event_ids: list[str]
+    created: dict[str, list[str]]  # label -> new ids, e.g. {"Person": ["person_4"]}
+    merged: list[tuple[str, list[str]]]  # (existing id, aliases added)
+    refs: dict[str, str]  # extraction ref -> id
+    replayed: bool = False  # an idempotent replay: nothing new was written
+
+
+# ---- reads ----
+
+
+@dataclass(slots=True, frozen=True)
+class Filters:
+    """Event filters applied before any top-k cut (SPEC §1.4)."""
+
+    groups: tuple[frozenset[str], ...] = ()  # AND across groups, OR inside one group
+    date_from: str | None = None  # inclusive YYYY-MM-DD on create_date
+    date_to: str | None = None
+
+
+@dataclass(slots=True, frozen=True)
+class Hit:
+    """One candidate of a retrieval route. For the chunk route ``chunk`` is the best chunk."""
+
+    event_id: str
+    score: float  # raw cosine
+    chunk_index: int | None = None
+    start: int | None = None
+    end: int | None = None
+
+
+# A tiny filter language for root connections, in the style of the Neo4j GraphQL Library.
+WhereOp = Literal["eq", "in", "contains", "starts_with", "gt", "gte", "lt", "lte"]
+
+
+@dataclass(slots=True, frozen=True)
+class Cond:
+    field: str
+    op: WhereOp
+    value: Any
+
+
+@dataclass(slots=True, frozen=True)
+class AllOf:
+    items: tuple[Where, ...]
+
+
+@dataclass(slots=True, frozen=True)
+class AnyOf:
+    items: tuple[Where, ...]
+
+
+@dataclass(slots=True, frozen=True)
+class Not:
+    item: Where
+
+
+Where = Cond | AllOf | AnyOf | Not
+
+# Fields a `where`/`sort` may name, per label. Stores must reject anything else (allow-list).
+QUERYABLE_FIELDS: dict[NodeLabel, tuple[str, ...]] = {
+    "Event": ("id", "summary", "content", "time", "create_time", "create_date"),
+    "Person": ("id", "name", "description", "create_time"),
+    "Concept": ("id", "name", "description", "create_time"),
+    "Location": ("id", "name", "description", "create_time"),
+}
+
+
+@dataclass(slots=True, frozen=True)
+class Page:
+    """A keyset page: ``after`` is the opaque position of the last row already seen."""
+
+    first: int
+    after: tuple[Any, str] | None = None  # (sort value, id)
+
+
+@dataclass(slots=True)
+class NodePage:
+    nodes: list[Node]
+    has_next: bool
+    positions: list[tuple[Any, str]]  # keyset position of each node, for edge cursors
+    total: int | None = None
+
+
+@dataclass(slots=True)
+class Neighbour:
+    """One relationship seen from ``node_id``: the other end and the edge's properties."""
+
+    node_id: str
+    rel: Relation
+    other_id: str
+    direction: Literal["out", "in"]
+
+
+@dataclass(slots=True)
+class GraphSnapshot:
+    nodes: list[Node]
+    relations: list[Relation]
+    truncated_nodes: bool
+    truncated_relations: bool
+
+
+@dataclass(slots=True)
+class Counts:
+    events: int = 0
+    persons: int = 0
+    concepts: int = 0
+    locations: int = 0
+    chunks: int = 0
+    relations: int = 0
+
+
+@dataclass(slots=True)
+class VectorSet:
+    """Every vector of a memory, for revectorize's swap (computed fully before writing)."""
+
+    events: dict[str, Vector]
+    entities: dict[str, Vector]
+    chunks: list[Chunk]
+    meta: MemoryMeta
+
+
+EMPTY_FILTERS = Filters()
+RouteName = Literal["summary", "chunk"]
+SortDir = Literal["ASC", "DESC"]
+SortSpec = tuple[str, SortDir]
+Direction = Literal["out", "in", "both"]

@@ -1,0 +1,165 @@
+"""The Store protocol: everything the engine asks of a database.
+
+Two adapters implement it and pass one contract suite (``tests/store/``): ``EmbeddedStore``
+(SQLite + numpy, the default) and ``Neo4jStore``. Retrieval code only ever talks to this
+protocol, so nothing outside an adapter knows which database is behind it.
+
+Conventions every adapter keeps:
+- A store instance is bound to one memory *space* (default ``"default"``); nothing it reads or
+  writes crosses into another space.
+- ``apply_save`` and ``replace_vectors`` are atomic: all or nothing.
+- Similarities returned by the vector routes are **raw cosine** in [-1, 1] (Neo4j's
+  ``vector.similarity.cosine`` gives (1+cos)/2; its adapter converts).
+- Route ties are broken by event id ascending; ``recent_events`` orders by create_time DESC,
+  id DESC.
+- Ids are allocated inside the write as ``1 + max N`` over ``^prefix_(\\d+)$`` (SPEC §1.3.6).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Protocol, runtime_checkable
+
+from engine.models import (
+    Chunk,
+    Counts,
+    Direction,
+    Entity,
+    EntityLabel,
+    Event,
+    Filters,
+    GraphSnapshot,
+    Hit,
+    MemoryMeta,
+    Neighbour,
+    Node,
+    NodeLabel,
+    NodePage,
+    Page,
+    RelType,
+    RouteName,
+    SavePlan,
+    SaveResult,
+    SortSpec,
+    Vector,
+    VectorSet,
+    Where,
+)
+
+
+@runtime_checkable
+class Store(Protocol):
+    """Async storage for one memory space."""
+
+    space: str
+
+    # ---- lifecycle ----
+    async def open(self) -> None:
+        """Create schema/tables/indexes if missing and load what must be in memory."""
+
+    async def close(self) -> None: ...
+
+    async def ping(self) -> bool:
+        """True when the database answers (used by /readyz)."""
+
+    # ---- meta ----
+    async def get_meta(self) -> MemoryMeta | None: ...
+
+    async def counts(self) -> Counts: ...
+
+    # ---- writes ----
+    async def apply_save(self, plan: SavePlan) -> SaveResult:
+        """Allocate ids, create/merge nodes, relations, chunks and (if absent) MemoryMeta,
+        and record ``plan.idempotency_key`` -- all in one transaction."""
+
+    async def replay(self, idempotency_key: str) -> SaveResult | None:
+        """The result recorded for an idempotency key, or None."""
+
+    async def events_with_hash(self, content_hash: str) -> list[str]:
+        """Ids of events whose content_hash equals this one, oldest first."""
+
+    async def replace_vectors(self, vectors: VectorSet) -> None:
+        """Swap every embedding, rebuild all chunks and set MemoryMeta, atomically; then
+        rebuild vector indexes (outside the data transaction where the database needs it)."""
+
+    async def all_for_revectorize(self) -> tuple[list[Event], list[Entity]]:
+        """Every event (with content) and entity (with name), for revectorize."""
+
+    # ---- entity resolution (save merging and entity_filter) ----
+    async def find_entities(self, label: EntityLabel, normalised_names: Iterable[str]) -> list[Entity]:
+        """Entities of ``label`` whose normalised name or any normalised alias is in the set."""
+
+    async def resolve_terms(self, normalised_term: str) -> frozenset[str]:
+        """Ids of Person/Concept/Location nodes whose normalised name or alias equals the term."""
+
+    async def similar_entities(
+        self, label: EntityLabel, vector: Vector, k: int, min_cosine: float
+    ) -> list[tuple[Entity, float]]:
+        """Top ``k`` entities by raw cosine >= ``min_cosine``, best first."""
+
+    # ---- retrieval routes (exact cosine, filters/exclusions before the cut) ----
+    async def route(
+        self,
+        route: RouteName,
+        query: Vector,
+        filters: Filters,
+        exclude: frozenset[str],
+        limit: int,
+        restrict: frozenset[str] | None = None,
+    ) -> list[Hit]:
+        """Top ``limit`` distinct events for the summary or chunk route (best chunk per event),
+        ordered by cosine DESC then id. ``restrict`` limits candidates to these ids (expand)."""
+
+    async def recent_events(
+        self,
+        filters: Filters,
+        exclude: frozenset[str],
+        limit: int,
+        restrict: frozenset[str] | None = None,
+    ) -> list[str]:
+        """Ids by create_time DESC, id DESC (search without a query vector)."""
+
+    async def get_events(self, ids: Sequence[str], *, with_vectors: bool = False) -> list[Event]:
+        """Events in the order asked; unknown ids are skipped."""
+
+    async def get_chunks(self, event_ids: Sequence[str], *, with_vectors: bool = False) -> dict[str, list[Chunk]]:
+        """Chunks per event, by chunk_index."""
+
+    async def id_counts(self, ids: Sequence[str]) -> dict[str, int]:
+        """How many nodes carry each id (0 when deleted; >1 would be a broken invariant)."""
+
+    async def events_mentioning(self, concept_id: str) -> frozenset[str]:
+        """Ids of events that MENTION this concept."""
+
+    async def positional_events(self, prefix: str, chapter: str) -> list[str]:
+        """Ids ``{prefix}_ch{chapter}_e{N}`` with the literal chapter token."""
+
+    async def entity_vector_top(self, label: EntityLabel, query: Vector, k: int) -> list[tuple[Entity, float]]:
+        """Top ``k`` entities of ``label`` by raw cosine (targeted search)."""
+
+    # ---- graph reads (GraphQL) ----
+    async def get_nodes(self, ids: Sequence[str]) -> list[Node | None]:
+        """Nodes in the order asked, None for unknown ids (DataLoader batch)."""
+
+    async def list_nodes(
+        self, label: NodeLabel, where: Where | None, sort: SortSpec, page: Page
+    ) -> NodePage:
+        """Keyset-paged nodes of one label. ``sort`` names a field of QUERYABLE_FIELDS."""
+
+    async def neighbours(
+        self,
+        node_ids: Sequence[str],
+        rel_type: RelType | None,
+        direction: Direction,
+        limit_per_node: int,
+        after: str | None = None,
+    ) -> dict[str, list[Neighbour]]:
+        """Relationships of each node, ordered by (type, other id), at most ``limit_per_node``
+        each, starting after other id ``after`` (keyset)."""
+
+    async def graph(self, max_nodes: int, max_relations: int) -> GraphSnapshot:
+        """SPEC §1.13: nodes by label then id, relations only between returned nodes."""
+
+    # ---- deletion ----
+    async def forget(self, event_id: str) -> list[str]:
+        """Delete an event, its chunks and entities left with no event; return deleted ids."""
