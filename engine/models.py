@@ -144,6 +144,9 @@ class RelationDraft:
     source: str  # a draft ref or an existing node id
     target: str
     props: dict[str, Any] = field(default_factory=dict)
+    # HAS_ATTITUDE carries the id of the event it was stated in; when that event is new in this
+    # plan, the store sets props["event_id"] to the id it allocates for this draft ref.
+    event_ref: str | None = None
 
 
 @dataclass(slots=True)
