@@ -1,0 +1,37 @@
+"""Root resolvers and the assembled schema. Types live in ``schema``; the engine in ``engine``."""
+
+from __future__ import annotations
+
+import strawberry
+from strawberry.extensions import MaxAliasesLimiter, QueryDepthLimiter
+
+from resolvers.mutation import MemoryMutation
+from resolvers.query import GraphQuery
+from schema.errors import CodedErrors
+from schema.graph import Concept, Event, Location, Person
+
+
+@strawberry.type
+class Query(GraphQuery):
+    pass
+
+
+@strawberry.type
+class Mutation(MemoryMutation):
+    pass
+
+
+def build_schema(*, max_depth: int = 12, max_aliases: int = 30) -> strawberry.Schema:
+    return strawberry.Schema(
+        query=Query,
+        mutation=Mutation,
+        types=[Event, Person, Concept, Location],
+        extensions=[
+            QueryDepthLimiter(max_depth=max_depth),
+            MaxAliasesLimiter(max_alias_count=max_aliases),
+            CodedErrors(),
+        ],
+    )
+
+
+schema = build_schema()

@@ -1,0 +1,392 @@
+"""The save pipeline (SPEC §1.3): validate -> meta check -> extract -> chunk -> embed -> merge
+entities -> one write transaction.
+
+Extraction and embedding run outside the save lock, so concurrent saves overlap on the slow
+part; entity merging, id allocation and the write happen under one process-wide lock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from engine.errors import (
+    Conflict,
+    ExtractionInvalid,
+    InvalidId,
+    InvalidInput,
+    MetaMismatch,
+    MnemoError,
+)
+from engine.models import (
+    CALLER_ID,
+    Chunk,
+    Entity,
+    EntityDraft,
+    EntityLabel,
+    EventDraft,
+    MemoryMeta,
+    RelationDraft,
+    SavePlan,
+    SaveResult,
+    Vector,
+)
+from engine.providers.base import ConceptJudge, Embedder, Extractor
+from engine.store.base import Store
+from engine.text import chunk_ranges, content_hash, normalise_name, text_hash
+from prompts.extraction import EntityItem, EventItem, Extraction
+
+log = logging.getLogger(__name__)
+
+_ALLOCATED = re.compile(r"^(event|person|concept|location)_\d+$")
+CONCEPT_CANDIDATES = 5
+CONCEPT_MIN_COSINE = 0.75
+
+
+class SaveInput(BaseModel):
+    """One memory to save, as a client sends it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    content: str
+    id: str | None = None
+    time: str | None = None
+    topic_path: str | None = None
+    related_topics: list[str] = Field(default_factory=list)
+    extraction: Extraction | None = None
+    idempotency_key: str | None = Field(default=None, max_length=200)
+    dedupe_by_hash: bool = False
+
+
+@dataclass(slots=True)
+class SaveOutcome:
+    result: SaveResult
+    message: str
+
+
+Now = Callable[[], datetime]
+
+
+def meta_mismatch(meta: MemoryMeta, model: str, dims: int) -> MetaMismatch:
+    return MetaMismatch(
+        f"the memory was embedded with {meta.model}/{meta.dimensions} but the service is "
+        f"configured for {model}/{dims}; saving and semantic search are paused until you run "
+        "the revectorize mutation (or `mnemoql revectorize`)",
+        zh=(
+            f"向量模型或维度与库中记录不一致（库：{meta.model}/{meta.dimensions}，当前：{model}/{dims}），"
+            "保存与语义检索已暂停，请先重新向量化"
+        ),
+        stored_model=meta.model,
+        stored_dimensions=meta.dimensions,
+        configured_model=model,
+        configured_dimensions=dims,
+    )
+
+
+class Ingestor:
+    """Runs saves against one store. Shared by every request of a memory space."""
+
+    def __init__(
+        self,
+        store: Store,
+        embedder: Embedder,
+        extractor: Extractor,
+        judge: ConceptJudge | None,
+        *,
+        timezone: str,
+        judge_threshold: float,
+        max_content_chars: int,
+        now: Now | None = None,
+        lock: asyncio.Lock | None = None,
+    ) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.extractor = extractor
+        self.judge = judge
+        self.tz = ZoneInfo(timezone)
+        self.judge_threshold = judge_threshold
+        self.max_content_chars = max_content_chars
+        self._now = now or (lambda: datetime.now(self.tz))
+        # Saves, revectorize and forget share this lock (SPEC §1.3.6).
+        self.lock = lock or asyncio.Lock()
+
+    def now(self) -> datetime:
+        return self._now().astimezone(self.tz)
+
+    async def check_meta(self) -> None:
+        meta = await self.store.get_meta()
+        if meta is not None and (meta.model, meta.dimensions) != (
+            self.embedder.model,
+            self.embedder.dimensions,
+        ):
+            raise meta_mismatch(meta, self.embedder.model, self.embedder.dimensions)
+
+    def validate(self, item: SaveInput) -> None:
+        if not item.content.strip():
+            raise InvalidInput("content must not be empty", zh="content 不能为空", argument="content")
+        if len(item.content) > self.max_content_chars:
+            raise InvalidInput(
+                f"content has {len(item.content)} characters; the limit is "
+                f"{self.max_content_chars} (MNEMOQL_LIMITS__MAX_CONTENT_CHARS)",
+                zh=f"content 超过 {self.max_content_chars} 字上限",
+                argument="content",
+            )
+        if item.id is not None:
+            if not CALLER_ID.match(item.id) or _ALLOCATED.match(item.id):
+                raise InvalidId(
+                    f"id {item.id!r} is not allowed: use letters, digits and _.:- (at most 128), "
+                    "for example book_ch3_e12; event_N style ids are allocated by the service",
+                    zh=f"ID 不合法：{item.id}",
+                    argument="id",
+                )
+
+    async def save(self, item: SaveInput) -> SaveOutcome:
+        """Save one memory; raises MnemoError subclasses and writes nothing on failure."""
+        self.validate(item)
+        await self.check_meta()
+        if item.idempotency_key and (prior := await self.store.replay(item.idempotency_key)):
+            return SaveOutcome(prior, describe(prior))
+        now = self.now()
+        extraction = item.extraction or await self.extractor.extract(item.content, now.isoformat())
+        extraction = _single_event(extraction) if item.id is not None else extraction
+        prepared = await self._embed(item, extraction)
+        async with self.lock:
+            return await self._write(item, extraction, prepared, now)
+
+    # ---- steps ----
+
+    async def _embed(self, item: SaveInput, ex: Extraction) -> _Prepared:
+        ranges = chunk_ranges(len(item.content))
+        chunk_texts = [item.content[s:e] for s, e in ranges]
+        entity_names = [e.name for e in (*ex.persons, *ex.concepts, *ex.locations)]
+        summaries = [e.summary for e in ex.events]
+        texts = [*summaries, *entity_names, *chunk_texts]
+        unique = list(dict.fromkeys(texts))
+        matrix = await self.embedder.embed(unique, "passage") if unique else np.zeros((0, 0), np.float32)
+        row = {t: i for i, t in enumerate(unique)}
+
+        def vec(text: str) -> Vector:
+            return matrix[row[text]]
+
+        chunks = [
+            Chunk("", i, s, e, item.content[s:e], text_hash(item.content[s:e]), vec(item.content[s:e]))
+            for i, (s, e) in enumerate(ranges)
+        ]
+        return _Prepared(
+            summaries={e.ref: vec(e.summary) for e in ex.events},
+            names={e.ref: vec(e.name) for e in (*ex.persons, *ex.concepts, *ex.locations)},
+            chunks=chunks,
+        )
+
+    async def _write(
+        self, item: SaveInput, ex: Extraction, prep: _Prepared, now: datetime
+    ) -> SaveOutcome:
+        if item.idempotency_key and (prior := await self.store.replay(item.idempotency_key)):
+            return SaveOutcome(prior, describe(prior))
+        digest = content_hash(item.content)
+        if item.dedupe_by_hash and (existing := await self.store.events_with_hash(digest)):
+            prior = SaveResult(event_ids=existing, created={}, merged=[], refs={}, replayed=True)
+            return SaveOutcome(prior, describe(prior))
+        if item.id is not None and (await self.store.id_counts([item.id])).get(item.id, 0):
+            raise Conflict(
+                f"an event with id {item.id!r} already exists", zh=f"ID 已存在：{item.id}", argument="id"
+            )
+        entities, alias_of = await self._merge_entities(ex, prep)
+        events = [
+            EventDraft(
+                ref=ev.ref,
+                summary=ev.summary.strip(),
+                content=item.content,
+                time=(ev.time or item.time or None),
+                content_hash=digest,
+                embedding=prep.summaries[ev.ref],
+                chunks=[_copy_chunk(c) for c in prep.chunks],
+                given_id=item.id,
+            )
+            for ev in ex.events
+        ]
+        plan = SavePlan(
+            events=events,
+            entities=entities,
+            relations=_relations(ex, alias_of),
+            create_time=now.isoformat(timespec="seconds"),
+            create_date=now.date().isoformat(),
+            meta=MemoryMeta(self.embedder.model, self.embedder.dimensions, now.isoformat()),
+            idempotency_key=item.idempotency_key,
+        )
+        result = await self.store.apply_save(plan)
+        return SaveOutcome(result, describe(result))
+
+    async def _merge_entities(
+        self, ex: Extraction, prep: _Prepared
+    ) -> tuple[list[EntityDraft], dict[str, str]]:
+        """Drafts for the store, and ref -> canonical ref for refs folded into another."""
+        drafts: list[EntityDraft] = []
+        alias_of: dict[str, str] = {}
+        groups: tuple[tuple[EntityLabel, list[EntityItem]], ...] = (
+            ("Person", ex.persons),
+            ("Concept", ex.concepts),
+            ("Location", ex.locations),
+        )
+        for label, items in groups:
+            seen: dict[str, EntityDraft] = {}
+            keys = {normalise_name(n) for it in items for n in (it.name, *it.aliases) if n.strip()}
+            existing = await self.store.find_entities(label, keys) if keys else []
+            by_key: dict[str, Entity] = {}
+            for ent in existing:
+                for n in (ent.name, *ent.aliases):
+                    by_key.setdefault(normalise_name(n), ent)
+            for it in items:
+                names = [n for n in (it.name, *it.aliases) if n.strip()]
+                norm = [normalise_name(n) for n in names]
+                twin = next((seen[k] for k in norm if k in seen), None)
+                if twin is not None:  # the same entity twice in one extraction
+                    alias_of[it.ref] = twin.ref
+                    _add_aliases(twin, names)
+                    continue
+                match = next((by_key[k] for k in norm if k in by_key), None)
+                if match is None and label == "Concept":
+                    match = await self._align(it, prep.names[it.ref])
+                draft = EntityDraft(
+                    ref=it.ref,
+                    label=label,
+                    name=it.name.strip(),
+                    aliases=[a.strip() for a in it.aliases if a.strip()],
+                    description=it.description or None,
+                    embedding=prep.names[it.ref],
+                )
+                if match is not None:
+                    draft.merge_into = match.id
+                    known = {normalise_name(n) for n in (match.name, *match.aliases)}
+                    draft.aliases = [n for n in dict.fromkeys(names) if normalise_name(n) not in known]
+                    draft.embedding = None  # merged nodes keep their vector
+                drafts.append(draft)
+                for k in norm:
+                    seen[k] = draft
+        return drafts, alias_of
+
+    async def _align(self, item: EntityItem, vector: Vector) -> Entity | None:
+        """Concept alignment (SPEC §1.3.4b): vector candidates judged in order."""
+        if self.judge is None:
+            return None
+        candidates = await self.store.similar_entities(
+            "Concept", vector, CONCEPT_CANDIDATES, CONCEPT_MIN_COSINE
+        )
+        for ent, _cos in candidates:
+            try:
+                p = await self.judge.same_concept(
+                    (item.name, item.aliases, item.description),
+                    (ent.name, ent.aliases, ent.description),
+                )
+            except MnemoError as exc:  # a failing judge means "not the same"
+                log.warning("concept judge failed for %s vs %s: %s", item.name, ent.id, exc.code)
+                continue
+            if p >= self.judge_threshold:
+                return ent
+        return None
+
+
+@dataclass(slots=True)
+class _Prepared:
+    summaries: dict[str, Vector]
+    names: dict[str, Vector]
+    chunks: list[Chunk]
+
+
+def _copy_chunk(c: Chunk) -> Chunk:
+    return Chunk(c.event_id, c.chunk_index, c.start, c.end, c.text, c.text_hash, c.embedding)
+
+
+def _add_aliases(draft: EntityDraft, names: Sequence[str]) -> None:
+    known = {normalise_name(n) for n in (draft.name, *draft.aliases)}
+    for n in names:
+        if normalise_name(n) not in known:
+            draft.aliases.append(n.strip())
+            known.add(normalise_name(n))
+
+
+def _relations(ex: Extraction, alias_of: dict[str, str]) -> list[RelationDraft]:
+    def ref(r: str) -> str:
+        return alias_of.get(r, r)
+
+    rels: dict[tuple[str, str, str, str], RelationDraft] = {}
+
+    def add(draft: RelationDraft) -> None:
+        key = (draft.type, draft.source, draft.target, str(draft.event_ref or ""))
+        rels.setdefault(key, draft)
+
+    for ev in ex.events:
+        for p in ev.participants:
+            props: dict[str, Any] = {"role": p.role} if p.role else {}
+            add(RelationDraft("PARTICIPATED_IN", ref(p.person), ev.ref, props))
+        for loc in ev.locations:
+            add(RelationDraft("OCCURRED_AT", ev.ref, ref(loc)))
+        for c in ev.concepts:
+            add(RelationDraft("MENTIONS", ev.ref, ref(c)))
+    first_event = ex.events[0].ref
+    for att in ex.attitudes:
+        add(
+            RelationDraft(
+                "HAS_ATTITUDE",
+                ref(att.person),
+                ref(att.target),
+                {"attitude": att.attitude},
+                event_ref=att.event or first_event,
+            )
+        )
+    return list(rels.values())
+
+
+def _single_event(ex: Extraction) -> Extraction:
+    """A caller id names one event: fold several extracted events into the first."""
+    if len(ex.events) <= 1:
+        return ex
+    head = ex.events[0]
+    merged = EventItem(
+        ref=head.ref,
+        summary="；".join(e.summary.strip() for e in ex.events),
+        time=next((e.time for e in ex.events if e.time), None),
+        participants=[p for e in ex.events for p in e.participants],
+        locations=list(dict.fromkeys(x for e in ex.events for x in e.locations)),
+        concepts=list(dict.fromkeys(x for e in ex.events for x in e.concepts)),
+    )
+    refs = {e.ref for e in ex.events}
+    attitudes = [
+        a.model_copy(update={"event": head.ref}) if a.event in refs else a for a in ex.attitudes
+    ]
+    try:
+        return ex.model_copy(update={"events": [merged], "attitudes": attitudes})
+    except ValidationError as exc:  # pragma: no cover - the inputs were valid already
+        raise ExtractionInvalid(str(exc), zh=f"提取结果无效：{exc}") from exc
+
+
+def describe(result: SaveResult) -> str:
+    """The one-line summary of SPEC §1.3.10."""
+    if result.replayed:
+        return f"已存在，未重复保存：{', '.join(result.event_ids)}"
+    parts = [f"已保存 {len(result.event_ids)} 个事件：{', '.join(result.event_ids)}"]
+    for label in ("Person", "Concept", "Location"):
+        if ids := result.created.get(label):
+            parts.append(f"新增 {', '.join(ids)}")
+    for node_id, aliases in result.merged:
+        added = "、".join(f'+"{a}"' for a in aliases)
+        parts.append(f"合并 {node_id}" + (f"（别名 {added}）" if added else ""))
+    return "；".join(parts)
+
+
+def parse_extraction(data: Any) -> Extraction:
+    """Validate a client-sent extraction with SPEC's wording on failure."""
+    try:
+        return Extraction.model_validate(data)
+    except ValidationError as exc:
+        reason = "; ".join(e["msg"] for e in exc.errors())
+        raise ExtractionInvalid(f"invalid extraction: {reason}", zh=f"提取结果无效：{reason}") from exc

@@ -1,0 +1,207 @@
+"""The facade the resolvers call: one ``Memory`` per memory space.
+
+It owns the store, the providers, the save pipeline, the session and cursor stores, and
+answers every operation of the API with domain objects. Nothing here knows about GraphQL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from engine.config import Settings
+from engine.errors import InvalidInput, NotFound, out_of_range
+from engine.ingest import Ingestor, SaveInput, SaveOutcome
+from engine.models import (
+    Counts,
+    Direction,
+    GraphSnapshot,
+    MemoryMeta,
+    Neighbour,
+    Node,
+    NodeLabel,
+    NodePage,
+    Page,
+    RelType,
+    SortSpec,
+    Where,
+)
+from engine.store.base import Store
+
+if TYPE_CHECKING:
+    from engine.providers.factory import Providers
+
+GRAPH_MAX_NODES = 5000
+GRAPH_MAX_RELATIONS = 30000
+READ_MAX = 10000
+READ_DEFAULT = 2000
+
+
+@dataclass(slots=True)
+class TextRange:
+    """An exact ``[start, end)`` code-point range of an event's original text."""
+
+    event_id: str
+    text: str
+    start: int
+    end: int
+    total: int
+
+    @property
+    def next(self) -> int | None:
+        return self.end if self.end < self.total else None
+
+
+@dataclass(slots=True)
+class MemoryIndex:
+    model: str
+    dimensions: int
+    stored: MemoryMeta | None
+    counts: Counts
+    store: str
+    embedder: str
+    extractor: str
+    judge: str | None
+
+    @property
+    def mismatch(self) -> bool:
+        return self.stored is not None and (self.stored.model, self.stored.dimensions) != (
+            self.model,
+            self.dimensions,
+        )
+
+
+@dataclass(slots=True)
+class SaveManyOutcome:
+    outcomes: list[SaveOutcome | None]
+    errors: list[tuple[int, str, str]]  # (index, code, message)
+
+
+class Memory:
+    """Everything one memory space can do."""
+
+    def __init__(self, settings: Settings, store: Store, providers: Providers) -> None:
+        self.settings = settings
+        self.store = store
+        self.providers = providers
+        self.ingestor = Ingestor(
+            store,
+            providers.embedder,
+            providers.extractor,
+            providers.judge,
+            timezone=settings.timezone,
+            judge_threshold=settings.alignment.threshold,
+            max_content_chars=settings.limits.max_content_chars,
+        )
+
+    # ---- writes ----
+
+    async def save(self, item: SaveInput) -> SaveOutcome:
+        return await self.ingestor.save(item)
+
+    async def save_many(
+        self, items: Sequence[SaveInput], *, concurrency: int = 4
+    ) -> SaveManyOutcome:
+        """Save each item independently; a bad item is reported, the others still land."""
+        if len(items) > self.settings.limits.max_save_many:
+            raise out_of_range("inputs", 1, self.settings.limits.max_save_many, len(items))
+        outcomes: list[SaveOutcome | None] = [None] * len(items)
+        errors: list[tuple[int, str, str]] = []
+        gate = asyncio.Semaphore(concurrency)
+
+        async def one(i: int, item: SaveInput) -> None:
+            from engine.errors import MnemoError
+
+            async with gate:
+                try:
+                    outcomes[i] = await self.ingestor.save(item)
+                except MnemoError as exc:
+                    errors.append((i, exc.code, exc.message))
+
+        await asyncio.gather(*(one(i, it) for i, it in enumerate(items)))
+        errors.sort()
+        return SaveManyOutcome(outcomes, errors)
+
+    # ---- reads ----
+
+    async def read(self, event_id: str, start: int = 0, limit: int = READ_DEFAULT) -> TextRange:
+        """SPEC §1.6 read: exact text, no session, no model, no meta check."""
+        if not 1 <= limit <= READ_MAX:
+            raise out_of_range("limit", 1, READ_MAX, limit)
+        events = await self.store.get_events([event_id])
+        if not events:
+            raise NotFound(f"no event with id {event_id!r}", zh=f"事件不存在：{event_id}", id=event_id)
+        content = events[0].content
+        if not content:
+            raise NotFound(f"event {event_id} has no original content", zh="该事件没有原文 content")
+        total = len(content)
+        if not 0 <= start <= total:
+            raise InvalidInput(
+                f"start must be between 0 and {total}",
+                zh=f"start 超出范围（total={total}）",
+                argument="start",
+            )
+        end = min(start + limit, total)
+        return TextRange(event_id, content[start:end], start, end, total)
+
+    async def nodes(self, ids: Sequence[str]) -> list[Node | None]:
+        return await self.store.get_nodes(ids)
+
+    async def list_nodes(
+        self, label: NodeLabel, where: Where | None, sort: SortSpec, first: int, after: tuple[object, str] | None
+    ) -> NodePage:
+        limit = self.settings.limits.max_page_size
+        if not 0 <= first <= limit:
+            raise out_of_range("first", 0, limit, first)
+        return await self.store.list_nodes(label, where, sort, Page(first, after))
+
+    async def neighbours(
+        self,
+        node_ids: Sequence[str],
+        rel_type: RelType | None,
+        direction: Direction,
+        limit: int,
+        after: str | None = None,
+    ) -> dict[str, list[Neighbour]]:
+        return await self.store.neighbours(node_ids, rel_type, direction, limit, after)
+
+    async def graph(
+        self, max_nodes: int = GRAPH_MAX_NODES, max_relations: int = GRAPH_MAX_RELATIONS
+    ) -> GraphSnapshot:
+        if not 1 <= max_nodes <= GRAPH_MAX_NODES:
+            raise out_of_range("maxNodes", 1, GRAPH_MAX_NODES, max_nodes)
+        if not 0 <= max_relations <= GRAPH_MAX_RELATIONS:
+            raise out_of_range("maxRelationships", 0, GRAPH_MAX_RELATIONS, max_relations)
+        return await self.store.graph(max_nodes, max_relations)
+
+    async def neighbourhood(self, node_id: str, first: int = 100) -> GraphSnapshot:
+        """A node with up to ``first`` direct neighbours and the relations between them."""
+        if not 1 <= first <= GRAPH_MAX_NODES:
+            raise out_of_range("first", 1, GRAPH_MAX_NODES, first)
+        (center,) = await self.store.get_nodes([node_id])
+        if center is None:
+            raise NotFound(f"no node with id {node_id!r}", id=node_id)
+        rows = (await self.store.neighbours([node_id], None, "both", first + 1))[node_id]
+        others = await self.store.get_nodes(list(dict.fromkeys(r.other_id for r in rows[:first])))
+        nodes = [center, *(n for n in others if n is not None)]
+        return GraphSnapshot(
+            nodes=nodes,
+            relations=[r.rel for r in rows[:first]],
+            truncated_nodes=len(rows) > first,
+            truncated_relations=len(rows) > first,
+        )
+
+    async def index(self) -> MemoryIndex:
+        p = self.providers
+        return MemoryIndex(
+            model=p.embedder.model,
+            dimensions=p.embedder.dimensions,
+            stored=await self.store.get_meta(),
+            counts=await self.store.counts(),
+            store=type(self.store).__name__,
+            embedder=type(p.embedder).__name__,
+            extractor=type(p.extractor).__name__,
+            judge=type(p.judge).__name__ if p.judge else None,
+        )

@@ -1,0 +1,180 @@
+"""The query-term tokenizer behind the coverage score and quote windows (SPEC §1.4).
+
+Text is normalised with NFKC and lowercased. Latin/digit terms are regex tokens; CJK terms are
+unigrams of one-character segments and overlapping bigrams of longer ones, after splitting runs
+on function characters. The same rules read the query and the documents:
+
+>>> sorted(query_terms("Neo4j 的部署方式和方案演进"))
+['neo4j', '方式', '方案', '案演', '演进', '署方', '部署']
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable, Iterator
+
+QUOTE_SCOPE = 32_000  # coverage and quotes only look at content[:32000] (S0:27)
+
+_LATIN = re.compile(r"[a-z0-9]+(?:[._+#-][a-z0-9]+)*")
+_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+_CJK_STOP_CHARS = re.compile(r"[的了和与及或是在吗呢吧啊]+")
+
+STOPWORDS = frozenset(
+    ("the", "a", "an", "of", "to", "and", "or", "is", "are", "in", "on", "for", "with", "how")
+    + ("what", "which")
+)
+STOP_BIGRAMS = frozenset(
+    ("什么", "怎么", "如何", "哪些", "为什", "一下", "这个", "那个", "我们", "你们", "他们")
+    + ("是否", "可以", "之前", "以前", "时候", "有没", "没有")
+)
+
+
+def normalise(text: str) -> str:
+    """NFKC then lowercase: the form both query and documents are matched in."""
+    return unicodedata.normalize("NFKC", text).lower()
+
+
+def is_cjk_term(term: str) -> bool:
+    """True for a CJK unigram/bigram, False for a latin/digit token."""
+    return bool(term) and _CJK.match(term[0]) is not None
+
+
+def _keep_latin(token: str) -> bool:
+    return (len(token) >= 2 or token.isdigit()) and token not in STOPWORDS
+
+
+def _cjk_terms(run: str) -> Iterator[str]:
+    for segment in _CJK_STOP_CHARS.split(run):
+        if len(segment) == 1:
+            yield segment
+        for i in range(len(segment) - 1):
+            bigram = segment[i : i + 2]
+            if bigram not in STOP_BIGRAMS:
+                yield bigram
+
+
+def query_terms(text: str) -> frozenset[str]:
+    """The distinct coverage terms of ``text`` (a query, usually).
+
+    Args:
+        text: Any text; it is normalised here.
+
+    Returns:
+        Latin/digit tokens (length >= 2 or all digits, English stopwords dropped) and CJK
+        unigrams/bigrams (stop characters split runs, stop bigrams dropped).
+    """
+    norm = normalise(text)
+    terms = {t for t in _LATIN.findall(norm) if _keep_latin(t)}
+    for run in _CJK.findall(norm):
+        terms.update(_cjk_terms(run))
+    return frozenset(terms)
+
+
+class DocTerms:
+    """A document prepared for membership tests: its normalised text and latin token set.
+
+    A CJK term is present when it is a substring of the normalised text; a latin term when it
+    is one of the document's latin tokens (so ``neo4j`` is not present in ``neo4jx``).
+    """
+
+    __slots__ = ("latin", "text")
+
+    def __init__(self, text: str) -> None:
+        self.text = normalise(text)
+        self.latin = frozenset(_LATIN.findall(self.text))
+
+    def present(self, term: str) -> bool:
+        """Whether one query term occurs in the document."""
+        if is_cjk_term(term):
+            return term in self.text
+        return term in self.latin
+
+    def count(self, terms: Iterable[str]) -> int:
+        """How many of ``terms`` are present."""
+        return sum(1 for t in terms if self.present(t))
+
+
+def coverage(terms: frozenset[str], summary: str, content: str) -> float:
+    """Share of query terms present in ``summary + "\\n" + content[:32000]``.
+
+    Args:
+        terms: The query's terms (``query_terms(query_text)``).
+        summary: The event summary.
+        content: The event's full content; only the first 32000 code points count.
+
+    Returns:
+        A value in [0, 1]; 0 when there are no query terms.
+    """
+    if not terms:
+        return 0.0
+    doc = DocTerms(summary + "\n" + content[:QUOTE_SCOPE])
+    return doc.count(terms) / len(terms)
+
+
+def _normalise_with_offsets(text: str) -> tuple[str, list[tuple[int, int]] | None]:
+    """The normalised text and, per normalised code point, the source range it came from.
+
+    ``None`` means the identity: every code point normalises to exactly one code point and the
+    result equals the whole-string form. Otherwise the text is normalised one base character
+    (with its combining marks) at a time, which agrees with the whole-string form for
+    everything the term regexes can match.
+    """
+    whole = normalise(text)
+    table: dict[int, str] = {}
+    for ch in set(text):
+        norm = normalise(ch)
+        if len(norm) != 1:
+            break
+        if norm != ch:
+            table[ord(ch)] = norm
+    else:
+        if text.translate(table) == whole:
+            return whole, None
+    parts: list[str] = []
+    sources: list[tuple[int, int]] = []
+    i, n = 0, len(text)
+    while i < n:
+        j = i + 1
+        while j < n and unicodedata.combining(text[j]):
+            j += 1
+        piece = normalise(text[i:j])
+        parts.append(piece)
+        sources.extend([(i, j)] * len(piece))
+        i = j
+    return "".join(parts), sources
+
+
+def term_spans(text: str, terms: Iterable[str]) -> dict[str, list[tuple[int, int]]]:
+    """Every occurrence of each present term, as ``[start, end)`` code points of ``text``.
+
+    Occurrences follow the membership rule: latin terms are whole latin tokens, CJK terms are
+    (possibly overlapping) substrings. Terms that never occur are left out.
+
+    Args:
+        text: Original (not normalised) text, e.g. a quote region of an event's content.
+        terms: Query terms.
+
+    Returns:
+        ``term -> spans`` in the coordinates of ``text``, in order of position.
+    """
+    norm, sources = _normalise_with_offsets(text)
+
+    def span(a: int, b: int) -> tuple[int, int]:
+        if sources is None:
+            return a, b
+        return sources[a][0], sources[b - 1][1]
+
+    wanted = set(terms)
+    spans: dict[str, list[tuple[int, int]]] = {}
+    latin = {t for t in wanted if not is_cjk_term(t)}
+    if latin:
+        for m in _LATIN.finditer(norm):
+            if m.group() in latin:
+                spans.setdefault(m.group(), []).append(span(m.start(), m.end()))
+    for term in wanted - latin:
+        at = norm.find(term)
+        while at >= 0:
+            spans.setdefault(term, []).append(span(at, at + len(term)))
+            at = norm.find(term, at + 1)
+    return spans
