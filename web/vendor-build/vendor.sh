@@ -5,6 +5,7 @@
 # Writes:
 #   web/static/vendor/<pkg>/<file>            dist files, byte-identical to the npm tarballs
 #   web/static/vendor/licenses/<pkg>.LICENSE  each vendored package's licence text
+#                                             (scope '@' dropped, '/' -> '-')
 #   web/static/vendor/licenses/graphiql.bundled.LICENSES
 #                                             licences of the third-party code bundled inside
 #                                             graphiql.min.js (package list read from its source map)
@@ -42,7 +43,7 @@ vendor() {
 # licence <npm package> <licence file, relative to the repo root of the package>
 licence() {
   local pkg="$1" file="$2"
-  cp "$file" "$out/licenses/$(echo "$pkg" | tr '/' '_' | sed 's/^@//').LICENSE"
+  cp "$file" "$out/licenses/$(echo "$pkg" | sed 's|^@||; s|/|-|g').LICENSE"
 }
 
 vendor react                     umd/react.production.min.js          react
@@ -71,7 +72,7 @@ licence cytoscape                 node_modules/cytoscape/LICENSE
   echo "Bundled inside index.umd.js: graphiql-explorer $(pkg_field @graphiql/plugin-explorer/node_modules/graphiql-explorer version)"
   echo "------------------------------------------------------------------------------"
   cat node_modules/@graphiql/plugin-explorer/node_modules/graphiql-explorer/LICENSE
-} > "$out/licenses/graphiql_plugin-explorer.LICENSE"
+} > "$out/licenses/graphiql-plugin-explorer.LICENSE"
 
 node bundled-licenses.mjs node_modules/graphiql/graphiql.min.js.map \
   > "$out/licenses/graphiql.bundled.LICENSES"
