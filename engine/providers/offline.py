@@ -1,0 +1,410 @@
+"""A rule-based extractor for when no chat model is configured.
+
+It is honest rather than clever: one event per paragraph or utterance block (at most
+``MAX_EVENTS``), the block's leading sentence as summary, persons from jieba's ``nr`` tags,
+capitalised English names and ``Name:`` speaker prefixes, locations from ``ns`` tags and
+``in/at <Place>`` patterns, concepts from the most frequent nouns. The output is deterministic
+and always validates as :class:`prompts.extraction.Extraction`.
+
+jieba loads its dictionary (about a second) on first use, in a worker thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import threading
+import unicodedata
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from engine.providers.local import ENGLISH_STOPWORDS
+from prompts.extraction import Extraction
+
+MAX_EVENTS = 8
+MAX_CONCEPTS_PER_EVENT = 8
+MAX_ENTITIES_PER_EVENT = 12
+SUMMARY_MAX = 200
+# A text this short is one event whatever its layout.
+SHORT_TEXT = 280
+# Entity detection reads at most this much of each block; the summary and content are unaffected.
+_ANALYSE_MAX = 20_000
+
+ROLE_WORDS = frozenset(
+    {"user", "assistant", "system", "human", "ai", "bot", "model", "tool", "me", "you",
+     "用户", "助手", "系统", "模型", "机器人", "我", "你", "工具"}
+)
+# Line prefixes that label content rather than name a speaker ("Note: ...").
+_HEADING_WORDS = frozenset(
+    """note notes summary example examples warning todo update question answer q a title
+    subject date time re fwd fw from to cc bcc tip tips step steps result results status
+    description name type id url link source output input error usage important p s ps
+    nb edit caution info details""".split()
+)
+_CALENDAR_WORDS = frozenset(
+    """monday tuesday wednesday thursday friday saturday sunday january february march april may
+    june july august september october november december today tomorrow yesterday""".split()
+)
+_NOT_NAMES = ENGLISH_STOPWORDS | ROLE_WORDS | _HEADING_WORDS | _CALENDAR_WORDS
+_VERBISH = frozenset(
+    """said says told tell asked ask think thinks thought want wants wanted like likes liked
+    went goes going come came comes know knows knew need needs needed feel felt seem seems
+    start started moved move working work works worked used using use uses look looks looked
+    take took taken give gave given find found keep kept call called tried trying try much
+    things thing something anything nothing everything someone anyone week weeks month months
+    year years time times today tomorrow yesterday last next first lots back would could should
+    about again there their where which while these those other every since always never""".split()
+)
+_ZH_STOP_NOUNS = frozenset(
+    {"时候", "东西", "事情", "样子", "地方", "方面", "情况", "部分", "时间", "问题", "方式", "内容",
+     "结果", "过程", "一下", "大家", "人们", "有人"}
+)
+_CONCEPT_FLAGS = frozenset({"n", "nz", "vn", "eng"})
+
+_SPEAKER = re.compile(
+    r"^[ \t]*(?P<name>[A-Za-z][A-Za-z.'’ -]{0,40}?|[\u4e00-\u9fff·]{1,8})[ \t]*[:：][ \t]*(?=\S)"
+)
+_NAME_WORD = re.compile(r"^[A-Z][a-z]+(?:[-'’][A-Z]?[a-z]+)?$")
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9'’+#.-]*[A-Za-z0-9+#]|[A-Za-z]")
+_CAP_SEQ = re.compile(r"\b[A-Z][a-z]+(?:[-'’][A-Z]?[a-z]+)?(?:\s+[A-Z][a-z]+(?:[-'’][A-Z]?[a-z]+)?){0,2}\b")
+_PLACE = re.compile(
+    r"\b(?:in|at|near|from|to|into|visit(?:ed|ing)?|moved to|went to|flew to|arrived in|"
+    r"travel(?:l)?ed to|live[sd]? in|based in)\s+(?:the\s+)?"
+    r"(?P<place>[A-Z][a-z]+(?:[-'’][A-Z]?[a-z]+)?(?:\s+[A-Z][a-z]+){0,2})"
+)
+# "to <Name>" is a place only after a verb of motion ("moved to Berlin", not "talked to Bob").
+_WEAK_PLACE_PREP = frozenset({"to", "from", "into"})
+_MOTION = re.compile(
+    r"\b(?:moved|moving|move|went|go|going|flew|fly|travel(?:l)?ed|drove|came|come|back|"
+    r"relocated|returned|trip|flight)\s+(?:\w+\s+)?$"
+)
+_PERSON_CUE_BEFORE = re.compile(
+    r"\b(?:with|and|met|meet|meeting|told|asked|called|named|by|thanks|thank|dear|hi|hello|"
+    r"hey|mr|mrs|ms|dr|prof|friend|colleague|boss|wife|husband|brother|sister|mother|father)"
+    r"\.?\s+$",
+    re.IGNORECASE,
+)
+_PERSON_CUE_AFTER = re.compile(
+    r"^\s+(?:said|says|told|asked|thinks|thought|wants|wanted|likes|liked|loves|hates|moved|"
+    r"went|joined|works|worked|lives|lived|is|was|has|had|and\s+I|will|would|can|could)\b"
+)
+_TIME_EN = re.compile(
+    r"\b(?:(?:last|next|this)\s+(?:week|month|year|weekend|monday|tuesday|wednesday|thursday|"
+    r"friday|saturday|sunday|night|morning|evening)|yesterday|today|tomorrow|tonight|"
+    r"(?:on\s+)?(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)|"
+    r"(?:in\s+)?(?:19|20)\d\d)\b",
+    re.IGNORECASE,
+)
+_SENTENCE_END = re.compile(r"(?<=[。！？!?；;…])|(?<=[.])(?=\s)|\n")
+_CJK = re.compile(r"[\u4e00-\u9fff]")
+
+log = logging.getLogger(__name__)
+
+_jieba_lock = threading.Lock()
+_posseg: Any = None
+
+
+def _pos_cut(text: str) -> list[tuple[str, str]]:
+    """jieba part-of-speech tags, loading the dictionary on first use with its logging muted."""
+    global _posseg
+    with _jieba_lock:
+        if _posseg is None:
+            import jieba
+            import jieba.posseg
+
+            jieba.setLogLevel(logging.WARNING)
+            jieba.initialize()
+            _posseg = jieba.posseg
+        return [(pair.word, pair.flag) for pair in _posseg.cut(text)]
+
+
+def _key(name: str) -> str:
+    return unicodedata.normalize("NFKC", name).casefold().strip()
+
+
+@dataclass(slots=True)
+class _Block:
+    text: str
+    speaker: str | None = None
+    persons: list[str] = field(default_factory=list)
+    locations: list[str] = field(default_factory=list)
+    concepts: list[str] = field(default_factory=list)
+    time: str | None = None
+
+
+def _speaker_of(line: str, zh_prefix_counts: Counter[str]) -> str | None:
+    m = _SPEAKER.match(line)
+    if not m:
+        return None
+    name = m.group("name").strip()
+    if _CJK.match(name):
+        if _key(name) in ROLE_WORDS or zh_prefix_counts[name] >= 2:
+            return name
+        tags = _pos_cut(name)
+        return name if len(tags) == 1 and tags[0][1] == "nr" else None
+    words = name.split()
+    if _key(name) in ROLE_WORDS:
+        return name
+    if not 1 <= len(words) <= 3 or any(not _NAME_WORD.match(w) for w in words):
+        return None
+    return None if _key(words[0]) in _HEADING_WORDS else name
+
+
+def split_blocks(content: str) -> list[_Block]:
+    """Paragraphs, or utterances when lines start with speaker prefixes; at most MAX_EVENTS."""
+    text = content.replace("\r\n", "\n").replace("\r", "\n").strip()
+    if not text:
+        return []
+    lines = text.split("\n")
+    zh_counts: Counter[str] = Counter(
+        m.group("name") for line in lines if (m := _SPEAKER.match(line)) and _CJK.match(m.group(1))
+    )
+    speakers = [_speaker_of(line, zh_counts) for line in lines]
+    blocks: list[_Block] = []
+    current: list[str] = []
+    current_speaker: str | None = None
+
+    def flush() -> None:
+        body = "\n".join(current).strip()
+        if body:
+            blocks.append(_Block(body, current_speaker))
+        current.clear()
+
+    for line, speaker in zip(lines, speakers, strict=True):
+        if speaker is not None or not line.strip():
+            flush()
+            current_speaker = speaker
+        if line.strip():
+            current.append(line)
+    flush()
+    if len(blocks) == 1 and len(text) > 3 * SHORT_TEXT and "\n" in text:
+        blocks = _line_blocks(lines)
+    if len(text) <= SHORT_TEXT and not any(speakers):
+        blocks = [_Block(text)]
+    return _merge(blocks, MAX_EVENTS)
+
+
+def _line_blocks(lines: list[str]) -> list[_Block]:
+    """One long paragraph of short lines: group consecutive lines into ~SHORT_TEXT blocks."""
+    blocks: list[_Block] = []
+    current: list[str] = []
+    size = 0
+    for line in lines:
+        if not line.strip():
+            continue
+        current.append(line)
+        size += len(line)
+        if size >= SHORT_TEXT:
+            blocks.append(_Block("\n".join(current).strip()))
+            current, size = [], 0
+    if current:
+        blocks.append(_Block("\n".join(current).strip()))
+    return blocks
+
+
+def _merge(blocks: list[_Block], limit: int) -> list[_Block]:
+    if len(blocks) <= limit:
+        return blocks
+    merged: list[_Block] = []
+    n = len(blocks)
+    for g in range(limit):
+        part = blocks[g * n // limit : (g + 1) * n // limit]
+        merged.append(_Block("\n".join(b.text for b in part), part[0].speaker))
+    return merged
+
+
+def summarise(block: str) -> str:
+    """The leading sentence (extended while very short), trimmed to SUMMARY_MAX; never empty."""
+    flat = block.strip()
+    sentences = [s.strip() for s in _SENTENCE_END.split(flat) if s and s.strip()]
+    summary = ""
+    for sentence in sentences:
+        summary = f"{summary} {sentence}".strip() if summary else sentence
+        if len(summary) >= 12:
+            break
+    summary = " ".join(summary.split()) or " ".join(flat.split()) or flat
+    if len(summary) > SUMMARY_MAX:
+        summary = summary[: SUMMARY_MAX - 1].rstrip() + "…"
+    return summary
+
+
+def _is_name_word(word: str) -> bool:
+    return bool(_NAME_WORD.match(word)) and _key(word) not in _NOT_NAMES
+
+
+def _english_entities(text: str) -> tuple[list[str], list[str], list[str]]:
+    """(persons, places, other proper nouns) by capitalisation patterns."""
+    places: list[str] = []
+    for m in _PLACE.finditer(text):
+        place = m.group("place")
+        prep = m.group(0).split()[0].lower()
+        if prep in _WEAK_PLACE_PREP and not _MOTION.search(text[: m.start()] + prep + " "):
+            continue
+        words = [w for w in place.split() if _key(w) not in _NOT_NAMES]
+        if words and words == place.split():
+            places.append(place)
+    place_keys = {_key(p) for p in places}
+    persons: list[str] = []
+    proper: list[str] = []
+    for m in _CAP_SEQ.finditer(text):
+        words = m.group(0).split()
+        while words and _key(words[0]) in _NOT_NAMES:
+            words.pop(0)
+        if not words or any(_key(w) in _NOT_NAMES for w in words):
+            continue
+        name = " ".join(words)
+        if _key(name) in place_keys or any(_key(name) in k.split() for k in place_keys):
+            continue
+        start = m.start() + m.group(0).index(words[0])
+        before = text[:start]
+        sentence_start = not before.strip() or bool(re.search(r"[.!?:：\n]\s*$", before))
+        cue = bool(_PERSON_CUE_BEFORE.search(before)) or bool(
+            _PERSON_CUE_AFTER.match(text[m.end() :])
+        )
+        if len(words) >= 2 or cue:
+            persons.append(name)
+        elif not sentence_start:
+            proper.append(name)
+    return persons, places, proper
+
+
+def _english_keywords(text: str, exclude: set[str]) -> Counter[str]:
+    counts: Counter[str] = Counter()
+    for word in _WORD.findall(text):
+        key = word.casefold().strip("'’.-")
+        if key in exclude or key in ENGLISH_STOPWORDS or key in _VERBISH:
+            continue
+        acronym = word.isupper() and len(word) >= 2
+        techy = any(c.isdigit() for c in word) or (word[1:] != word[1:].lower())
+        if acronym or techy or (len(key) >= 4 and not key.endswith(("ed", "ly"))):
+            counts[word if acronym or techy else key] += 1
+    return counts
+
+
+def _rank(counts: Counter[str], order: dict[str, int], limit: int) -> list[str]:
+    return sorted(counts, key=lambda w: (-counts[w], order.get(_key(w), 0)))[:limit]
+
+
+def _analyse(block: _Block) -> None:
+    text = block.text[:_ANALYSE_MAX]
+    persons: list[str] = []
+    locations: list[str] = []
+    nouns: Counter[str] = Counter()
+    order: dict[str, int] = {}
+    has_cjk = bool(_CJK.search(text))
+    if block.speaker and _key(block.speaker) not in ROLE_WORDS:
+        persons.append(block.speaker)
+    if has_cjk:
+        for i, (word, flag) in enumerate(_pos_cut(text)):
+            w = word.strip()
+            if flag == "nr" and 2 <= len(w) <= 4 and all(_CJK.match(c) or c == "·" for c in w):
+                persons.append(w)
+            elif flag == "ns" and len(w) >= 2 and _CJK.match(w):
+                locations.append(w)
+            elif flag in _CONCEPT_FLAGS and len(w) >= 2 and flag != "eng":
+                if w not in _ZH_STOP_NOUNS:
+                    nouns[w] += 1
+                    order.setdefault(_key(w), i)
+    en_persons, en_places, proper = _english_entities(text)
+    persons.extend(en_persons)
+    locations.extend(en_places)
+    # Speaker names said mid-sentence count as persons too ("Alice: ... Bob: I told Alice ...").
+    taken = {_key(p) for p in persons} | {_key(p) for p in locations}
+    for i, name in enumerate(proper):
+        nouns[name] += 1
+        order.setdefault(_key(name), 10_000 + i)
+    exclude = taken | {k for p in persons + locations for k in _key(p).split()}
+    for word, count in _english_keywords(text, exclude).items():
+        if _key(word) in {_key(n) for n in proper}:
+            continue
+        nouns[word] += count
+        order.setdefault(_key(word), 20_000 + text.casefold().find(_key(word)))
+    for word in list(nouns):
+        if _key(word) in exclude:
+            del nouns[word]
+    block.persons = _dedupe(persons)[:MAX_ENTITIES_PER_EVENT]
+    block.locations = _dedupe(locations)[:MAX_ENTITIES_PER_EVENT]
+    block.concepts = _rank(nouns, order, MAX_CONCEPTS_PER_EVENT)
+    block.time = _time_of(text, has_cjk)
+
+
+def _time_of(text: str, has_cjk: bool) -> str | None:
+    m = _TIME_EN.search(text)
+    if m:
+        return m.group(0)
+    if has_cjk:
+        for word, flag in _pos_cut(text[:400]):
+            if flag == "t" and len(word) >= 2:
+                return word
+    return None
+
+
+def _dedupe(names: list[str]) -> list[str]:
+    seen: set[str] = set()
+    out: list[str] = []
+    for name in names:
+        k = _key(name)
+        if k and k not in seen:
+            seen.add(k)
+            out.append(name)
+    return out
+
+
+class _Registry:
+    """Entity refs shared by all events of one extraction, keyed by normalised name."""
+
+    def __init__(self, prefix: str) -> None:
+        self.prefix = prefix
+        self.items: list[dict[str, Any]] = []
+        self._refs: dict[str, str] = {}
+
+    def ref(self, name: str) -> str:
+        k = _key(name)
+        if k not in self._refs:
+            self._refs[k] = f"{self.prefix}{len(self.items) + 1}"
+            self.items.append({"ref": self._refs[k], "name": name, "aliases": []})
+        return self._refs[k]
+
+
+class OfflineExtractor:
+    """Extraction with no model: see the module docstring for the rules."""
+
+    provider: ClassVar[str] = "offline"
+    model: ClassVar[str] = "offline-rules-v1"
+
+    def __repr__(self) -> str:
+        return "OfflineExtractor()"
+
+    def extract_sync(self, content: str) -> Extraction:
+        """The extraction of ``content``, computed in the calling thread."""
+        blocks = split_blocks(content) or [_Block(content.strip() or content)]
+        persons, locations, concepts = _Registry("p"), _Registry("l"), _Registry("c")
+        events: list[dict[str, Any]] = []
+        for i, block in enumerate(blocks, start=1):
+            _analyse(block)
+            events.append(
+                {
+                    "ref": f"e{i}",
+                    "summary": summarise(block.text) or summarise(content) or "(empty)",
+                    "time": block.time,
+                    "participants": [{"person": persons.ref(p)} for p in block.persons],
+                    "locations": [locations.ref(loc) for loc in block.locations],
+                    "concepts": [concepts.ref(c) for c in block.concepts],
+                }
+            )
+        for item in concepts.items + persons.items:
+            item["description"] = ""
+        return Extraction.model_validate(
+            {
+                "events": events,
+                "persons": persons.items,
+                "concepts": concepts.items,
+                "locations": locations.items,
+            }
+        )
+
+    async def extract(self, content: str, now_iso: str) -> Extraction:
+        """``now_iso`` is unused: the rules never infer times from the clock."""
+        return await asyncio.to_thread(self.extract_sync, content)

@@ -1,0 +1,243 @@
+"""Fusion and diversification of route candidates (SPEC §1.4): RRF + coverage, exact-duplicate
+dedup, and MMR. Pure functions over ids, scores and vectors; the pool is at most 80 events.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence, Set
+from dataclasses import dataclass
+from typing import TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+RRF_K = 60
+COVERAGE_WEIGHT = 0.10
+MMR_LAMBDA = 0.85
+
+T = TypeVar("T")
+_Matrix = npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True, slots=True)
+class Scored:
+    """One fused candidate, with everything an "explain" view needs.
+
+    Attributes:
+        id: Event id.
+        summary_rank: 1-based rank in the summary route, None when absent.
+        chunk_rank: 1-based rank in the chunk route, None when absent.
+        rrf: Sum of ``1/(k + rank)`` over the routes.
+        coverage: Query-term coverage in [0, 1].
+        score: ``rrf + 0.10 * coverage``.
+    """
+
+    id: str
+    summary_rank: int | None
+    chunk_rank: int | None
+    rrf: float
+    coverage: float
+    score: float
+
+
+@dataclass(frozen=True, slots=True)
+class MmrPick:
+    """One MMR selection.
+
+    Attributes:
+        scored: The candidate picked.
+        step: 1-based order of selection.
+        relevance: ``score / max score`` over the pool.
+        redundancy: Max redundancy against the events selected before it (0 for the first).
+        objective: ``lam * relevance - (1 - lam) * redundancy``, the value it won with.
+    """
+
+    scored: Scored
+    step: int
+    relevance: float
+    redundancy: float
+    objective: float
+
+    @property
+    def id(self) -> str:
+        return self.scored.id
+
+
+def _ranks(ids: Iterable[str]) -> dict[str, int]:
+    """1-based rank of each id; a repeated id keeps its first (best) rank."""
+    ranks: dict[str, int] = {}
+    for rank, event_id in enumerate(ids, start=1):
+        ranks.setdefault(event_id, rank)
+    return ranks
+
+
+def rrf(route_ranks: Sequence[Sequence[str]], k: int = RRF_K) -> dict[str, float]:
+    """Reciprocal rank fusion.
+
+    Args:
+        route_ranks: One id list per route, best first (ranks are 1-based).
+        k: The RRF constant.
+
+    Returns:
+        ``id -> Σ_routes 1/(k + rank)``; a route that lacks an id adds nothing.
+    """
+    fused: dict[str, float] = {}
+    for route in route_ranks:
+        for event_id, rank in _ranks(route).items():
+            fused[event_id] = fused.get(event_id, 0.0) + 1.0 / (k + rank)
+    return fused
+
+
+def fuse(
+    summary_ids: Sequence[str],
+    chunk_ids: Sequence[str],
+    coverage: Mapping[str, float],
+    *,
+    k: int = RRF_K,
+    weight: float = COVERAGE_WEIGHT,
+) -> list[Scored]:
+    """Score the union of both routes: ``rrf + weight * coverage``.
+
+    Args:
+        summary_ids: Summary-route ids, best first.
+        chunk_ids: Chunk-route ids, best first.
+        coverage: Coverage per id; a missing id counts as 0.
+        k: The RRF constant.
+        weight: The coverage weight.
+
+    Returns:
+        Candidates by score descending, ties by id ascending.
+    """
+    by_summary, by_chunk = _ranks(summary_ids), _ranks(chunk_ids)
+    fused = rrf((summary_ids, chunk_ids), k)
+    scored = [
+        Scored(
+            id=event_id,
+            summary_rank=by_summary.get(event_id),
+            chunk_rank=by_chunk.get(event_id),
+            rrf=value,
+            coverage=coverage.get(event_id, 0.0),
+            score=value + weight * coverage.get(event_id, 0.0),
+        )
+        for event_id, value in fused.items()
+    ]
+    scored.sort(key=lambda s: (-s.score, s.id))
+    return scored
+
+
+def dedup_by_hash(ranked: Iterable[T], hash_of: Callable[[T], str | None]) -> list[T]:
+    """Keep the first (best-ranked) item per non-empty content hash.
+
+    Args:
+        ranked: Items in rank order, best first (``fuse`` output, or recency order).
+        hash_of: The content hash of an item; ``""`` or None (empty content) is never grouped.
+
+    Returns:
+        The surviving items, in their original order.
+    """
+    seen: set[str] = set()
+    kept: list[T] = []
+    for item in ranked:
+        digest = hash_of(item)
+        if digest:
+            if digest in seen:
+                continue
+            seen.add(digest)
+        kept.append(item)
+    return kept
+
+
+def cosine_matrix(vectors: Sequence[npt.ArrayLike | None]) -> _Matrix:
+    """Pairwise raw cosine; a missing or zero vector has cosine 0 with everything.
+
+    Raises:
+        ValueError: When the vectors do not share one dimension.
+    """
+    n = len(vectors)
+    present = [i for i, v in enumerate(vectors) if v is not None]
+    out = np.zeros((n, n), dtype=np.float64)
+    if not present:
+        return out
+    rows = [np.asarray(vectors[i], dtype=np.float64).ravel() for i in present]
+    if len({r.shape[0] for r in rows}) > 1:
+        raise ValueError("MMR vectors must share one dimension")
+    mat = np.stack(rows)
+    norms = np.linalg.norm(mat, axis=1)
+    nonzero = norms > 0
+    mat[nonzero] /= norms[nonzero, None]
+    mat[~nonzero] = 0.0
+    idx = np.asarray(present)
+    out[np.ix_(idx, idx)] = mat @ mat.T
+    return out
+
+
+def overlap_matrix(hash_sets: Sequence[Set[str]]) -> _Matrix:
+    """Pairwise overlap coefficient ``|A∩B| / min(|A|,|B|)``; 0 when either set is empty."""
+    n = len(hash_sets)
+    vocab: dict[str, int] = {}
+    for hashes in hash_sets:
+        for h in hashes:
+            vocab.setdefault(h, len(vocab))
+    if not vocab:
+        return np.zeros((n, n), dtype=np.float64)
+    incidence = np.zeros((n, len(vocab)), dtype=np.float64)
+    for i, hashes in enumerate(hash_sets):
+        incidence[i, [vocab[h] for h in hashes]] = 1.0
+    inter = incidence @ incidence.T
+    sizes = incidence.sum(axis=1)
+    smaller = np.minimum(sizes[:, None], sizes[None, :])
+    return np.divide(inter, smaller, out=np.zeros_like(inter), where=smaller > 0)
+
+
+def redundancy_matrix(
+    vectors: Sequence[npt.ArrayLike | None], hash_sets: Sequence[Set[str]]
+) -> _Matrix:
+    """``max(clip(raw cosine, 0, 1), chunk-hash overlap)`` for every pair."""
+    cos = np.clip(cosine_matrix(vectors), 0.0, 1.0)
+    return np.maximum(cos, overlap_matrix(hash_sets))
+
+
+def mmr(
+    pool: Sequence[Scored],
+    vectors: Mapping[str, npt.ArrayLike | None],
+    chunk_hashes: Mapping[str, Set[str]],
+    quota: int,
+    lam: float = MMR_LAMBDA,
+) -> list[MmrPick]:
+    """Greedy maximal marginal relevance over a deduplicated pool.
+
+    Each step picks the argmax of ``lam * rel(e) - (1 - lam) * max_{s∈S} red(e, s)`` where
+    ``rel = score / max score`` and S holds the events picked in this call. Ties go to the
+    higher score, then the smaller id.
+
+    Args:
+        pool: Fused, deduplicated candidates (any order).
+        vectors: Summary embedding per id; missing or None counts as cosine 0.
+        chunk_hashes: ``text_hash`` set of each event's chunks; missing means empty.
+        quota: Maximum number of picks.
+        lam: The relevance/diversity trade-off.
+
+    Returns:
+        The picks in selection order.
+    """
+    n = len(pool)
+    if n == 0 or quota <= 0:
+        return []
+    scores = np.array([s.score for s in pool], dtype=np.float64)
+    top = scores.max()
+    rel = scores / top if top > 0 else np.zeros(n)
+    red = redundancy_matrix(
+        [vectors.get(s.id) for s in pool], [chunk_hashes.get(s.id, frozenset()) for s in pool]
+    )
+    max_red = np.zeros(n)
+    open_ = np.ones(n, dtype=bool)
+    picks: list[MmrPick] = []
+    for step in range(1, min(quota, n) + 1):
+        objective = lam * rel - (1.0 - lam) * max_red
+        best_value = objective[open_].max()
+        tied = np.flatnonzero(open_ & (objective == best_value))
+        i = min(tied, key=lambda j: (-pool[j].score, pool[j].id))
+        picks.append(MmrPick(pool[i], step, float(rel[i]), float(max_red[i]), float(best_value)))
+        open_[i] = False
+        max_red = np.maximum(max_red, red[i])
+    return picks

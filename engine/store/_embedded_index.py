@@ -1,0 +1,295 @@
+"""In-memory numpy mirrors of the embedded store's vectors, and the exact-cosine routes.
+
+Writers (the store's single database thread) append into preallocated buffers *beyond* the rows
+a published view covers, then publish a new immutable ``EventView``/``EntityView`` by swapping
+one reference. Readers grab the current view once and only ever look at its first ``n`` rows, so
+they never see a half-written row and never need a lock. Deletions and re-vectorize build fresh
+buffers instead of editing published rows.
+
+Every stored vector is L2-normalised, so raw cosine is a dot product.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from engine.models import Filters, Hit
+
+F32 = npt.NDArray[np.float32]
+I64 = npt.NDArray[np.int64]
+Mask = npt.NDArray[np.bool_]
+
+_MIN_CAPACITY = 64
+
+
+def normalise(vector: npt.ArrayLike) -> F32:
+    """A float32 copy scaled to unit length (a zero vector stays zero)."""
+    v = np.array(vector, dtype=np.float32).reshape(-1)
+    norm = float(np.linalg.norm(v))
+    if norm > 0.0 and np.isfinite(norm):
+        v /= norm
+    return v
+
+
+def date_key(date: str | None) -> int:
+    """``YYYY-MM-DD`` -> ``YYYYMMDD`` as an int (0 when absent or malformed)."""
+    if not date:
+        return 0
+    digits = date[:10].replace("-", "")
+    return int(digits) if len(digits) == 8 and digits.isdigit() else 0
+
+
+def _grow(buf: npt.NDArray[np.generic], need: int) -> npt.NDArray[np.generic]:
+    """``buf`` itself when it holds ``need`` rows, else a copy with doubled capacity."""
+    if need <= buf.shape[0]:
+        return buf
+    cap = max(_MIN_CAPACITY, buf.shape[0])
+    while cap < need:
+        cap *= 2
+    out = np.zeros((cap, *buf.shape[1:]), dtype=buf.dtype)
+    out[: buf.shape[0]] = buf
+    return out
+
+
+# ---------------------------------------------------------------- events and chunks
+
+
+@dataclass(frozen=True, slots=True)
+class EventView:
+    """An immutable snapshot: event rows ``[0, n)`` and chunk rows ``[0, nc)``.
+
+    Chunks are stored grouped by event row in ascending row order, so each event's chunks form
+    one contiguous run (``gstart[g]`` .. next start); ``gevent[g]`` is that run's event row.
+    """
+
+    dims: int
+    n: int
+    ids: list[str]
+    row_of: dict[str, int]
+    vecs: F32
+    has_vec: Mask
+    dates: npt.NDArray[np.int32]
+    nc: int
+    cvecs: F32
+    crow: I64
+    cidx: I64
+    cstart: I64
+    cend: I64
+    ng: int
+    gstart: I64
+    gevent: I64
+
+    def rows(self, ids: Iterable[str]) -> I64:
+        """Rows of the given ids that this view covers (unknown ids are ignored)."""
+        get, n = self.row_of.get, self.n
+        found = (get(i, -1) for i in ids)
+        arr = np.fromiter(found, dtype=np.int64)
+        return arr[(arr >= 0) & (arr < n)]
+
+
+def empty_event_view(dims: int) -> EventView:
+    z64 = np.zeros(0, dtype=np.int64)
+    return EventView(
+        dims=dims, n=0, ids=[], row_of={},
+        vecs=np.zeros((0, dims), dtype=np.float32), has_vec=np.zeros(0, dtype=np.bool_),
+        dates=np.zeros(0, dtype=np.int32), nc=0,
+        cvecs=np.zeros((0, dims), dtype=np.float32), crow=z64, cidx=z64, cstart=z64, cend=z64,
+        ng=0, gstart=z64, gevent=z64,
+    )  # fmt: skip
+
+
+@dataclass(slots=True)
+class NewEvent:
+    id: str
+    create_date: str
+    vector: F32 | None  # already normalised, or None
+    chunks: list[tuple[int, int, int, F32]] = field(default_factory=list)  # idx, start, end, vec
+
+
+def append_events(view: EventView, events: Sequence[NewEvent]) -> EventView:
+    """A view with ``events`` appended (their chunks too). Rows below ``view.n`` are untouched."""
+    if not events:
+        return view
+    d = view.dims
+    n, nc, ng = view.n, view.nc, view.ng
+    chunk_total = sum(1 for e in events for c in e.chunks if c[3].shape[0] == d)
+    vecs = _grow(view.vecs, n + len(events))
+    has_vec = _grow(view.has_vec, n + len(events))
+    dates = _grow(view.dates, n + len(events))
+    cvecs = _grow(view.cvecs, nc + chunk_total)
+    crow, cidx = _grow(view.crow, nc + chunk_total), _grow(view.cidx, nc + chunk_total)
+    cstart, cend = _grow(view.cstart, nc + chunk_total), _grow(view.cend, nc + chunk_total)
+    gstart, gevent = _grow(view.gstart, ng + len(events)), _grow(view.gevent, ng + len(events))
+    ids, row_of = view.ids, view.row_of
+    for ev in events:
+        row = n
+        ok = ev.vector is not None and ev.vector.shape[0] == d
+        vecs[row] = ev.vector if ok and ev.vector is not None else 0.0
+        has_vec[row] = ok
+        dates[row] = date_key(ev.create_date)
+        first = True
+        for idx, start, end, cv in ev.chunks:
+            if cv.shape[0] != d:
+                continue
+            if first:
+                gstart[ng], gevent[ng] = nc, row
+                ng += 1
+                first = False
+            cvecs[nc], crow[nc], cidx[nc], cstart[nc], cend[nc] = cv, row, idx, start, end
+            nc += 1
+        ids.append(ev.id)  # readers only index below their own n
+        row_of[ev.id] = row
+        n += 1
+    return EventView(d, n, ids, row_of, vecs, has_vec, dates, nc, cvecs, crow, cidx, cstart,
+                     cend, ng, gstart, gevent)  # type: ignore[arg-type]  # fmt: skip
+
+
+def build_event_view(dims: int, events: Sequence[NewEvent]) -> EventView:
+    """A fresh view (fresh buffers) holding exactly ``events`` in order."""
+    return append_events(empty_event_view(dims), events)
+
+
+# ---------------------------------------------------------------- entities
+
+
+@dataclass(frozen=True, slots=True)
+class EntityView:
+    dims: int
+    n: int
+    ids: list[str]
+    row_of: dict[str, int]
+    vecs: F32
+    has_vec: Mask
+
+
+def empty_entity_view(dims: int) -> EntityView:
+    return EntityView(dims, 0, [], {}, np.zeros((0, dims), dtype=np.float32),
+                      np.zeros(0, dtype=np.bool_))  # fmt: skip
+
+
+def append_entities(view: EntityView, items: Sequence[tuple[str, F32 | None]]) -> EntityView:
+    """A view with new entities appended; an id already present gets its vector set instead
+    (a merged node that had none) -- written in place, which only flips ``has_vec`` on."""
+    if not items:
+        return view
+    d, n = view.dims, view.n
+    fresh = [(i, v) for i, v in items if i not in view.row_of]
+    vecs = _grow(view.vecs, n + len(fresh))
+    has_vec = _grow(view.has_vec, n + len(fresh))
+    for node_id, vec in items:
+        ok = vec is not None and vec.shape[0] == d
+        row = view.row_of.get(node_id)
+        if row is not None:
+            if ok and not has_vec[row]:
+                vecs[row] = vec
+                has_vec[row] = True
+            continue
+        vecs[n] = vec if ok and vec is not None else 0.0
+        has_vec[n] = ok
+        view.ids.append(node_id)
+        view.row_of[node_id] = n
+        n += 1
+    return EntityView(d, n, view.ids, view.row_of, vecs, has_vec)  # type: ignore[arg-type]
+
+
+def build_entity_view(dims: int, items: Sequence[tuple[str, F32 | None]]) -> EntityView:
+    return append_entities(empty_entity_view(dims), items)
+
+
+# ---------------------------------------------------------------- scoring
+
+
+def _top(scores: F32, mask: Mask, keys: Sequence[str], key_rows: I64 | None, limit: int) -> I64:
+    """Positions of the best ``limit`` masked scores, ordered by (score DESC, key ASC).
+
+    ``argpartition`` finds the cut score; everything tied with it is kept so the id tie-break
+    is exact, then only that short list is sorted.
+    """
+    valid = np.flatnonzero(mask)
+    if limit <= 0 or valid.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    vs = scores[valid]
+    if valid.size > limit:
+        cut = vs[np.argpartition(-vs, limit - 1)[limit - 1]]
+        keep = vs >= cut
+        valid, vs = valid[keep], vs[keep]
+
+    def key_of(pos: int) -> str:
+        return keys[int(key_rows[pos]) if key_rows is not None else pos]
+
+    order = sorted(range(valid.size), key=lambda i: (-float(vs[i]), key_of(int(valid[i]))))
+    return valid[np.asarray(order[:limit], dtype=np.int64)]
+
+
+def event_mask(
+    view: EventView,
+    filters: Filters,
+    exclude: frozenset[str],
+    restrict: frozenset[str] | None,
+    allowed: frozenset[str] | None,
+) -> Mask:
+    """Rows passing restrict, entity groups (pre-resolved to ``allowed``), dates and exclusions."""
+    n = view.n
+    if restrict is not None:
+        mask = np.zeros(n, dtype=np.bool_)
+        mask[view.rows(restrict)] = True
+    else:
+        mask = np.ones(n, dtype=np.bool_)
+    if allowed is not None:
+        ok = np.zeros(n, dtype=np.bool_)
+        ok[view.rows(allowed)] = True
+        mask &= ok
+    if filters.date_from is not None:
+        mask &= view.dates[:n] >= date_key(filters.date_from)
+    if filters.date_to is not None:
+        mask &= view.dates[:n] <= date_key(filters.date_to)
+    if exclude:
+        mask[view.rows(exclude)] = False
+    return mask
+
+
+def summary_hits(view: EventView, query: F32, mask: Mask, limit: int) -> list[Hit]:
+    n = view.n
+    if n == 0 or query.shape[0] != view.dims:
+        return []
+    scores = view.vecs[:n] @ query
+    top = _top(scores, mask & view.has_vec[:n], view.ids, None, limit)
+    return [Hit(view.ids[int(r)], float(scores[r])) for r in top]
+
+
+def chunk_hits(view: EventView, query: F32, mask: Mask, limit: int) -> list[Hit]:
+    """Each event scored by its best chunk (first chunk on a tie)."""
+    nc, ng = view.nc, view.ng
+    if ng == 0 or query.shape[0] != view.dims:
+        return []
+    cscores = view.cvecs[:nc] @ query
+    starts = view.gstart[:ng]
+    best = np.maximum.reduceat(cscores, starts)
+    gevent = view.gevent[:ng]
+    top = _top(best, mask[gevent], view.ids, gevent, limit)
+    hits: list[Hit] = []
+    for g in top:
+        lo = int(starts[g])
+        hi = int(starts[g + 1]) if g + 1 < ng else nc
+        c = lo + int(np.argmax(cscores[lo:hi]))
+        hits.append(Hit(
+            view.ids[int(gevent[g])], float(best[g]),
+            int(view.cidx[c]), int(view.cstart[c]), int(view.cend[c]),
+        ))  # fmt: skip
+    return hits
+
+
+def entity_top(view: EntityView, query: F32, k: int, min_cosine: float | None) -> list[tuple[str, float]]:
+    n = view.n
+    if n == 0 or k <= 0 or query.shape[0] != view.dims:
+        return []
+    scores = view.vecs[:n] @ query
+    mask = view.has_vec[:n].copy()
+    if min_cosine is not None:
+        mask &= scores >= np.float32(min_cosine)
+    top = _top(scores, mask, view.ids, None, k)
+    return [(view.ids[int(r)], float(scores[r])) for r in top]

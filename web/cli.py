@@ -1,0 +1,175 @@
+"""The ``mnemoql`` command: serve, import, and managing a local Neo4j."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any, TextIO
+
+from engine.config import Settings, load_settings
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    overrides: dict[str, Any] = {}
+    if getattr(args, "data_dir", None):
+        overrides["data_dir"] = Path(args.data_dir).expanduser()
+    if getattr(args, "store", None):
+        overrides["store"] = args.store
+    if getattr(args, "host", None):
+        overrides["host"] = args.host
+    if getattr(args, "port", None):
+        overrides["port"] = args.port
+    return load_settings(**overrides)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from web.app import create_app
+
+    settings = _settings(args)
+    app = create_app(settings)
+    print(
+        f"mnemoql on http://{settings.host}:{settings.port}/graphql "
+        f"(store: {settings.store}, data: {settings.data_dir})",
+        file=sys.stderr,
+    )
+    uvicorn.run(app, host=settings.host, port=settings.port, log_level=args.log_level)
+    return 0
+
+
+class Progress:
+    """A one-line progress bar on a terminal; plain periodic lines elsewhere."""
+
+    def __init__(self, total: int, out: TextIO = sys.stderr, label: str = "saved") -> None:
+        self.total, self.out, self.label = total, out, label
+        self.done = 0
+        self.failed = 0
+        self.started = time.monotonic()
+        self._last = 0.0
+
+    def advance(self, ok: bool = True) -> None:
+        self.done += 1
+        self.failed += 0 if ok else 1
+        now = time.monotonic()
+        if now - self._last >= 0.1 or self.done == self.total:
+            self._last = now
+            self.draw()
+
+    def draw(self) -> None:
+        width = 30
+        frac = self.done / self.total if self.total else 1.0
+        bar = "#" * int(frac * width)
+        rate = self.done / max(time.monotonic() - self.started, 1e-9)
+        line = (
+            f"[{bar:<{width}}] {self.done}/{self.total} {self.label}, "
+            f"{self.failed} failed, {rate:.1f}/s"
+        )
+        if self.out.isatty():
+            self.out.write("\r" + line)
+            if self.done == self.total:
+                self.out.write("\n")
+        elif self.done == self.total or self.done % 100 == 0:
+            self.out.write(line + "\n")
+        self.out.flush()
+
+
+async def _import(settings: Settings, path: Path, concurrency: int) -> int:
+    import httpx
+
+    from engine.errors import MnemoError
+    from engine.ingest import SaveInput, parse_extraction
+    from engine.memory import Memory
+    from engine.providers.factory import build_providers
+    from web.app import open_store
+
+    lines = [ln for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip()]
+    items: list[SaveInput] = []
+    for n, line in enumerate(lines, 1):
+        try:
+            raw = json.loads(line)
+            if raw.get("extraction") is not None:
+                raw["extraction"] = parse_extraction(raw["extraction"])
+            items.append(SaveInput.model_validate(raw))
+        except (ValueError, MnemoError) as exc:
+            print(f"{path}:{n}: not a save input: {exc}", file=sys.stderr)
+            return 2
+    store = open_store(settings)
+    await store.open()
+    try:
+        async with httpx.AsyncClient() as client:
+            memory = Memory(settings, store, build_providers(settings, client))
+            bar = Progress(len(items))
+            gate = asyncio.Semaphore(concurrency)
+            failures: list[str] = []
+
+            async def one(i: int, item: SaveInput) -> None:
+                async with gate:
+                    try:
+                        await memory.save(item)
+                        bar.advance()
+                    except MnemoError as exc:
+                        failures.append(f"line {i + 1}: {exc.code}: {exc.message}")
+                        bar.advance(ok=False)
+
+            await asyncio.gather(*(one(i, it) for i, it in enumerate(items)))
+            for f in failures:
+                print(f, file=sys.stderr)
+            return 1 if failures else 0
+    finally:
+        await store.close()
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    return asyncio.run(_import(_settings(args), Path(args.file), args.concurrency))
+
+
+def cmd_neo4j(args: argparse.Namespace) -> int:
+    from engine.store.neo4j.managed import main as managed_main
+
+    settings = _settings(args)
+    home = Path(args.home) if args.home else settings.data_dir / "neo4j"
+    return managed_main([args.action, "--home", str(home)])
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="mnemoql", description="GraphQL graph memory for LLM agents.")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    def common(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("--data-dir", help="where the embedded store keeps its data")
+        sp.add_argument("--store", choices=["embedded", "neo4j"], help="which store to use")
+
+    s = sub.add_parser("serve", help="serve GraphQL on 127.0.0.1:8000")
+    common(s)
+    s.add_argument("--host")
+    s.add_argument("--port", type=int)
+    s.add_argument("--log-level", default="info")
+    s.set_defaults(func=cmd_serve)
+
+    i = sub.add_parser("import", help="save every line of a JSON-lines file")
+    common(i)
+    i.add_argument("file")
+    i.add_argument("--concurrency", type=int, default=4)
+    i.set_defaults(func=cmd_import)
+
+    n = sub.add_parser("neo4j", help="a managed local Neo4j: install | start | stop | status")
+    common(n)
+    n.add_argument("action", choices=["install", "start", "stop", "status"])
+    n.add_argument("--home", help="Neo4j home (default: <data-dir>/neo4j)")
+    n.set_defaults(func=cmd_neo4j)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    code: int = args.func(args)
+    return code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
