@@ -133,8 +133,10 @@ class TopicRecallCollector:
         related: dict[str, float] = {}
         for binding in self._newest(node, None):
             for path in binding.related_paths:
-                related[path] = max(related.get(path, binding.profile.diffusion_weight),
-                                    binding.profile.diffusion_weight)
+                related[path] = max(
+                    related.get(path, binding.profile.diffusion_weight),
+                    binding.profile.diffusion_weight,
+                )
             self._offer(candidates, node, binding, CandidateSource.PRIMARY, now_ms)
         if node.parent is not None:
             for binding in self._newest(node.parent, self.parent_limit):

@@ -202,7 +202,9 @@ class TopicMemoryIndex:
         if node is None:
             return None
         binding = TopicBinding(
-            slice_ref, int(timestamp_ms), tuple(normalise_related(related)),
+            slice_ref,
+            int(timestamp_ms),
+            tuple(normalise_related(related)),
             normalise_profile(profile),
         )
         return node._upsert(binding)
@@ -227,7 +229,9 @@ class TopicMemoryIndex:
         'a [root]\\r\\na->b {slices: 1}'
         """
         return "\r\n".join(
-            f"{node.path} [root]" if node.is_root else f"{node.path} {{slices: {len(node._bindings)}}}"
+            f"{node.path} [root]"
+            if node.is_root
+            else f"{node.path} {{slices: {len(node._bindings)}}}"
             for node in self.walk()
         )
 
