@@ -21,7 +21,7 @@ import platform
 import re
 import threading
 import unicodedata
-from collections import Counter
+from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -38,7 +38,14 @@ _LOCAL_BATCH = 32
 # Above this many texts the hashing embedder leaves the event loop for a worker thread.
 _HASHING_INLINE_MAX = 16
 
-ENGLISH_STOPWORDS = frozenset(
+
+
+def wordset(words: str) -> frozenset[str]:
+    """A frozenset from whitespace-separated words (keeps long word lists readable)."""
+    return frozenset(words.split())
+
+
+ENGLISH_STOPWORDS = wordset(
     """a about above after again against all also am an and any are aren as at be because been
     before being below between both but by can cannot could did didn do does doesn doing don down
     during each few for from further had hadn has hasn have haven having he her here hers herself
@@ -47,7 +54,7 @@ ENGLISH_STOPWORDS = frozenset(
     some such than that the their theirs them themselves then there these they this those through
     to too under until up very was wasn we were weren what when where which while who whom why
     will with won would you your yours yourself yourselves yes ok okay oh well really very much
-    many one two get got gets make made may might must shall also even still yet ever""".split()
+    many one two get got gets make made may might must shall also even still yet ever"""
 )
 
 
@@ -143,11 +150,11 @@ _LATIN_RUN = re.compile(f"[^\\W_{_CJK_CLASS}]+")
 _EMPTY_FEATURE = "\x00empty"
 
 
-def hashing_features(text: str) -> Counter[str]:
+def hashing_features(text: str) -> dict[str, float]:
     """Weighted features of one text: latin words (+ a 5-char prefix for crude stemming) and
     CJK unigrams (half weight) and bigrams."""
     norm = unicodedata.normalize("NFKC", text).casefold()
-    feats: Counter[str] = Counter()
+    feats: defaultdict[str, float] = defaultdict(float)
     for word in _LATIN_RUN.findall(norm):
         if word in ENGLISH_STOPWORDS:
             feats["w:" + word] += 0.25
@@ -160,7 +167,7 @@ def hashing_features(text: str) -> Counter[str]:
             feats["u:" + ch] += 0.5
         for i in range(len(run) - 1):
             feats["b:" + run[i : i + 2]] += 1.0
-    return feats
+    return dict(feats)
 
 
 @functools.lru_cache(maxsize=262_144)
@@ -187,7 +194,7 @@ class HashingEmbedder:
         """The vectors, computed in the calling thread (the fake model server uses this)."""
         out = np.zeros((len(texts), self.dimensions), dtype=np.float32)
         for row, text in enumerate(texts):
-            feats = hashing_features(text) or Counter({_EMPTY_FEATURE: 1.0})
+            feats = hashing_features(text) or {_EMPTY_FEATURE: 1.0}
             for feature, weight in feats.items():
                 index, sign = _slot(feature, self.dimensions)
                 out[row, index] += sign * math.sqrt(weight)

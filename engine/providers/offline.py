@@ -20,7 +20,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from engine.providers.local import ENGLISH_STOPWORDS
+from engine.providers.local import ENGLISH_STOPWORDS, wordset
 from prompts.extraction import Extraction
 
 MAX_EVENTS = 8
@@ -37,38 +37,51 @@ ROLE_WORDS = frozenset(
      "用户", "助手", "系统", "模型", "机器人", "我", "你", "工具"}
 )
 # Line prefixes that label content rather than name a speaker ("Note: ...").
-_HEADING_WORDS = frozenset(
+_HEADING_WORDS = wordset(
     """note notes summary example examples warning todo update question answer q a title
     subject date time re fwd fw from to cc bcc tip tips step steps result results status
     description name type id url link source output input error usage important p s ps
-    nb edit caution info details""".split()
+    nb edit caution info details"""
 )
-_CALENDAR_WORDS = frozenset(
+_CALENDAR_WORDS = wordset(
     """monday tuesday wednesday thursday friday saturday sunday january february march april may
-    june july august september october november december today tomorrow yesterday""".split()
+    june july august september october november december today tomorrow yesterday"""
 )
 _NOT_NAMES = ENGLISH_STOPWORDS | ROLE_WORDS | _HEADING_WORDS | _CALENDAR_WORDS
-_VERBISH = frozenset(
+_VERBISH = wordset(
     """said says told tell asked ask think thinks thought want wants wanted like likes liked
     went goes going come came comes know knows knew need needs needed feel felt seem seems
     start started moved move working work works worked used using use uses look looks looked
     take took taken give gave given find found keep kept call called tried trying try much
     things thing something anything nothing everything someone anyone week weeks month months
     year years time times today tomorrow yesterday last next first lots back would could should
-    about again there their where which while these those other every since always never""".split()
+    about again there their where which while these those other every since always never near
+    without within across along around behind beyond toward towards upon onto inside outside
+    maybe perhaps actually pretty quite sure right good great nice welcome thanks please sorry
+    yeah anyway though although however whether"""
 )
 _ZH_STOP_NOUNS = frozenset(
     {"时候", "东西", "事情", "样子", "地方", "方面", "情况", "部分", "时间", "问题", "方式", "内容",
      "结果", "过程", "一下", "大家", "人们", "有人"}
 )
-_CONCEPT_FLAGS = frozenset({"n", "nz", "vn", "eng"})
+_CONCEPT_FLAGS = frozenset({"n", "nz", "vn"})
+# Common words jieba's dictionary tags as places (ns) or person names (nr).
+_ZH_NOT_PLACES = wordset(
+    """上市 东西 哥哥 深度 长度 新鲜 美丽 英雄 爱国 庆典 建国 开国 治安 太阳 城市 城镇 外国
+    大国 山区 回国 古城 南北 江湖 湖泊 海洋 共和国 王国 阿哥 维度 入口 出口 中断 大街 南路 自治县
+    自治州 永乐 高原 平原 山脉 冰川 海峡 河口 朝廷"""
+)
+_ZH_NOT_PERSONS = wordset(
+    """余弦 卫星 和尚 小姐 文明 明白 武功 王朝 道德 阳光 陆军"""
+)
 
 _SPEAKER = re.compile(
     r"^[ \t]*(?P<name>[A-Za-z][A-Za-z.'’ -]{0,40}?|[\u4e00-\u9fff·]{1,8})[ \t]*[:：][ \t]*(?=\S)"
 )
 _NAME_WORD = re.compile(r"^[A-Z][a-z]+(?:[-'’][A-Z]?[a-z]+)?$")
-_WORD = re.compile(r"[A-Za-z][A-Za-z0-9'’+#.-]*[A-Za-z0-9+#]|[A-Za-z]")
-_CAP_SEQ = re.compile(r"\b[A-Z][a-z]+(?:[-'’][A-Z]?[a-z]+)?(?:\s+[A-Z][a-z]+(?:[-'’][A-Z]?[a-z]+)?){0,2}\b")
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_'’+#.-]*[A-Za-z0-9+#]|[A-Za-z]")
+_NAME_PART = r"[A-Z][a-z]+(?:[-'’][A-Z]?[a-z]+)?"
+_CAP_SEQ = re.compile(rf"\b{_NAME_PART}(?:\s+{_NAME_PART}){{0,2}}\b")
 _PLACE = re.compile(
     r"\b(?:in|at|near|from|to|into|visit(?:ed|ing)?|moved to|went to|flew to|arrived in|"
     r"travel(?:l)?ed to|live[sd]? in|based in)\s+(?:the\s+)?"
@@ -99,6 +112,8 @@ _TIME_EN = re.compile(
 )
 _SENTENCE_END = re.compile(r"(?<=[。！？!?；;…])|(?<=[.])(?=\s)|\n")
 _CJK = re.compile(r"[\u4e00-\u9fff]")
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_MARKUP = re.compile(r"^\s*(?:#{1,6}\s+|[-*+>]\s+|\d+[.)]\s+)")
 
 log = logging.getLogger(__name__)
 
@@ -217,7 +232,8 @@ def _merge(blocks: list[_Block], limit: int) -> list[_Block]:
 
 def summarise(block: str) -> str:
     """The leading sentence (extended while very short), trimmed to SUMMARY_MAX; never empty."""
-    flat = block.strip()
+    lines = [_MARKUP.sub("", ln) for ln in block.split("\n") if not _FENCE.match(ln)]
+    flat = "\n".join(ln for ln in lines if ln.strip()).strip() or block.strip()
     sentences = [s.strip() for s in _SENTENCE_END.split(flat) if s and s.strip()]
     summary = ""
     for sentence in sentences:
@@ -283,62 +299,74 @@ def _english_keywords(text: str, exclude: set[str]) -> Counter[str]:
     return counts
 
 
-def _rank(counts: Counter[str], order: dict[str, int], limit: int) -> list[str]:
-    return sorted(counts, key=lambda w: (-counts[w], order.get(_key(w), 0)))[:limit]
+def _plain(text: str) -> str:
+    """The block without speaker prefixes, markdown heading/bullet marks and code fences."""
+    lines = []
+    for line in text.split("\n"):
+        if _FENCE.match(line):
+            continue
+        m = _SPEAKER.match(line)
+        if m and (_key(m.group("name")) in ROLE_WORDS or _NAME_WORD.match(m.group("name"))):
+            line = line[m.end() :]
+        lines.append(_MARKUP.sub("", line))
+    return "\n".join(lines)
 
 
 def _analyse(block: _Block) -> None:
-    text = block.text[:_ANALYSE_MAX]
+    text = _plain(block.text[:_ANALYSE_MAX])
     persons: list[str] = []
     locations: list[str] = []
-    nouns: Counter[str] = Counter()
+    nouns: Counter[str] = Counter()  # by normalised key
+    surface: dict[str, str] = {}
     order: dict[str, int] = {}
+
+    def add(word: str, count: int, position: int) -> None:
+        k = _key(word)
+        nouns[k] += count
+        surface.setdefault(k, word)
+        order.setdefault(k, position)
+
+    times: list[str] = []
     has_cjk = bool(_CJK.search(text))
     if block.speaker and _key(block.speaker) not in ROLE_WORDS:
         persons.append(block.speaker)
     if has_cjk:
         for i, (word, flag) in enumerate(_pos_cut(text)):
             w = word.strip()
-            if flag == "nr" and 2 <= len(w) <= 4 and all(_CJK.match(c) or c == "·" for c in w):
+            if len(w) < 2:
+                continue
+            if flag == "nr" and len(w) <= 4 and _all_cjk(w) and w not in _ZH_NOT_PERSONS:
                 persons.append(w)
-            elif flag == "ns" and len(w) >= 2 and _CJK.match(w):
+            elif flag == "ns" and _all_cjk(w) and w not in _ZH_NOT_PLACES:
                 locations.append(w)
-            elif flag in _CONCEPT_FLAGS and len(w) >= 2 and flag != "eng":
-                if w not in _ZH_STOP_NOUNS:
-                    nouns[w] += 1
-                    order.setdefault(_key(w), i)
+            elif flag == "t" and _CJK.match(w):
+                times.append(w)
+            elif flag in _CONCEPT_FLAGS and w not in _ZH_STOP_NOUNS and _key(w) not in ROLE_WORDS:
+                add(w, 1, i)
     en_persons, en_places, proper = _english_entities(text)
     persons.extend(en_persons)
     locations.extend(en_places)
-    # Speaker names said mid-sentence count as persons too ("Alice: ... Bob: I told Alice ...").
-    taken = {_key(p) for p in persons} | {_key(p) for p in locations}
+    exclude = {_key(p) for p in persons + locations} | ROLE_WORDS
+    exclude |= {k for p in persons + locations for k in _key(p).split()}
     for i, name in enumerate(proper):
-        nouns[name] += 1
-        order.setdefault(_key(name), 10_000 + i)
-    exclude = taken | {k for p in persons + locations for k in _key(p).split()}
+        add(name, 1, 10_000 + i)
+    proper_keys = {_key(n) for n in proper}
+    folded = text.casefold()
     for word, count in _english_keywords(text, exclude).items():
-        if _key(word) in {_key(n) for n in proper}:
-            continue
-        nouns[word] += count
-        order.setdefault(_key(word), 20_000 + text.casefold().find(_key(word)))
-    for word in list(nouns):
-        if _key(word) in exclude:
-            del nouns[word]
+        if _key(word) not in proper_keys:
+            add(word, count, 20_000 + folded.find(_key(word)))
+    for k in exclude:
+        nouns.pop(k, None)
     block.persons = _dedupe(persons)[:MAX_ENTITIES_PER_EVENT]
     block.locations = _dedupe(locations)[:MAX_ENTITIES_PER_EVENT]
-    block.concepts = _rank(nouns, order, MAX_CONCEPTS_PER_EVENT)
-    block.time = _time_of(text, has_cjk)
-
-
-def _time_of(text: str, has_cjk: bool) -> str | None:
+    ranked = sorted(nouns, key=lambda k: (-nouns[k], order[k]))
+    block.concepts = [surface[k] for k in ranked[:MAX_CONCEPTS_PER_EVENT]]
     m = _TIME_EN.search(text)
-    if m:
-        return m.group(0)
-    if has_cjk:
-        for word, flag in _pos_cut(text[:400]):
-            if flag == "t" and len(word) >= 2:
-                return word
-    return None
+    block.time = m.group(0) if m else (times[0] if times else None)
+
+
+def _all_cjk(word: str) -> bool:
+    return all(_CJK.match(c) or c == "·" for c in word)
 
 
 def _dedupe(names: list[str]) -> list[str]:

@@ -1,0 +1,395 @@
+"""OpenAI-compatible providers over an injected ``httpx.AsyncClient`` (SPEC §1.3, §1.16).
+
+- ``OpenAIEmbedder``: ``POST {base}/embeddings`` (DashScope by default), at most ``batch_size``
+  inputs per request, identical texts sent once, ``data[]`` reordered by ``index``.
+- ``ChatExtractor``: ``POST {base}/chat/completions`` in JSON mode (DeepSeek by default), the
+  reply validated by :class:`prompts.extraction.Extraction`.
+- ``JevJudge``: the TypeSafe System One ``noul`` question "are A and B the same concept?".
+
+Transient failures (429, 5xx, timeouts, dropped connections) are retried with a doubling
+backoff; everything else fails at once. Keys live in ``SecretStr`` until the header is built
+and never reach an exception, a repr or a log line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, ClassVar, Literal
+
+import httpx
+import numpy as np
+from pydantic import SecretStr, ValidationError
+
+from engine.errors import EmbeddingDimension, ExtractionInvalid, MissingApiKey, UpstreamFailed
+from engine.models import Vector
+from engine.providers.base import EmbedKind
+from prompts.extraction import SYSTEM_PROMPT, Extraction, user_message
+
+log = logging.getLogger(__name__)
+
+Sleep = Callable[[float], Awaitable[None]]
+Service = Literal["extraction", "embedding", "alignment"]
+
+_ZH_SERVICE: dict[Service, str] = {"extraction": "提取", "embedding": "向量", "alignment": "对齐"}
+_RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
+BACKOFF_START_S = 0.2
+BACKOFF_MAX_S = 16.0
+# Concurrent embedding requests of one embed() call.
+EMBED_CONCURRENCY = 4
+
+JUDGE_INSTRUCTIONS = "A 与 B 是否指同一个概念？"
+_FENCE = re.compile(r"^\s*```[A-Za-z0-9_-]*[ \t]*\n?(?P<body>.*?)\n?[ \t]*```\s*$", re.DOTALL)
+
+
+def _join(base_url: str, path: str) -> str:
+    return base_url.rstrip("/") + path
+
+
+def _missing_key(service: Service) -> MissingApiKey:
+    env = {"extraction": "DEEPSEEK_API_KEY", "embedding": "EMBEDDING_API_KEY",
+           "alignment": "TYPESAFE_API_KEY"}[service]
+    return MissingApiKey(
+        f"no API key for the {service} service: set {env} (or MNEMOQL_{service.upper()}__API_KEY)",
+        zh=f"缺少{_ZH_SERVICE[service]} API Key",
+        service=service,
+    )
+
+
+def _upstream(service: Service, status: int | str, what: str) -> UpstreamFailed:
+    zh_what = {"timeout": "超时", "connection": "无法连接", "invalid_url": "地址无效",
+               "invalid_response": "响应格式无效"}.get(str(status), f"HTTP {status}")
+    return UpstreamFailed(
+        f"{service} service request failed: {what}",
+        zh=f"{_ZH_SERVICE[service]}服务请求失败：{zh_what}",
+        service=service,
+        status=status,
+    )
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    raw = response.headers.get("retry-after")
+    try:
+        return None if raw is None else max(0.0, float(raw))
+    except ValueError:
+        return None
+
+
+class _Http:
+    """One POST with bounded retries, shared by the three providers."""
+
+    def __init__(
+        self,
+        client: httpx.AsyncClient,
+        service: Service,
+        api_key: SecretStr | None,
+        retries: int,
+        timeout_s: float | None,
+        sleep: Sleep,
+    ) -> None:
+        self.client = client
+        self.service: Service = service
+        self.api_key = api_key
+        self.retries = max(0, retries)
+        self.timeout_s = timeout_s
+        self.sleep = sleep
+
+    def _headers(self) -> dict[str, str]:
+        key = self.api_key.get_secret_value().strip() if self.api_key is not None else ""
+        if not key:
+            raise _missing_key(self.service)
+        return {"Authorization": f"Bearer {key}", "Accept": "application/json"}
+
+    async def post(self, url: str, body: dict[str, Any]) -> Any:
+        """The decoded JSON of a 2xx answer, or UpstreamFailed after the retries."""
+        headers = self._headers()
+        timeout = httpx.USE_CLIENT_DEFAULT if self.timeout_s is None else self.timeout_s
+        delay = BACKOFF_START_S
+        for attempt in range(self.retries + 1):
+            last = attempt == self.retries
+            hint: float | None = None
+            try:
+                response = await self.client.post(url, json=body, headers=headers, timeout=timeout)
+            except httpx.TimeoutException as exc:
+                if last:
+                    raise _upstream(self.service, "timeout", "timed out") from exc
+                status: int | str = "timeout"
+            except (httpx.NetworkError, httpx.RemoteProtocolError) as exc:
+                if last:
+                    what = f"cannot connect ({type(exc).__name__})"
+                    raise _upstream(self.service, "connection", what) from exc
+                status = "connection"
+            except (httpx.InvalidURL, httpx.UnsupportedProtocol) as exc:
+                raise _upstream(self.service, "invalid_url", f"invalid URL {url!r}") from exc
+            else:
+                if response.is_success:
+                    try:
+                        return response.json()
+                    except ValueError as exc:
+                        raise _upstream(
+                            self.service, "invalid_response", "the answer is not JSON"
+                        ) from exc
+                status = response.status_code
+                if last or status not in _RETRY_STATUS:
+                    raise _upstream(self.service, status, _status_hint(status))
+                hint = _retry_after(response)
+            wait = min(BACKOFF_MAX_S, max(delay, hint or 0.0))
+            log.warning(
+                "%s request failed (%s), retry %d/%d in %.1fs",
+                self.service, status, attempt + 1, self.retries, wait,
+            )
+            await self.sleep(wait)
+            delay *= 2
+        raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _status_hint(status: int) -> str:
+    if status in {401, 403}:
+        return f"HTTP {status}; check the API key"
+    if status == 404:
+        return f"HTTP {status}; check the endpoint URL and model name"
+    return f"HTTP {status}"
+
+
+class OpenAIEmbedder:
+    """Embeddings from an OpenAI-compatible ``/embeddings`` endpoint (SPEC §1.3.8)."""
+
+    provider: ClassVar[str] = "openai"
+
+    def __init__(
+        self,
+        client: httpx.AsyncClient,
+        base_url: str,
+        model: str,
+        dimensions: int,
+        api_key: SecretStr | None,
+        batch_size: int = 10,
+        retries: int = 2,
+        *,
+        timeout_s: float | None = None,
+        concurrency: int = EMBED_CONCURRENCY,
+        sleep: Sleep = asyncio.sleep,
+    ) -> None:
+        self.base_url = base_url
+        self.model = model
+        self.dimensions = dimensions
+        self.batch_size = max(1, batch_size)
+        self.concurrency = max(1, concurrency)
+        self._http = _Http(client, "embedding", api_key, retries, timeout_s, sleep)
+
+    def __repr__(self) -> str:
+        return (
+            f"OpenAIEmbedder(base_url={self.base_url!r}, model={self.model!r}, "
+            f"dimensions={self.dimensions})"
+        )
+
+    async def embed(self, texts: Sequence[str], kind: EmbedKind = "passage") -> Vector:
+        """Rows in input order, each L2-normalised. ``kind`` is not part of the wire format."""
+        if not texts:
+            return np.zeros((0, self.dimensions), dtype=np.float32)
+        unique = list(dict.fromkeys(texts))
+        self._http._headers()  # fail on a missing key before starting any request
+        batches = [unique[i : i + self.batch_size] for i in range(0, len(unique), self.batch_size)]
+        gate = asyncio.Semaphore(self.concurrency)
+
+        async def run(batch: list[str]) -> Vector:
+            async with gate:
+                return await self._batch(batch)
+
+        try:
+            async with asyncio.TaskGroup() as group:
+                tasks = [group.create_task(run(b)) for b in batches]
+        except BaseExceptionGroup as eg:
+            raise _first(eg) from None
+        matrix = np.concatenate([t.result() for t in tasks], axis=0)
+        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+        norms[norms == 0] = 1.0
+        matrix = matrix / norms
+        row = {text: i for i, text in enumerate(unique)}
+        out: Vector = np.ascontiguousarray(matrix[[row[t] for t in texts]], dtype=np.float32)
+        return out
+
+    async def _batch(self, batch: list[str]) -> Vector:
+        body = {
+            "model": self.model,
+            "input": batch,
+            "dimensions": self.dimensions,
+            "encoding_format": "float",
+        }
+        answer = await self._http.post(_join(self.base_url, "/embeddings"), body)
+        try:
+            data = sorted(answer["data"], key=lambda item: int(item["index"]))
+            rows = [item["embedding"] for item in data]
+            indexes = [int(item["index"]) for item in data]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise _upstream("embedding", "invalid_response", "no data[] in the answer") from exc
+        if indexes != list(range(len(batch))):
+            raise _upstream(
+                "embedding", "invalid_response",
+                f"expected {len(batch)} vectors indexed 0..{len(batch) - 1}, got {len(rows)}",
+            )
+        for vec in rows:
+            size = len(vec) if isinstance(vec, list) else -1
+            if size != self.dimensions:
+                raise EmbeddingDimension(
+                    f"embedding dimensions mismatch: expected {self.dimensions}, got {size}; "
+                    "set the dimensions the model supports or re-vectorize",
+                    zh=f"embedding 维度不符：期望 {self.dimensions}，实际 {size}",
+                    expected=self.dimensions,
+                    actual=size,
+                )
+        try:
+            matrix = np.asarray(rows, dtype=np.float32)
+        except (TypeError, ValueError) as exc:
+            raise _upstream("embedding", "invalid_response", "non-numeric vectors") from exc
+        if not np.isfinite(matrix).all():
+            raise _upstream("embedding", "invalid_response", "non-finite vectors")
+        return matrix
+
+
+def _first(eg: BaseExceptionGroup[BaseException]) -> BaseException:
+    exc: BaseException = eg
+    while isinstance(exc, BaseExceptionGroup):
+        exc = exc.exceptions[0]
+    return exc
+
+
+def strip_fences(text: str) -> str:
+    """The body of a reply wrapped in ```json ... ``` (or bare ```), else the text itself."""
+    m = _FENCE.match(text)
+    return m.group("body").strip() if m else text.strip()
+
+
+def _invalid(reason: str) -> ExtractionInvalid:
+    return ExtractionInvalid(
+        f"extraction result is invalid: {reason}", zh=f"提取结果无效：{reason}", reason=reason
+    )
+
+
+def parse_extraction(text: str) -> Extraction:
+    """Fence-stripped, decoded and validated model output; ExtractionInvalid otherwise."""
+    body = strip_fences(text)
+    if not body:
+        raise _invalid("empty reply")
+    try:
+        raw = json.loads(body)
+    except json.JSONDecodeError as exc:
+        raise _invalid(f"not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+    if not isinstance(raw, dict):
+        raise _invalid(f"expected a JSON object, got {type(raw).__name__}")
+    try:
+        return Extraction.model_validate(raw)
+    except ValidationError as exc:
+        raise _invalid(_reason(exc)) from None
+
+
+def _reason(exc: ValidationError) -> str:
+    err = exc.errors(include_url=False)[0]
+    msg = str(err.get("msg", "invalid"))
+    msg = msg.removeprefix("Value error, ")
+    loc = ".".join(str(part) for part in err.get("loc", ()))
+    return f"{loc}: {msg}" if loc else msg
+
+
+class ChatExtractor:
+    """Extraction by an OpenAI-compatible chat model in JSON mode (SPEC §1.3.3)."""
+
+    provider: ClassVar[str] = "openai-chat"
+
+    def __init__(
+        self,
+        client: httpx.AsyncClient,
+        base_url: str,
+        model: str,
+        api_key: SecretStr | None,
+        retries: int = 2,
+        *,
+        timeout_s: float | None = None,
+        sleep: Sleep = asyncio.sleep,
+    ) -> None:
+        self.base_url = base_url
+        self.model = model
+        self._http = _Http(client, "extraction", api_key, retries, timeout_s, sleep)
+
+    def __repr__(self) -> str:
+        return f"ChatExtractor(base_url={self.base_url!r}, model={self.model!r})"
+
+    def request_body(self, content: str, now_iso: str) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "messages": [
+                {"role": "system", "content": SYSTEM_PROMPT},
+                {"role": "user", "content": user_message(content, now_iso)},
+            ],
+            "response_format": {"type": "json_object"},
+            "temperature": 0,
+        }
+
+    async def extract(self, content: str, now_iso: str) -> Extraction:
+        answer = await self._http.post(
+            _join(self.base_url, "/chat/completions"), self.request_body(content, now_iso)
+        )
+        try:
+            text = answer["choices"][0]["message"]["content"]
+        except (KeyError, IndexError, TypeError) as exc:
+            raise _upstream("extraction", "invalid_response", "no choices[0].message") from exc
+        if not isinstance(text, str):
+            raise _invalid("the reply has no text content")
+        return parse_extraction(text)
+
+
+class JevJudge:
+    """TypeSafe jev System One: P(A and B name the same concept) (SPEC §1.3.5).
+
+    Any failure raises UpstreamFailed; the caller treats it as "not the same".
+    """
+
+    provider: ClassVar[str] = "jev"
+
+    def __init__(
+        self,
+        client: httpx.AsyncClient,
+        url: str,
+        model: str,
+        api_key: SecretStr | None,
+        retries: int = 1,
+        *,
+        timeout_s: float | None = None,
+        sleep: Sleep = asyncio.sleep,
+    ) -> None:
+        self.url = url
+        self.model = model
+        self._http = _Http(client, "alignment", api_key, retries, timeout_s, sleep)
+
+    def __repr__(self) -> str:
+        return f"JevJudge(url={self.url!r}, model={self.model!r})"
+
+    def request_body(
+        self, a: tuple[str, list[str], str | None], b: tuple[str, list[str], str | None]
+    ) -> dict[str, Any]:
+        def side(x: tuple[str, list[str], str | None]) -> dict[str, Any]:
+            return {"name": x[0], "aliases": list(x[1]), "description": x[2] or ""}
+
+        return {
+            "state": {"a": side(a), "b": side(b)},
+            "model": self.model,
+            "questions": {"same_concept": {"type": "noul", "instructions": JUDGE_INSTRUCTIONS}},
+        }
+
+    async def same_concept(
+        self, a: tuple[str, list[str], str | None], b: tuple[str, list[str], str | None]
+    ) -> float:
+        answer = await self._http.post(self.url, self.request_body(a, b))
+        try:
+            value = answer["answers"]["same_concept"]["noul"]
+            p = float(value)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise _upstream(
+                "alignment", "invalid_response", "no answers.same_concept.noul"
+            ) from exc
+        if isinstance(value, bool) or not 0.0 <= p <= 1.0:
+            raise _upstream("alignment", "invalid_response", f"noul {value!r} is not in [0, 1]")
+        return p
