@@ -21,12 +21,12 @@ _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 _CJK_STOP_CHARS = re.compile(r"[的了和与及或是在吗呢吧啊]+")
 
 STOPWORDS = frozenset(
-    ("the", "a", "an", "of", "to", "and", "or", "is", "are", "in", "on", "for", "with", "how")
-    + ("what", "which")
+    {"the", "a", "an", "of", "to", "and", "or", "is", "are", "in", "on", "for", "with", "how"}
+    | {"what", "which"}
 )
 STOP_BIGRAMS = frozenset(
-    ("什么", "怎么", "如何", "哪些", "为什", "一下", "这个", "那个", "我们", "你们", "他们")
-    + ("是否", "可以", "之前", "以前", "时候", "有没", "没有")
+    {"什么", "怎么", "如何", "哪些", "为什", "一下", "这个", "那个", "我们"}
+    | {"你们", "他们", "是否", "可以", "之前", "以前", "时候", "有没", "没有"}
 )
 
 

@@ -1,0 +1,88 @@
+from __future__ import annotations
+
+import pytest
+
+from engine.retrieval.terms import DocTerms, coverage, query_terms, term_spans
+
+
+def test_spec_example_tokenizes_to_latin_token_and_cjk_bigrams() -> None:
+    assert query_terms("Neo4j 的部署方式和方案演进") == {
+        "neo4j",
+        "部署",
+        "署方",
+        "方式",
+        "方案",
+        "案演",
+        "演进",
+    }
+
+
+def test_english_keeps_len2_and_digits_and_drops_stopwords() -> None:
+    terms = query_terms("What is the C++ build of v1.2.3 and e2e for 7 x in 2024?")
+    assert terms == {"build", "v1.2.3", "e2e", "7", "2024"}
+
+
+def test_latin_regex_joins_inner_punctuation() -> None:
+    assert query_terms("foo-bar node.js a_b c#d x/y") == {"foo-bar", "node.js", "a_b", "c#d"}
+
+
+def test_nfkc_and_lowercase_apply_first() -> None:
+    assert query_terms("ＮＥＯ４Ｊ") == {"neo4j"}
+
+
+def test_single_cjk_segment_is_a_unigram_and_stop_chars_split() -> None:
+    # 我的猫 -> segments 我 | 猫 ; 是 splits too
+    assert query_terms("我的猫是狗") == {"我", "猫", "狗"}
+
+
+def test_stop_bigrams_are_dropped_but_their_neighbours_stay() -> None:
+    assert query_terms("如何部署") == {"何部", "部署"}
+    assert query_terms("我们什么时候") == {"们什", "么时"}
+
+
+def test_cjk_ranges_cover_extension_a_and_compat_ideographs() -> None:
+    assert query_terms("\u3400\u3401") == {"\u3400\u3401"}
+    # U+F900 normalises (NFKC) to U+8C48 and still counts as CJK
+    assert query_terms("\uf900") == {"\u8c48"}
+
+
+def test_membership_cjk_substring_latin_whole_token() -> None:
+    doc = DocTerms("Neo4jX 的部署")
+    assert doc.present("部署")
+    assert not doc.present("署的")
+    assert not doc.present("neo4j")  # only the whole token neo4jx is in the document
+    assert DocTerms("use Neo4j.").present("neo4j")
+
+
+def test_coverage_counts_summary_and_content_prefix() -> None:
+    terms = query_terms("Neo4j 部署")
+    assert coverage(terms, "about neo4j", "") == pytest.approx(0.5)
+    assert coverage(terms, "about neo4j", "部署") == pytest.approx(1.0)
+    # summary and content are joined by a newline, so no bigram spans the seam
+    assert coverage(frozenset({"部署"}), "部", "署") == 0.0
+
+
+def test_coverage_ignores_content_beyond_32000() -> None:
+    terms = frozenset({"部署"})
+    assert coverage(terms, "", "x" * 31_998 + "部署") == 1.0
+    assert coverage(terms, "", "x" * 31_999 + "部署") == 0.0
+
+
+def test_coverage_without_terms_is_zero() -> None:
+    assert coverage(frozenset(), "anything", "at all") == 0.0
+
+
+def test_term_spans_are_in_original_code_points() -> None:
+    text = "Ｎｅｏ４ｊ 的部署㎏方式 neo4j.x neo4j"
+    spans = term_spans(text, ["neo4j", "部署", "方式", "missing"])
+    assert spans == {"neo4j": [(0, 5), (21, 26)], "部署": [(7, 9)], "方式": [(10, 12)]}
+
+
+def test_term_spans_survive_length_changing_normalisation() -> None:
+    # e + combining acute composes to one code point; ㎏ expands to two
+    text = "cafe\u0301 ㎏ 部署"
+    assert term_spans(text, ["部署", "kg"]) == {"部署": [(8, 10)], "kg": [(6, 7)]}
+
+
+def test_term_spans_find_overlapping_cjk_occurrences() -> None:
+    assert term_spans("哈哈哈", ["哈哈"]) == {"哈哈": [(0, 2), (1, 3)]}
