@@ -168,7 +168,7 @@ def _settings_from(env: dict[str, str], init: dict[str, Any]) -> Settings:
     for key, value in env.items():
         if not key.startswith("MNEMOQL_"):
             continue
-        path = key[len("MNEMOQL_"):].lower().split("__")
+        path = key[len("MNEMOQL_") :].lower().split("__")
         node = nested
         for part in path[:-1]:
             node = node.setdefault(part, {})

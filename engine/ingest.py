@@ -132,7 +132,9 @@ class Ingestor:
 
     def validate(self, item: SaveInput) -> None:
         if not item.content.strip():
-            raise InvalidInput("content must not be empty", zh="content 不能为空", argument="content")
+            raise InvalidInput(
+                "content must not be empty", zh="content 不能为空", argument="content"
+            )
         if len(item.content) > self.max_content_chars:
             raise InvalidInput(
                 f"content has {len(item.content)} characters; the limit is "
@@ -140,14 +142,13 @@ class Ingestor:
                 zh=f"content 超过 {self.max_content_chars} 字上限",
                 argument="content",
             )
-        if item.id is not None:
-            if not CALLER_ID.match(item.id) or _ALLOCATED.match(item.id):
-                raise InvalidId(
-                    f"id {item.id!r} is not allowed: use letters, digits and _.:- (at most 128), "
-                    "for example book_ch3_e12; event_N style ids are allocated by the service",
-                    zh=f"ID 不合法：{item.id}",
-                    argument="id",
-                )
+        if item.id is not None and (not CALLER_ID.match(item.id) or _ALLOCATED.match(item.id)):
+            raise InvalidId(
+                f"id {item.id!r} is not allowed: use letters, digits and _.:- (at most 128), "
+                "for example book_ch3_e12; event_N style ids are allocated by the service",
+                zh=f"ID 不合法：{item.id}",
+                argument="id",
+            )
 
     async def save(self, item: SaveInput) -> SaveOutcome:
         """Save one memory; raises MnemoError subclasses and writes nothing on failure."""
@@ -171,14 +172,18 @@ class Ingestor:
         summaries = [e.summary for e in ex.events]
         texts = [*summaries, *entity_names, *chunk_texts]
         unique = list(dict.fromkeys(texts))
-        matrix = await self.embedder.embed(unique, "passage") if unique else np.zeros((0, 0), np.float32)
+        matrix = (
+            await self.embedder.embed(unique, "passage") if unique else np.zeros((0, 0), np.float32)
+        )
         row = {t: i for i, t in enumerate(unique)}
 
         def vec(text: str) -> Vector:
             return matrix[row[text]]
 
         chunks = [
-            Chunk("", i, s, e, item.content[s:e], text_hash(item.content[s:e]), vec(item.content[s:e]))
+            Chunk(
+                "", i, s, e, item.content[s:e], text_hash(item.content[s:e]), vec(item.content[s:e])
+            )
             for i, (s, e) in enumerate(ranges)
         ]
         return _Prepared(
@@ -198,7 +203,9 @@ class Ingestor:
             return SaveOutcome(prior, describe(prior))
         if item.id is not None and (await self.store.id_counts([item.id])).get(item.id, 0):
             raise Conflict(
-                f"an event with id {item.id!r} already exists", zh=f"ID 已存在：{item.id}", argument="id"
+                f"an event with id {item.id!r} already exists",
+                zh=f"ID 已存在：{item.id}",
+                argument="id",
             )
         entities, alias_of = await self._merge_entities(ex, prep)
         events = [
@@ -267,7 +274,9 @@ class Ingestor:
                 if match is not None:
                     draft.merge_into = match.id
                     known = {normalise_name(n) for n in (match.name, *match.aliases)}
-                    draft.aliases = [n for n in dict.fromkeys(names) if normalise_name(n) not in known]
+                    draft.aliases = [
+                        n for n in dict.fromkeys(names) if normalise_name(n) not in known
+                    ]
                     draft.embedding = None  # merged nodes keep their vector
                 drafts.append(draft)
                 for k in norm:
@@ -389,4 +398,6 @@ def parse_extraction(data: Any) -> Extraction:
         return Extraction.model_validate(data)
     except ValidationError as exc:
         reason = "; ".join(e["msg"] for e in exc.errors())
-        raise ExtractionInvalid(f"invalid extraction: {reason}", zh=f"提取结果无效：{reason}") from exc
+        raise ExtractionInvalid(
+            f"invalid extraction: {reason}", zh=f"提取结果无效：{reason}"
+        ) from exc

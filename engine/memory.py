@@ -132,7 +132,9 @@ class Memory:
             raise out_of_range("limit", 1, READ_MAX, limit)
         events = await self.store.get_events([event_id])
         if not events:
-            raise NotFound(f"no event with id {event_id!r}", zh=f"事件不存在：{event_id}", id=event_id)
+            raise NotFound(
+                f"no event with id {event_id!r}", zh=f"事件不存在：{event_id}", id=event_id
+            )
         content = events[0].content
         if not content:
             raise NotFound(f"event {event_id} has no original content", zh="该事件没有原文 content")
@@ -150,7 +152,12 @@ class Memory:
         return await self.store.get_nodes(ids)
 
     async def list_nodes(
-        self, label: NodeLabel, where: Where | None, sort: SortSpec, first: int, after: tuple[object, str] | None
+        self,
+        label: NodeLabel,
+        where: Where | None,
+        sort: SortSpec,
+        first: int,
+        after: tuple[object, str] | None,
     ) -> NodePage:
         limit = self.settings.limits.max_page_size
         if not 0 <= first <= limit:

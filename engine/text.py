@@ -14,7 +14,9 @@ CHUNK_OVERLAP = 120
 CHUNK_STEP = CHUNK_SIZE - CHUNK_OVERLAP  # 680
 
 
-def chunk_ranges(n: int, size: int = CHUNK_SIZE, overlap: int = CHUNK_OVERLAP) -> list[tuple[int, int]]:
+def chunk_ranges(
+    n: int, size: int = CHUNK_SIZE, overlap: int = CHUNK_OVERLAP
+) -> list[tuple[int, int]]:
     """``[start, end)`` ranges covering ``n`` code points; none for ``n == 0``.
 
     >>> chunk_ranges(1500)

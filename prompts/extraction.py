@@ -99,7 +99,11 @@ class Extraction(_Loose):
                 _expect(refs, loc, "location", ev.ref)
             for c in ev.concepts:
                 _expect(refs, c, "concept", ev.ref)
-        for name, items in (("person", self.persons), ("concept", self.concepts), ("location", self.locations)):
+        for name, items in (
+            ("person", self.persons),
+            ("concept", self.concepts),
+            ("location", self.locations),
+        ):
             for item in items:
                 if not item.name.strip():
                     raise ValueError(f"{name} {item.ref} has an empty name")

@@ -26,7 +26,9 @@ def to_domain(item: SaveInput) -> ingest.SaveInput:
 
 @strawberry.type
 class MemoryMutation:
-    @strawberry.mutation(description="Save one memory: extract, embed and write in one transaction.")
+    @strawberry.mutation(
+        description="Save one memory: extract, embed and write in one transaction."
+    )
     async def save(self, info: Info, input: SaveInput) -> SavePayload:
         return SavePayload.from_domain(await info.context.memory.save(to_domain(input)))
 

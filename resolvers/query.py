@@ -41,7 +41,9 @@ async def _connection(
     ]
     return Connection(
         edges=edges,
-        page_info=PageInfo(has_next_page=page.has_next, end_cursor=edges[-1].cursor if edges else None),
+        page_info=PageInfo(
+            has_next_page=page.has_next, end_cursor=edges[-1].cursor if edges else None
+        ),
         total_count=page.total,
     )
 
@@ -68,7 +70,9 @@ class GraphQuery:
         sort: EventSort | None = None,
     ) -> Connection[Event]:
         spec = (sort or EventSort()).to_domain()
-        return await _connection(info, "Event", where.to_domain() if where else None, spec, first, after)
+        return await _connection(
+            info, "Event", where.to_domain() if where else None, spec, first, after
+        )
 
     @strawberry.field
     async def persons(
@@ -80,7 +84,9 @@ class GraphQuery:
         sort: EntitySort | None = None,
     ) -> Connection[Person]:
         spec = (sort or EntitySort()).to_domain()
-        return await _connection(info, "Person", where.to_domain() if where else None, spec, first, after)
+        return await _connection(
+            info, "Person", where.to_domain() if where else None, spec, first, after
+        )
 
     @strawberry.field
     async def concepts(
@@ -92,7 +98,9 @@ class GraphQuery:
         sort: EntitySort | None = None,
     ) -> Connection[Concept]:
         spec = (sort or EntitySort()).to_domain()
-        return await _connection(info, "Concept", where.to_domain() if where else None, spec, first, after)
+        return await _connection(
+            info, "Concept", where.to_domain() if where else None, spec, first, after
+        )
 
     @strawberry.field
     async def locations(
@@ -104,7 +112,9 @@ class GraphQuery:
         sort: EntitySort | None = None,
     ) -> Connection[Location]:
         spec = (sort or EntitySort()).to_domain()
-        return await _connection(info, "Location", where.to_domain() if where else None, spec, first, after)
+        return await _connection(
+            info, "Location", where.to_domain() if where else None, spec, first, after
+        )
 
     @strawberry.field(description="Read an exact range of an event's original text (SPEC read).")
     async def read(
@@ -118,9 +128,14 @@ class GraphQuery:
 
     @strawberry.field(description="A read-only snapshot for graph views (caps 5000 / 30000).")
     async def graph(
-        self, info: Info, max_nodes: int = GRAPH_MAX_NODES, max_relationships: int = GRAPH_MAX_RELATIONS
+        self,
+        info: Info,
+        max_nodes: int = GRAPH_MAX_NODES,
+        max_relationships: int = GRAPH_MAX_RELATIONS,
     ) -> GraphSnapshot:
-        return GraphSnapshot.from_domain(await info.context.memory.graph(max_nodes, max_relationships))
+        return GraphSnapshot.from_domain(
+            await info.context.memory.graph(max_nodes, max_relationships)
+        )
 
     @strawberry.field(description="A node and its direct neighbours, for expanding a graph view.")
     async def neighbourhood(self, info: Info, id: strawberry.ID, first: int = 100) -> GraphSnapshot:

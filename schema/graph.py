@@ -16,7 +16,8 @@ import strawberry
 from strawberry.scalars import JSON
 
 from engine import models as m
-from engine.memory import READ_DEFAULT, TextRange as TextRangeDomain
+from engine.memory import READ_DEFAULT
+from engine.memory import TextRange as TextRangeDomain
 from schema.context import Info
 
 T = TypeVar("T")
@@ -216,7 +217,9 @@ class Event(Node):
     async def participants(
         self, info: Info, first: First = DEFAULT_FIRST, after: str | None = None
     ) -> ParticipantConnection:
-        pairs, page = await _relation_page(info, str(self.id), "PARTICIPATED_IN", "in", first, after)
+        pairs, page = await _relation_page(
+            info, str(self.id), "PARTICIPATED_IN", "in", first, after
+        )
         return ParticipantConnection(
             edges=[
                 ParticipantEdge(
@@ -280,7 +283,9 @@ class Person(Entity):
     async def events(
         self, info: Info, first: First = DEFAULT_FIRST, after: str | None = None
     ) -> ParticipationConnection:
-        pairs, page = await _relation_page(info, str(self.id), "PARTICIPATED_IN", "out", first, after)
+        pairs, page = await _relation_page(
+            info, str(self.id), "PARTICIPATED_IN", "out", first, after
+        )
         return ParticipationConnection(
             edges=[
                 ParticipationEdge(

@@ -105,7 +105,12 @@ _EVENT_FIELDS = {
     "create_time": "create_time",
     "create_date": "create_date",
 }
-_ENTITY_FIELDS = {"id": "id", "name": "name", "description": "description", "create_time": "create_time"}
+_ENTITY_FIELDS = {
+    "id": "id",
+    "name": "name",
+    "description": "description",
+    "create_time": "create_time",
+}
 
 
 @strawberry.enum

@@ -95,7 +95,9 @@ def create_app(
     async def readyz(request: Request) -> Response:
         memory: Memory | None = getattr(request.app.state, "memory", None)
         ok = memory is not None and await memory.store.ping()
-        return JSONResponse({"status": "ready" if ok else "unavailable"}, status_code=200 if ok else 503)
+        return JSONResponse(
+            {"status": "ready" if ok else "unavailable"}, status_code=200 if ok else 503
+        )
 
     async def explorer(request: Request) -> Response:
         return FileResponse(STATIC / "explorer.html")

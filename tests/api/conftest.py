@@ -21,8 +21,12 @@ class Api:
         self.client = client
         self.app = app
 
-    async def post(self, query: str, variables: dict[str, Any] | None = None, **headers: str) -> dict[str, Any]:
-        r = await self.client.post("/graphql", json={"query": query, "variables": variables or {}}, headers=headers)
+    async def post(
+        self, query: str, variables: dict[str, Any] | None = None, **headers: str
+    ) -> dict[str, Any]:
+        r = await self.client.post(
+            "/graphql", json={"query": query, "variables": variables or {}}, headers=headers
+        )
         assert r.status_code == 200, r.text
         body: dict[str, Any] = r.json()
         return body
@@ -61,7 +65,12 @@ def fake_model_settings(data_dir: Path, url: str, **overrides: Any) -> Settings:
     return load_settings(
         {},
         data_dir=data_dir,
-        extraction={"base_url": f"{url}/v1", "api_key": "sk-extract-SECRET", "timeout_s": 2.0, "retries": 1},
+        extraction={
+            "base_url": f"{url}/v1",
+            "api_key": "sk-extract-SECRET",
+            "timeout_s": 2.0,
+            "retries": 1,
+        },
         embedding={
             "provider": "openai",
             "base_url": f"{url}/v1",

@@ -1,0 +1,469 @@
+"""Evidence retrieval end to end (SPEC §1.4-§1.9): candidates from the store, fusion, dedup,
+MMR, quotes, session history and cursors.
+
+Everything store-specific stays behind the ``Store`` protocol; the maths are the pure functions
+of ``scoring``, ``terms`` and ``quotes``. A call records nothing in its session unless it
+completes: the page is fully built first, then the cursor is issued and the session committed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import date
+
+from engine.errors import ConceptNotOffered, CursorError, InvalidInput, out_of_range
+from engine.models import Entity, Event, Filters, Hit, Neighbour, Vector
+from engine.providers.base import Embedder
+from engine.retrieval import scoring
+from engine.retrieval.evidence import (
+    CHAIN_LIMIT,
+    ConceptRef,
+    EvidenceItem,
+    EvidencePage,
+    Note,
+    NoteCode,
+    Operation,
+    continuations,
+    shared_concepts,
+)
+from engine.retrieval.nearby import parse_position, pick_neighbours
+from engine.retrieval.quotes import QuoteBudget, best_chunk
+from engine.retrieval.terms import coverage, query_terms
+from engine.sessions import CursorState, CursorStore, Session, SessionStore
+from engine.store.base import Store
+from engine.text import normalise_name
+from engine.timehint import parse_time_hint
+
+ROUTE_LIMIT = 40
+PER_CALL = 4
+EXPAND_MAX = 8
+EXPAND_DEFAULT = 3
+TARGET_TOP = 3
+TARGET_NEIGHBOURS = 20
+DEFAULT_SESSION = "default"
+_SPLIT_TERMS = re.compile(r"[,，、;；]")
+
+
+class AnchorNotOffered(CursorError):
+    code = "ANCHOR_NOT_OFFERED"
+
+
+@dataclass(frozen=True, slots=True)
+class Explain:
+    """Why an event was delivered: its route ranks, fused score and MMR step."""
+
+    summary_rank: int | None = None
+    chunk_rank: int | None = None
+    summary_cosine: float | None = None
+    chunk_cosine: float | None = None
+    rrf: float = 0.0
+    coverage: float = 0.0
+    score: float = 0.0
+    mmr_step: int | None = None
+    relevance: float | None = None
+    redundancy: float | None = None
+    order: str = "hybrid"  # hybrid | recency | position
+
+
+@dataclass(slots=True)
+class Outcome:
+    """An evidence page plus what the API exposes beside it."""
+
+    page: EvidencePage
+    explain: dict[str, Explain] = field(default_factory=dict)
+    session_id: str = DEFAULT_SESSION
+
+
+@dataclass(frozen=True, slots=True)
+class SearchRequest:
+    query: str | None = None
+    entities: Sequence[str] | str | None = None
+    time_hint: str | None = None
+    reset_seen: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class TargetedHit:
+    node: Entity
+    score: float
+    exact: bool
+    neighbours: tuple[tuple[Neighbour, Entity | Event], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class TargetedPage:
+    target: str
+    query: str
+    hits: tuple[TargetedHit, ...]
+
+
+class Retriever:
+    """search / expand / nearby over one store, with the sessions and cursors of one space."""
+
+    def __init__(
+        self,
+        store: Store,
+        embedder: Embedder,
+        sessions: SessionStore,
+        cursors: CursorStore,
+        today: Callable[[], date],
+    ) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.sessions = sessions
+        self.cursors = cursors
+        self.today = today
+
+    # ---- public operations ----
+
+    async def search(self, req: SearchRequest, session_id: str | None) -> Outcome:
+        query = (req.query or "").strip() or None
+        terms_in = _entity_terms(req.entities)
+        hint = (req.time_hint or "").strip() or None
+        if query is None and not terms_in and hint is None:
+            raise InvalidInput(
+                "search needs at least one of query, entities or timeHint",
+                zh="search 需要 query_text、entity_filter、time_hint 至少一项",
+            )
+        sid = session_id or DEFAULT_SESSION
+        async with self.sessions.acquire(sid) as session:
+            if req.reset_seen:
+                self.sessions.reset(sid)
+            if query is not None:
+                await self._check_meta()
+            date_from, date_to = parse_time_hint(hint, self.today()) if hint else (None, None)
+            groups: list[frozenset[str]] = []
+            for term in terms_in:
+                ids = await self.store.resolve_terms(normalise_name(term))
+                if not ids:
+                    page = EvidencePage(
+                        operation="search",
+                        excluded_count=len(session.excluded),
+                        notes=(Note(NoteCode.ENTITY_NOT_FOUND, term),),
+                    )
+                    return Outcome(page, session_id=sid)
+                groups.append(ids)
+            filters = Filters(tuple(groups), date_from, date_to)
+            vector = await self._embed_query(query) if query is not None else None
+            quota = min(PER_CALL, CHAIN_LIMIT)
+            excluded = session.excluded
+            picked, explain, best = await self._rank(query, vector, filters, excluded, quota, None)
+            outcome = await self._deliver(
+                "search", session, picked, explain, best, query, vector, filters, parent=None
+            )
+            return outcome
+
+    async def expand(
+        self, token: str, concept_id: str, limit: int, session_id: str | None
+    ) -> Outcome:
+        if not 1 <= limit <= EXPAND_MAX:
+            raise out_of_range("limit", 1, EXPAND_MAX, limit)
+        sid = session_id or DEFAULT_SESSION
+        async with self.sessions.acquire(sid) as session:
+            state = await self._cursor(token, sid)
+            if concept_id not in state.concepts:
+                raise ConceptNotOffered(
+                    f"{concept_id} is not an entry this cursor offers "
+                    f"(offered: {', '.join(sorted(state.concepts)) or 'none'})",
+                    zh="该 concept 不是当前游标提供的入口",
+                )
+            quota = min(limit, PER_CALL, self.cursors.remaining(state))
+            candidates = await self.store.events_mentioning(concept_id)
+            picked, explain, best = await self._rank(
+                state.query_text,
+                state.query_vector,
+                state.filters,
+                session.excluded,
+                quota,
+                candidates,
+            )
+            return await self._deliver(
+                "expand",
+                session,
+                picked,
+                explain,
+                best,
+                state.query_text,
+                state.query_vector,
+                state.filters,
+                parent=state,
+            )
+
+    async def nearby(
+        self, token: str, event_id: str, before: int, after: int, session_id: str | None
+    ) -> Outcome:
+        sid = session_id or DEFAULT_SESSION
+        async with self.sessions.acquire(sid) as session:
+            state = await self._cursor(token, sid)
+            pos = parse_position(event_id)
+            if event_id not in state.anchors:
+                raise AnchorNotOffered(
+                    f"{event_id} is not a nearby entry of this cursor "
+                    f"(offered: {', '.join(sorted(state.anchors)) or 'none'})",
+                    zh="该事件不是当前游标提供的邻近入口",
+                )
+            quota = min(PER_CALL, self.cursors.remaining(state))
+            same_chapter = await self.store.positional_events(pos.prefix, pos.chapter)
+            picked = pick_neighbours(
+                event_id, same_chapter, before, after, quota, exclude=session.excluded
+            )
+            explain = {i: Explain(order="position") for i in picked}
+            best: dict[str, tuple[int, int]] = {}
+            return await self._deliver(
+                "nearby",
+                session,
+                picked,
+                explain,
+                best,
+                state.query_text,
+                state.query_vector,
+                state.filters,
+                parent=state,
+            )
+
+    async def targeted(self, target: str, query: str | None) -> TargetedPage:
+        """Person/Concept search: top 3 plus one-hop context; no history, no cursor."""
+        if target not in ("Person", "Concept"):
+            raise InvalidInput(
+                "target must be Event, Person or Concept",
+                zh="target_label 仅支持 Event/Person/Concept",
+            )
+        text = (query or "").strip()
+        if not text:
+            raise InvalidInput(
+                "a Person/Concept search needs a query", zh="定向检索需要 query_text"
+            )
+        await self._check_meta()
+        label = "Person" if target == "Person" else "Concept"
+        exact_ids = await self.store.resolve_terms(normalise_name(text))
+        exact_nodes = [
+            n
+            for n in await self.store.get_nodes(sorted(exact_ids))
+            if isinstance(n, Entity) and n.label == label
+        ]
+        ranked: list[tuple[Entity, float, bool]] = [(n, 1.0, True) for n in exact_nodes][
+            :TARGET_TOP
+        ]
+        if len(ranked) < TARGET_TOP:
+            vector = await self._embed_query(text)
+            seen = {n.id for n, _, _ in ranked}
+            for ent, cos in await self.store.entity_vector_top(
+                label, vector, TARGET_TOP + len(seen)
+            ):
+                if ent.id not in seen and len(ranked) < TARGET_TOP:
+                    ranked.append((ent, cos, False))
+        hits = []
+        rows = await self.store.neighbours([n.id for n, _, _ in ranked], None, "both", 200)
+        for node, score, exact in ranked:
+            mine = rows.get(node.id, [])
+            others = await self.store.get_nodes([r.other_id for r in mine])
+            pairs = [(r, o) for r, o in zip(mine, others, strict=True) if o is not None]
+            pairs.sort(key=lambda p: (p[0].rel.type, _neg_time(p[1])))
+            hits.append(TargetedHit(node, score, exact, tuple(pairs[:TARGET_NEIGHBOURS])))
+        return TargetedPage(target, text, tuple(hits))
+
+    # ---- steps ----
+
+    async def _check_meta(self) -> None:
+        meta = await self.store.get_meta()
+        if meta is not None and (meta.model, meta.dimensions) != (
+            self.embedder.model,
+            self.embedder.dimensions,
+        ):
+            from engine.ingest import meta_mismatch
+
+            raise meta_mismatch(meta, self.embedder.model, self.embedder.dimensions)
+
+    async def _embed_query(self, text: str) -> Vector:
+        matrix = await self.embedder.embed([text], "query")
+        vector: Vector = matrix[0]
+        return vector
+
+    async def _cursor(self, token: str, sid: str) -> CursorState:
+        state = self.cursors.get(token, sid)
+        meta = await self.store.get_meta()
+        if meta is not None and (meta.model, meta.dimensions) != (
+            self.embedder.model,
+            self.embedder.dimensions,
+        ):
+            from engine.ingest import meta_mismatch
+
+            raise meta_mismatch(meta, self.embedder.model, self.embedder.dimensions)
+        counts = await self.store.id_counts(list(state.delivered_ids))
+        current = (meta.model, meta.dimensions) if meta else (state.model, state.dims)
+        self.cursors.verify(token, state, model=current[0], dims=current[1], id_counts=counts)
+        self.cursors.remaining(state)
+        return state
+
+    async def _rank(
+        self,
+        query: str | None,
+        vector: Vector | None,
+        filters: Filters,
+        excluded: frozenset[str],
+        quota: int,
+        restrict: frozenset[str] | None,
+    ) -> tuple[list[str], dict[str, Explain], dict[str, tuple[int, int]]]:
+        """Pick up to ``quota`` events; also return explanations and best-chunk ranges."""
+        if restrict is not None:
+            restrict = restrict - excluded
+            if not restrict:
+                return [], {}, {}
+        if vector is None:
+            ids = await self.store.recent_events(filters, excluded, ROUTE_LIMIT, restrict)
+            events = {e.id: e for e in await self.store.get_events(ids)}
+            kept = scoring.dedup_by_hash(
+                ids, lambda i: events[i].content_hash if i in events else None
+            )
+            picked = kept[:quota]
+            return picked, {i: Explain(order="recency") for i in picked}, {}
+        summary_hits, chunk_hits = await asyncio.gather(
+            self.store.route("summary", vector, filters, excluded, ROUTE_LIMIT, restrict),
+            self.store.route("chunk", vector, filters, excluded, ROUTE_LIMIT, restrict),
+        )
+        union = list(
+            dict.fromkeys([h.event_id for h in summary_hits] + [h.event_id for h in chunk_hits])
+        )
+        if not union:
+            return [], {}, {}
+        events = {e.id: e for e in await self.store.get_events(union, with_vectors=True)}
+        terms = query_terms(query or "")
+        cov = {i: coverage(terms, e.summary, e.content) for i, e in events.items()}
+        fused = scoring.fuse(
+            [h.event_id for h in summary_hits if h.event_id in events],
+            [h.event_id for h in chunk_hits if h.event_id in events],
+            cov,
+        )
+        pool = scoring.dedup_by_hash(fused, lambda s: events[s.id].content_hash)
+        chunks = await self.store.get_chunks([s.id for s in pool])
+        hashes = {i: {c.text_hash for c in cs} for i, cs in chunks.items()}
+        picks = scoring.mmr(pool, {i: e.embedding for i, e in events.items()}, hashes, quota)
+        s_cos = {h.event_id: h.score for h in summary_hits}
+        c_hit: dict[str, Hit] = {h.event_id: h for h in chunk_hits}
+        explain = {
+            p.id: Explain(
+                summary_rank=p.scored.summary_rank,
+                chunk_rank=p.scored.chunk_rank,
+                summary_cosine=s_cos.get(p.id),
+                chunk_cosine=c_hit[p.id].score if p.id in c_hit else None,
+                rrf=p.scored.rrf,
+                coverage=p.scored.coverage,
+                score=p.scored.score,
+                mmr_step=p.step,
+                relevance=p.relevance,
+                redundancy=p.redundancy,
+            )
+            for p in picks
+        }
+        best = {
+            i: (h.start, h.end)
+            for i, h in c_hit.items()
+            if h.start is not None and h.end is not None
+        }
+        return [p.id for p in picks], explain, best
+
+    async def _deliver(
+        self,
+        operation: Operation,
+        session: Session,
+        picked: list[str],
+        explain: dict[str, Explain],
+        best: dict[str, tuple[int, int]],
+        query: str | None,
+        vector: Vector | None,
+        filters: Filters,
+        *,
+        parent: CursorState | None,
+    ) -> Outcome:
+        events = {e.id: e for e in await self.store.get_events(picked)}
+        picked = [i for i in picked if i in events]
+        concept_rows = await self.store.neighbours(picked, "MENTIONS", "out", 50)
+        concept_ids = list(
+            dict.fromkeys(r.other_id for rows in concept_rows.values() for r in rows)
+        )
+        names = {
+            n.id: n.name for n in await self.store.get_nodes(concept_ids) if isinstance(n, Entity)
+        }
+        budget = QuoteBudget(query_terms(query or ""), lookup=session.excerpt_lookup)
+        need_local = [
+            i for i in picked if vector is not None and (i not in best or best[i][0] >= 32000)
+        ]
+        local_chunks = (
+            await self.store.get_chunks(need_local, with_vectors=True) if need_local else {}
+        )
+        items: list[EvidenceItem] = []
+        for event_id in picked:
+            ev = events[event_id]
+            region = best.get(event_id)
+            if vector is not None and (region is None or region[0] >= 32000):
+                region = best_chunk(local_chunks.get(event_id, []), vector)
+            quote = budget.take(event_id, ev.content, region)
+            notes = list(quote.notes)
+            if not ev.has_chunks:
+                notes.append(Note(NoteCode.LEGACY_NO_CHUNKS))
+            concepts = tuple(
+                ConceptRef(r.other_id, names.get(r.other_id, r.other_id))
+                for r in concept_rows.get(event_id, [])
+            )
+            items.append(
+                EvidenceItem(
+                    event_id=event_id,
+                    create_time=ev.create_time,
+                    time=ev.time,
+                    summary=ev.summary,
+                    quote=quote.quote,
+                    quote_ref=quote.quote_ref,
+                    total=quote.total,
+                    notes=tuple(notes),
+                    concepts=concepts,
+                )
+            )
+        conts = continuations(items)
+        token: str | None = None
+        chain_count = parent.chain_count if parent else 0
+        if items:
+            ids = [i.event_id for i in items]
+            if parent is None:
+                token, state = self.cursors.start_chain(
+                    session_id=session.id,
+                    query_text=query,
+                    query_vector=vector,
+                    filters=filters,
+                    model=self.embedder.model,
+                    dims=self.embedder.dimensions,
+                    delivered_ids=ids,
+                    concepts=conts.expand_concepts,
+                    anchors=conts.nearby_events,
+                )
+            else:
+                token, state = self.cursors.branch(
+                    parent, ids, conts.expand_concepts, conts.nearby_events
+                )
+            chain_count = state.chain_count
+        page = EvidencePage(
+            operation=operation,
+            cursor=token,
+            chain_count=chain_count,
+            items=tuple(items),
+            shared_concepts=shared_concepts(items),
+            continuations=conts,
+            excluded_count=len(session.excluded),
+        )
+        if items:
+            self.sessions.commit(session.id, [i.event_id for i in items], budget.pending)
+        return Outcome(page, {i: explain[i] for i in picked if i in explain}, session.id)
+
+
+def _entity_terms(entities: Sequence[str] | str | None) -> list[str]:
+    if entities is None:
+        return []
+    raw = [entities] if isinstance(entities, str) else list(entities)
+    return [t.strip() for r in raw for t in _SPLIT_TERMS.split(r) if t.strip()]
+
+
+def _neg_time(node: Entity | Event) -> str:
+    # create_time DESC inside one relationship type: invert the ISO string's sort order.
+    return "".join(chr(0x10FFFF - ord(c)) for c in node.create_time)
