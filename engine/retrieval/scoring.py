@@ -186,7 +186,8 @@ def overlap_matrix(hash_sets: Sequence[Set[str]]) -> _Matrix:
     inter = incidence @ incidence.T
     sizes = incidence.sum(axis=1)
     smaller = np.minimum(sizes[:, None], sizes[None, :])
-    return np.divide(inter, smaller, out=np.zeros_like(inter), where=smaller > 0)
+    out: _Matrix = np.divide(inter, smaller, out=np.zeros_like(inter), where=smaller > 0)
+    return out
 
 
 def redundancy_matrix(
@@ -235,7 +236,7 @@ def mmr(
     for step in range(1, min(quota, n) + 1):
         objective = lam * rel - (1.0 - lam) * max_red
         best_value = objective[open_].max()
-        tied = np.flatnonzero(open_ & (objective == best_value))
+        tied = np.flatnonzero(open_ & (objective == best_value)).tolist()
         i = min(tied, key=lambda j: (-pool[j].score, pool[j].id))
         picks.append(MmrPick(pool[i], step, float(rel[i]), float(max_red[i]), float(best_value)))
         open_[i] = False
