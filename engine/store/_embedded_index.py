@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any, TypeVar, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -22,6 +23,8 @@ from engine.models import Filters, Hit
 F32 = npt.NDArray[np.float32]
 I64 = npt.NDArray[np.int64]
 Mask = npt.NDArray[np.bool_]
+
+A = TypeVar("A", bound=npt.NDArray[Any])
 
 _MIN_CAPACITY = 64
 
@@ -43,7 +46,7 @@ def date_key(date: str | None) -> int:
     return int(digits) if len(digits) == 8 and digits.isdigit() else 0
 
 
-def _grow(buf: npt.NDArray[np.generic], need: int) -> npt.NDArray[np.generic]:
+def _grow(buf: A, need: int) -> A:
     """``buf`` itself when it holds ``need`` rows, else a copy with doubled capacity."""
     if need <= buf.shape[0]:
         return buf
@@ -52,7 +55,7 @@ def _grow(buf: npt.NDArray[np.generic], need: int) -> npt.NDArray[np.generic]:
         cap *= 2
     out = np.zeros((cap, *buf.shape[1:]), dtype=buf.dtype)
     out[: buf.shape[0]] = buf
-    return out
+    return cast(A, out)
 
 
 # ---------------------------------------------------------------- events and chunks
@@ -94,12 +97,23 @@ class EventView:
 def empty_event_view(dims: int) -> EventView:
     z64 = np.zeros(0, dtype=np.int64)
     return EventView(
-        dims=dims, n=0, ids=[], row_of={},
-        vecs=np.zeros((0, dims), dtype=np.float32), has_vec=np.zeros(0, dtype=np.bool_),
-        dates=np.zeros(0, dtype=np.int32), nc=0,
-        cvecs=np.zeros((0, dims), dtype=np.float32), crow=z64, cidx=z64, cstart=z64, cend=z64,
-        ng=0, gstart=z64, gevent=z64,
-    )  # fmt: skip
+        dims=dims,
+        n=0,
+        ids=[],
+        row_of={},
+        vecs=np.zeros((0, dims), dtype=np.float32),
+        has_vec=np.zeros(0, dtype=np.bool_),
+        dates=np.zeros(0, dtype=np.int32),
+        nc=0,
+        cvecs=np.zeros((0, dims), dtype=np.float32),
+        crow=z64,
+        cidx=z64,
+        cstart=z64,
+        cend=z64,
+        ng=0,
+        gstart=z64,
+        gevent=z64,
+    )
 
 
 @dataclass(slots=True)
@@ -128,7 +142,7 @@ def append_events(view: EventView, events: Sequence[NewEvent]) -> EventView:
     for ev in events:
         row = n
         ok = ev.vector is not None and ev.vector.shape[0] == d
-        vecs[row] = ev.vector if ok and ev.vector is not None else 0.0
+        vecs[row] = ev.vector if ev.vector is not None and ok else 0.0
         has_vec[row] = ok
         dates[row] = date_key(ev.create_date)
         first = True
@@ -144,8 +158,24 @@ def append_events(view: EventView, events: Sequence[NewEvent]) -> EventView:
         ids.append(ev.id)  # readers only index below their own n
         row_of[ev.id] = row
         n += 1
-    return EventView(d, n, ids, row_of, vecs, has_vec, dates, nc, cvecs, crow, cidx, cstart,
-                     cend, ng, gstart, gevent)  # type: ignore[arg-type]  # fmt: skip
+    return EventView(
+        d,
+        n,
+        ids,
+        row_of,
+        vecs,
+        has_vec,
+        dates,
+        nc,
+        cvecs,
+        crow,
+        cidx,
+        cstart,
+        cend,
+        ng,
+        gstart,
+        gevent,
+    )
 
 
 def build_event_view(dims: int, events: Sequence[NewEvent]) -> EventView:
@@ -167,8 +197,9 @@ class EntityView:
 
 
 def empty_entity_view(dims: int) -> EntityView:
-    return EntityView(dims, 0, [], {}, np.zeros((0, dims), dtype=np.float32),
-                      np.zeros(0, dtype=np.bool_))  # fmt: skip
+    return EntityView(
+        dims, 0, [], {}, np.zeros((0, dims), dtype=np.float32), np.zeros(0, dtype=np.bool_)
+    )
 
 
 def append_entities(view: EntityView, items: Sequence[tuple[str, F32 | None]]) -> EntityView:
@@ -184,16 +215,16 @@ def append_entities(view: EntityView, items: Sequence[tuple[str, F32 | None]]) -
         ok = vec is not None and vec.shape[0] == d
         row = view.row_of.get(node_id)
         if row is not None:
-            if ok and not has_vec[row]:
+            if vec is not None and ok and not has_vec[row]:
                 vecs[row] = vec
                 has_vec[row] = True
             continue
-        vecs[n] = vec if ok and vec is not None else 0.0
+        vecs[n] = vec if vec is not None and ok else 0.0
         has_vec[n] = ok
         view.ids.append(node_id)
         view.row_of[node_id] = n
         n += 1
-    return EntityView(d, n, view.ids, view.row_of, vecs, has_vec)  # type: ignore[arg-type]
+    return EntityView(d, n, view.ids, view.row_of, vecs, has_vec)
 
 
 def build_entity_view(dims: int, items: Sequence[tuple[str, F32 | None]]) -> EntityView:
@@ -276,14 +307,21 @@ def chunk_hits(view: EventView, query: F32, mask: Mask, limit: int) -> list[Hit]
         lo = int(starts[g])
         hi = int(starts[g + 1]) if g + 1 < ng else nc
         c = lo + int(np.argmax(cscores[lo:hi]))
-        hits.append(Hit(
-            view.ids[int(gevent[g])], float(best[g]),
-            int(view.cidx[c]), int(view.cstart[c]), int(view.cend[c]),
-        ))  # fmt: skip
+        hits.append(
+            Hit(
+                view.ids[int(gevent[g])],
+                float(best[g]),
+                int(view.cidx[c]),
+                int(view.cstart[c]),
+                int(view.cend[c]),
+            )
+        )
     return hits
 
 
-def entity_top(view: EntityView, query: F32, k: int, min_cosine: float | None) -> list[tuple[str, float]]:
+def entity_top(
+    view: EntityView, query: F32, k: int, min_cosine: float | None
+) -> list[tuple[str, float]]:
     n = view.n
     if n == 0 or k <= 0 or query.shape[0] != view.dims:
         return []

@@ -1,0 +1,413 @@
+"""The embedded store's synchronous half: one SQLite connection and the numpy mirrors.
+
+Every method here runs on the store's single database thread (``EmbeddedStore`` guarantees
+it), so the connection is never shared and writes are serialised. The published mirror views
+(``events``, ``entities``) are the only state other threads read.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, Concatenate, ParamSpec, TypeVar
+
+from engine.errors import InvalidInput
+from engine.models import (
+    ENTITY_LABELS,
+    NODE_LABELS,
+    REL_TYPES,
+    Chunk,
+    Counts,
+    Direction,
+    Entity,
+    EntityLabel,
+    Event,
+    Filters,
+    GraphSnapshot,
+    MemoryMeta,
+    Neighbour,
+    Node,
+    NodeLabel,
+    NodePage,
+    Page,
+    RelType,
+    SavePlan,
+    SaveResult,
+    SortSpec,
+    VectorSet,
+    Where,
+)
+from engine.store import _embedded_write as write
+from engine.store._embedded_index import (
+    EntityView,
+    EventView,
+    NewEvent,
+    append_entities,
+    append_events,
+    build_entity_view,
+    build_event_view,
+)
+from engine.store._embedded_query import (
+    IN_SET,
+    check_page,
+    compile_where,
+    event_filter_sql,
+    json_set,
+    sort_key,
+)
+from engine.store._embedded_schema import (
+    CHUNK_COLS,
+    ENTITY_COLS,
+    EVENT_COLS,
+    NODE_COLS,
+    blob_vec,
+    connect,
+    json_result,
+    relation,
+    row_chunk,
+    row_entity,
+    row_event,
+    row_meta,
+    row_node,
+)
+from engine.text import normalise_name
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+_META_SQL = "SELECT model, dimensions, updated_at, schema_version FROM meta WHERE key = 'embedding'"
+_LOAD_BATCH = 4096
+
+
+class Database:
+    def __init__(self, file: Path, dimensions_hint: int | None) -> None:
+        self.file = file
+        self._hint = dimensions_hint
+        self._conn: sqlite3.Connection | None = None
+        self.events: EventView = build_event_view(dimensions_hint or 0, [])
+        self.entities: dict[EntityLabel, EntityView] = {
+            label: build_entity_view(dimensions_hint or 0, []) for label in ENTITY_LABELS
+        }
+
+    # ------------------------------------------------------------ lifecycle
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise RuntimeError("the embedded store is not open")
+        return self._conn
+
+    def open(self) -> None:
+        self.file.parent.mkdir(parents=True, exist_ok=True)
+        self._conn = connect(str(self.file))
+        self._load_mirrors()
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def ping(self) -> bool:
+        return bool(self.conn.execute("SELECT 1").fetchone() == (1,))
+
+    # ------------------------------------------------------------ mirrors
+
+    def _dims(self) -> int:
+        meta = self.get_meta()
+        if meta is not None:
+            return meta.dimensions
+        if self._hint:
+            return self._hint
+        row = self.conn.execute(
+            "SELECT length(embedding) / 4 FROM nodes WHERE embedding IS NOT NULL LIMIT 1"
+        ).fetchone()
+        return int(row[0]) if row else 0
+
+    def _load_mirrors(self) -> None:
+        dims = self._dims()
+        view = build_event_view(dims, [])
+        batch: list[NewEvent] = []
+        for ev in self._stream_events():
+            batch.append(ev)
+            if len(batch) >= _LOAD_BATCH:
+                view, batch = append_events(view, batch), []
+        self.events = append_events(view, batch)
+        for label in ENTITY_LABELS:
+            rows = self.conn.execute(
+                "SELECT id, embedding FROM nodes WHERE label = ? ORDER BY seq", (label,)
+            )
+            self.entities[label] = build_entity_view(dims, [(i, blob_vec(b)) for i, b in rows])
+
+    def _stream_events(self) -> Iterator[NewEvent]:
+        """Events in insertion order with their chunks (merge-joined on the same order)."""
+        chunk_rows = self.conn.cursor().execute(
+            "SELECT c.event_id, c.chunk_index, c.start_pos, c.end_pos, c.embedding FROM chunks c "
+            "JOIN nodes n ON n.id = c.event_id WHERE c.embedding IS NOT NULL "
+            "ORDER BY n.seq, c.chunk_index"
+        )
+        pending = next(chunk_rows, None)
+        events = self.conn.cursor().execute(
+            "SELECT id, create_date, embedding FROM nodes WHERE label = 'Event' ORDER BY seq"
+        )
+        for node_id, create_date, blob in events:
+            ev = NewEvent(node_id, create_date or "", blob_vec(blob))
+            while pending is not None and pending[0] == node_id:
+                vec = blob_vec(pending[4])
+                assert vec is not None
+                ev.chunks.append((pending[1], pending[2], pending[3], vec))
+                pending = next(chunk_rows, None)
+            yield ev
+
+    # ------------------------------------------------------------ writes
+
+    def _write(
+        self, fn: Callable[Concatenate[sqlite3.Connection, P], T], *args: P.args, **kw: P.kwargs
+    ) -> T:
+        """``fn`` as one transaction: BEGIN IMMEDIATE ... COMMIT, ROLLBACK on any exception."""
+        conn = self.conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            out = fn(conn, *args, **kw)
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        return out
+
+    def apply_save(self, plan: SavePlan) -> SaveResult:
+        written = self._write(write.apply_save, plan)
+        if written.meta is not None and written.meta.dimensions != self.events.dims:
+            self._load_mirrors()  # first save fixes the dimension: rebuild at that width
+        else:
+            self.events = append_events(self.events, written.events)
+            for label, items in written.entities.items():
+                self.entities[label] = append_entities(self.entities[label], items)
+        return written.result
+
+    def replace_vectors(self, vectors: VectorSet) -> None:
+        self._write(write.replace_vectors, vectors)
+        self._load_mirrors()
+
+    def forget(self, event_id: str) -> list[str]:
+        deleted = self._write(write.forget, event_id)
+        self._load_mirrors()
+        return deleted
+
+    # ------------------------------------------------------------ meta, counts, idempotency
+
+    def get_meta(self) -> MemoryMeta | None:
+        return row_meta(self.conn.execute(_META_SQL).fetchone())
+
+    def counts(self) -> Counts:
+        row = self.conn.execute(
+            "SELECT (SELECT COUNT(*) FROM nodes WHERE label = 'Event'), "
+            "(SELECT COUNT(*) FROM nodes WHERE label = 'Person'), "
+            "(SELECT COUNT(*) FROM nodes WHERE label = 'Concept'), "
+            "(SELECT COUNT(*) FROM nodes WHERE label = 'Location'), "
+            "(SELECT COUNT(*) FROM chunks), (SELECT COUNT(*) FROM relations)"
+        ).fetchone()
+        return Counts(*row)
+
+    def replay(self, key: str) -> SaveResult | None:
+        row = self.conn.execute("SELECT result FROM idempotency WHERE key = ?", (key,)).fetchone()
+        return None if row is None else json_result(row[0])
+
+    def events_with_hash(self, content_hash: str) -> list[str]:
+        rows = self.conn.execute(
+            "SELECT id FROM nodes WHERE content_hash = ? AND label = 'Event' "
+            "ORDER BY create_time, seq",
+            (content_hash,),
+        )
+        return [r[0] for r in rows]
+
+    def all_for_revectorize(self) -> tuple[list[Event], list[Entity]]:
+        events = self.conn.execute(
+            f"SELECT {EVENT_COLS} FROM nodes WHERE label = 'Event' ORDER BY seq"
+        )
+        entities = self.conn.execute(
+            f"SELECT {ENTITY_COLS} FROM nodes WHERE label <> 'Event' ORDER BY seq"
+        )
+        return [row_event(r, False) for r in events], [row_entity(r) for r in entities]
+
+    # ------------------------------------------------------------ entities
+
+    def find_entities(self, label: EntityLabel, names: Iterable[str]) -> list[Entity]:
+        keys = {normalise_name(n) for n in names}
+        rows = self.conn.execute(
+            f"SELECT {ENTITY_COLS} FROM nodes WHERE id IN (SELECT node_id FROM names "
+            f"WHERE label = ? AND norm IN {IN_SET}) ORDER BY seq",
+            (label, json_set(keys)),
+        )
+        return [row_entity(r) for r in rows]
+
+    def resolve_terms(self, term: str) -> frozenset[str]:
+        rows = self.conn.execute(
+            "SELECT node_id FROM names WHERE norm = ?", (normalise_name(term),)
+        )
+        return frozenset(r[0] for r in rows)
+
+    def entities_by_ids(self, ids: Sequence[str]) -> dict[str, Entity]:
+        rows = self.conn.execute(
+            f"SELECT {ENTITY_COLS} FROM nodes WHERE label <> 'Event' AND id IN {IN_SET}",
+            (json_set(ids),),
+        )
+        return {r[1]: row_entity(r) for r in rows}
+
+    # ------------------------------------------------------------ events
+
+    def events_in_groups(self, filters: Filters) -> frozenset[str]:
+        where, params = event_filter_sql(Filters(groups=filters.groups), frozenset(), None)
+        rows = self.conn.execute(f"SELECT id FROM nodes WHERE {where}", params)
+        return frozenset(r[0] for r in rows)
+
+    def recent_events(
+        self, filters: Filters, exclude: frozenset[str], limit: int, restrict: frozenset[str] | None
+    ) -> list[str]:
+        where, params = event_filter_sql(filters, exclude, restrict)
+        rows = self.conn.execute(
+            f"SELECT id FROM nodes WHERE {where} ORDER BY create_time DESC, id DESC LIMIT ?",
+            [*params, max(0, limit)],
+        )
+        return [r[0] for r in rows]
+
+    def get_events(self, ids: Sequence[str], with_vectors: bool) -> list[Event]:
+        rows = self.conn.execute(
+            f"SELECT {EVENT_COLS} FROM nodes WHERE label = 'Event' AND id IN {IN_SET}",
+            (json_set(ids),),
+        )
+        found = {r[0]: row_event(r, with_vectors) for r in rows}
+        return [found[i] for i in ids if i in found]
+
+    def get_chunks(self, event_ids: Sequence[str], with_vectors: bool) -> dict[str, list[Chunk]]:
+        out: dict[str, list[Chunk]] = {i: [] for i in event_ids}
+        rows = self.conn.execute(
+            f"SELECT {CHUNK_COLS} FROM chunks WHERE event_id IN {IN_SET} "
+            "ORDER BY event_id, chunk_index",
+            (json_set(event_ids),),
+        )
+        for r in rows:
+            out[r[0]].append(row_chunk(r, with_vectors))
+        return out
+
+    def id_counts(self, ids: Sequence[str]) -> dict[str, int]:
+        out = dict.fromkeys(ids, 0)
+        rows = self.conn.execute(
+            f"SELECT id, COUNT(*) FROM nodes WHERE id IN {IN_SET} GROUP BY id", (json_set(ids),)
+        )
+        out.update({r[0]: r[1] for r in rows})
+        return out
+
+    def events_mentioning(self, concept_id: str) -> frozenset[str]:
+        rows = self.conn.execute(
+            "SELECT source FROM relations WHERE target = ? AND type = 'MENTIONS'", (concept_id,)
+        )
+        return frozenset(r[0] for r in rows)
+
+    def positional_events(self, prefix: str, chapter: str) -> list[str]:
+        head = f"{prefix}_ch{chapter}_e"
+        tail = re.compile(r"[0-9]+")
+        rows = self.conn.execute(
+            "SELECT id FROM nodes WHERE id >= ? AND id < ? AND label = 'Event'",
+            (head, head[:-1] + "f"),
+        )
+        found = [r[0] for r in rows if r[0].startswith(head) and tail.fullmatch(r[0][len(head) :])]
+        return sorted(found, key=lambda i: (int(i[len(head) :]), i))
+
+    # ------------------------------------------------------------ graph reads
+
+    def get_nodes(self, ids: Sequence[str]) -> list[Node | None]:
+        rows = self.conn.execute(
+            f"SELECT {NODE_COLS} FROM nodes WHERE id IN {IN_SET}", (json_set(ids),)
+        )
+        found = {r[1]: row_node(r) for r in rows}
+        return [found.get(i) for i in ids]
+
+    def list_nodes(
+        self, label: NodeLabel, where: Where | None, sort: SortSpec, page: Page
+    ) -> NodePage:
+        if label not in NODE_LABELS:
+            raise InvalidInput(f"unknown label {label!r}; use one of {', '.join(NODE_LABELS)}")
+        key, direction = sort_key(label, sort)
+        cond, params = compile_where(label, where)
+        check_page(page)
+        total = self.conn.execute(
+            f"SELECT COUNT(*) FROM nodes WHERE label = ? AND ({cond})", [label, *params]
+        ).fetchone()[0]
+        sql = f"SELECT {NODE_COLS}, {key} FROM nodes WHERE label = ? AND ({cond})"
+        args: list[Any] = [label, *params]
+        if page.after is not None:
+            sql += f" AND ({key}, id) {'>' if direction == 'ASC' else '<'} (?, ?)"
+            args += list(page.after)
+        sql += f" ORDER BY {key} {direction}, id {direction} LIMIT ?"
+        rows = self.conn.execute(sql, [*args, page.first + 1]).fetchall()
+        rows, has_next = rows[: page.first], len(rows) > page.first
+        return NodePage(
+            nodes=[row_node(r) for r in rows],
+            has_next=has_next,
+            positions=[(r[-1], r[1]) for r in rows],
+            total=int(total),
+        )
+
+    def neighbours(
+        self,
+        node_ids: Sequence[str],
+        rel_type: RelType | None,
+        direction: Direction,
+        limit_per_node: int,
+        after: str | None,
+    ) -> dict[str, list[Neighbour]]:
+        if rel_type is not None and rel_type not in REL_TYPES:
+            raise InvalidInput(f"unknown relationship type {rel_type!r}")
+        if direction not in ("out", "in", "both"):
+            raise InvalidInput(f"direction must be out, in or both (got {direction!r})")
+        if limit_per_node < 0:
+            raise InvalidInput("limit_per_node must not be negative")
+        branch = (
+            "SELECT q.value AS node, r.type, r.source, r.target, r.props, r.event_key, "
+            "r.{other} AS other, '{dir}' AS dir FROM json_each(?1) q "
+            "JOIN relations r ON r.{end} = q.value WHERE (?2 IS NULL OR r.type = ?2)"
+        )
+        parts = []
+        if direction in ("out", "both"):
+            parts.append(branch.format(other="target", dir="out", end="source"))
+        if direction in ("in", "both"):
+            parts.append(branch.format(other="source", dir="in", end="target"))
+        sql = (
+            "SELECT node, type, source, target, props, other, dir FROM (SELECT *, ROW_NUMBER() "
+            "OVER (PARTITION BY node ORDER BY type, other, dir, event_key) AS rn FROM ("
+            + " UNION ALL ".join(parts)
+            + ") WHERE (?3 IS NULL OR other > ?3)) WHERE rn <= ?4 ORDER BY node, rn"
+        )
+        unique = list(dict.fromkeys(node_ids))
+        out: dict[str, list[Neighbour]] = {i: [] for i in unique}
+        for node, kind, src, dst, props, other, way in self.conn.execute(
+            sql, (json_set(unique), rel_type, after, limit_per_node)
+        ):
+            out[node].append(Neighbour(node, relation(kind, src, dst, props), other, way))
+        return out
+
+    def graph(self, max_nodes: int, max_relations: int) -> GraphSnapshot:
+        if max_nodes < 0 or max_relations < 0:
+            raise InvalidInput("graph caps must not be negative")
+        rows = self.conn.execute(
+            f"SELECT {NODE_COLS} FROM nodes ORDER BY lrank, id LIMIT ?", (max_nodes + 1,)
+        ).fetchall()
+        truncated_nodes = len(rows) > max_nodes
+        rows = rows[:max_nodes]
+        rel_sql = "SELECT type, source, target, props FROM relations"
+        args: list[Any] = []
+        if truncated_nodes:
+            sel = "(SELECT id FROM nodes ORDER BY lrank, id LIMIT ?)"
+            rel_sql += f" WHERE source IN {sel} AND target IN {sel}"
+            args += [max_nodes, max_nodes]
+        rel_sql += " ORDER BY type, source, target, event_key LIMIT ?"
+        rels = self.conn.execute(rel_sql, [*args, max_relations + 1]).fetchall()
+        return GraphSnapshot(
+            nodes=[row_node(r) for r in rows],
+            relations=[relation(*r) for r in rels[:max_relations]],
+            truncated_nodes=truncated_nodes,
+            truncated_relations=len(rels) > max_relations,
+        )

@@ -1,0 +1,239 @@
+"""SQLite layout of the embedded store and the row <-> record conversions.
+
+One database file per memory space. Vectors are float32 BLOBs, L2-normalised on write.
+EventSource chunks live in their own table keyed by (event_id, chunk_index), as SPEC §1.2 links
+them by property, not by a relationship.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from typing import Any
+
+import numpy as np
+
+from engine.models import (
+    ID_PREFIX,
+    NODE_LABELS,
+    Chunk,
+    Entity,
+    EntityLabel,
+    Event,
+    MemoryMeta,
+    Node,
+    NodeLabel,
+    Relation,
+    RelType,
+    SaveResult,
+    Vector,
+)
+from engine.store._embedded_index import normalise
+
+LAYOUT_VERSION = 1
+
+DDL = """
+CREATE TABLE IF NOT EXISTS nodes (
+    id           TEXT PRIMARY KEY,
+    label        TEXT NOT NULL CHECK (label IN ('Event', 'Person', 'Concept', 'Location')),
+    lrank        INTEGER NOT NULL,          -- label order of the graph page
+    seq          INTEGER NOT NULL,          -- insertion order
+    id_prefix    TEXT,                      -- 'event' for event_12 ...
+    id_num       INTEGER,                   -- ... and 12: what the allocator takes max() of
+    name         TEXT,
+    aliases      TEXT,                      -- JSON list
+    description  TEXT,
+    summary      TEXT,
+    content      TEXT,
+    time         TEXT,
+    content_hash TEXT,
+    create_time  TEXT NOT NULL,
+    create_date  TEXT,
+    embedding    BLOB
+);
+CREATE INDEX IF NOT EXISTS nodes_alloc ON nodes (id_prefix, id_num);
+CREATE UNIQUE INDEX IF NOT EXISTS nodes_seq ON nodes (seq);
+CREATE INDEX IF NOT EXISTS nodes_label_seq ON nodes (label, seq);
+CREATE INDEX IF NOT EXISTS nodes_rank ON nodes (lrank, id);
+CREATE INDEX IF NOT EXISTS nodes_label_time ON nodes (label, create_time, id);
+CREATE INDEX IF NOT EXISTS nodes_label_date ON nodes (label, create_date, id);
+CREATE INDEX IF NOT EXISTS nodes_hash ON nodes (content_hash) WHERE content_hash IS NOT NULL;
+
+CREATE TABLE IF NOT EXISTS relations (
+    type      TEXT NOT NULL,
+    source    TEXT NOT NULL REFERENCES nodes (id) ON DELETE CASCADE,
+    target    TEXT NOT NULL REFERENCES nodes (id) ON DELETE CASCADE,
+    event_key TEXT NOT NULL DEFAULT '',     -- HAS_ATTITUDE's event_id: one edge per event
+    props     TEXT NOT NULL DEFAULT '{}',
+    PRIMARY KEY (type, source, target, event_key)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS relations_source ON relations (source, type, target);
+CREATE INDEX IF NOT EXISTS relations_target ON relations (target, type, source);
+CREATE INDEX IF NOT EXISTS relations_event_key ON relations (event_key) WHERE event_key <> '';
+
+CREATE TABLE IF NOT EXISTS chunks (
+    event_id    TEXT NOT NULL REFERENCES nodes (id) ON DELETE CASCADE,
+    chunk_index INTEGER NOT NULL,
+    start_pos   INTEGER NOT NULL,
+    end_pos     INTEGER NOT NULL,
+    text        TEXT NOT NULL,
+    text_hash   TEXT NOT NULL,
+    embedding   BLOB,
+    PRIMARY KEY (event_id, chunk_index)
+) WITHOUT ROWID;
+
+CREATE TABLE IF NOT EXISTS names (
+    norm    TEXT NOT NULL,                  -- engine.text.normalise_name of a name or alias
+    node_id TEXT NOT NULL REFERENCES nodes (id) ON DELETE CASCADE,
+    label   TEXT NOT NULL,
+    PRIMARY KEY (norm, node_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS names_node ON names (node_id);
+
+CREATE TABLE IF NOT EXISTS meta (
+    key            TEXT PRIMARY KEY,
+    model          TEXT NOT NULL,
+    dimensions     INTEGER NOT NULL,
+    updated_at     TEXT NOT NULL,
+    schema_version INTEGER NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS idempotency (
+    key        TEXT PRIMARY KEY,
+    result     TEXT NOT NULL,               -- JSON SaveResult
+    created_at TEXT NOT NULL
+);
+"""
+
+LABEL_RANK: dict[NodeLabel, int] = {label: i for i, label in enumerate(NODE_LABELS)}
+_ALLOCATED = re.compile(r"^(" + "|".join(ID_PREFIX.values()) + r")_([0-9]+)$")
+
+EVENT_COLS = (
+    "id, summary, content, time, create_time, create_date, content_hash, embedding, "
+    "EXISTS (SELECT 1 FROM chunks c WHERE c.event_id = nodes.id) AS has_chunks"
+)
+ENTITY_COLS = "label, id, name, aliases, description, create_time, embedding"
+NODE_COLS = (
+    "label, id, name, aliases, description, create_time, NULL, summary, content, time, "
+    "create_date, content_hash, EXISTS (SELECT 1 FROM chunks c WHERE c.event_id = nodes.id)"
+)
+CHUNK_COLS = "event_id, chunk_index, start_pos, end_pos, text, text_hash, embedding"
+
+
+def connect(path: str) -> sqlite3.Connection:
+    """A connection in autocommit mode (transactions are explicit BEGIN IMMEDIATE)."""
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=True)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    conn.execute("PRAGMA foreign_keys = ON")
+    conn.execute("PRAGMA busy_timeout = 10000")
+    conn.executescript(DDL)
+    conn.execute(f"PRAGMA user_version = {LAYOUT_VERSION}")
+    return conn
+
+
+def allocation_key(node_id: str) -> tuple[str | None, int | None]:
+    """``("event", 12)`` for ``event_12``; ``(None, None)`` for ids the allocator ignores."""
+    m = _ALLOCATED.match(node_id)
+    return (m.group(1), int(m.group(2))) if m else (None, None)
+
+
+def vec_blob(vector: Vector | None) -> bytes | None:
+    return None if vector is None else normalise(vector).tobytes()
+
+
+def blob_vec(blob: bytes | None) -> Vector | None:
+    return None if blob is None else np.frombuffer(blob, dtype=np.float32)
+
+
+def row_event(row: sqlite3.Row | tuple[Any, ...], with_vectors: bool) -> Event:
+    return Event(
+        id=row[0],
+        summary=row[1] or "",
+        content=row[2] or "",
+        time=row[3],
+        create_time=row[4],
+        create_date=row[5] or "",
+        content_hash=row[6] or "",
+        embedding=blob_vec(row[7]) if with_vectors else None,
+        has_chunks=bool(row[8]),
+    )
+
+
+def row_entity(row: sqlite3.Row | tuple[Any, ...], with_vectors: bool = False) -> Entity:
+    label: EntityLabel = row[0]
+    return Entity(
+        label=label,
+        id=row[1],
+        name=row[2] or "",
+        aliases=json.loads(row[3] or "[]"),
+        description=row[4],
+        create_time=row[5],
+        embedding=blob_vec(row[6]) if with_vectors else None,
+    )
+
+
+def row_node(row: sqlite3.Row | tuple[Any, ...]) -> Node:
+    """A NODE_COLS row (never with its vector)."""
+    if row[0] == "Event":
+        return Event(
+            id=row[1],
+            summary=row[7] or "",
+            content=row[8] or "",
+            time=row[9],
+            create_time=row[5],
+            create_date=row[10] or "",
+            content_hash=row[11] or "",
+            has_chunks=bool(row[12]),
+        )
+    return row_entity(row[:7])
+
+
+def row_chunk(row: sqlite3.Row | tuple[Any, ...], with_vectors: bool) -> Chunk:
+    return Chunk(
+        event_id=row[0],
+        chunk_index=row[1],
+        start=row[2],
+        end=row[3],
+        text=row[4],
+        text_hash=row[5],
+        embedding=blob_vec(row[6]) if with_vectors else None,
+    )
+
+
+def row_meta(row: sqlite3.Row | tuple[Any, ...] | None) -> MemoryMeta | None:
+    if row is None:
+        return None
+    return MemoryMeta(
+        model=row[0], dimensions=int(row[1]), updated_at=row[2], schema_version=int(row[3])
+    )
+
+
+def relation(rel_type: str, source: str, target: str, props_json: str) -> Relation:
+    kind: RelType = rel_type  # type: ignore[assignment]  # the table only holds REL_TYPES
+    props = json.loads(props_json or "{}")
+    return Relation(kind, source, target, tuple(sorted(props.items())))
+
+
+def result_json(result: SaveResult) -> str:
+    return json.dumps(
+        {
+            "event_ids": result.event_ids,
+            "created": result.created,
+            "merged": [[i, a] for i, a in result.merged],
+            "refs": result.refs,
+        },
+        ensure_ascii=False,
+    )
+
+
+def json_result(text: str) -> SaveResult:
+    d = json.loads(text)
+    return SaveResult(
+        event_ids=list(d["event_ids"]),
+        created={k: list(v) for k, v in d["created"].items()},
+        merged=[(i, list(a)) for i, a in d["merged"]],
+        refs=dict(d["refs"]),
+        replayed=True,
+    )

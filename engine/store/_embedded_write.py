@@ -1,0 +1,420 @@
+"""The embedded store's write transactions. Each function runs inside one open
+``BEGIN IMMEDIATE`` transaction on the store's database thread; raising rolls it all back.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from engine.errors import Conflict, InvalidId, InvalidInput, NotFound
+from engine.models import (
+    CALLER_ID,
+    ID_PREFIX,
+    REL_TYPES,
+    EntityDraft,
+    EntityLabel,
+    EventDraft,
+    MemoryMeta,
+    NodeLabel,
+    SavePlan,
+    SaveResult,
+    VectorSet,
+    label_of,
+)
+from engine.store._embedded_index import F32, NewEvent, normalise
+from engine.store._embedded_schema import (
+    LABEL_RANK,
+    allocation_key,
+    json_result,
+    result_json,
+    row_meta,
+)
+from engine.text import normalise_name
+
+# SPEC §1.2: which labels each relationship type may connect.
+REL_ENDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
+    "PARTICIPATED_IN": (frozenset({"Person"}), frozenset({"Event"})),
+    "OCCURRED_AT": (frozenset({"Event"}), frozenset({"Location"})),
+    "MENTIONS": (frozenset({"Event"}), frozenset({"Concept"})),
+    "HAS_ATTITUDE": (frozenset({"Person"}), frozenset({"Person", "Concept"})),
+}
+
+_INSERT_NODE = (
+    "INSERT INTO nodes (id, label, lrank, seq, id_prefix, id_num, name, aliases, description, "
+    "summary, content, time, content_hash, create_time, create_date, embedding) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_INSERT_CHUNK = (
+    "INSERT INTO chunks (event_id, chunk_index, start_pos, end_pos, text, text_hash, embedding) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+@dataclass(slots=True)
+class Written:
+    """What a committed save adds to the in-memory mirrors."""
+
+    result: SaveResult
+    events: list[NewEvent] = field(default_factory=list)
+    entities: dict[EntityLabel, list[tuple[str, F32 | None]]] = field(default_factory=dict)
+    meta: MemoryMeta | None = None
+
+
+def _blob(vec: F32 | None) -> bytes | None:
+    return None if vec is None else vec.tobytes()
+
+
+def _vec(vector: Any) -> F32 | None:
+    return None if vector is None else normalise(vector)
+
+
+class _Allocator:
+    """``1 + max N`` per prefix, read once inside the transaction, then counted up."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+        self._next: dict[str, int] = {}
+
+    def take(self, prefix: str) -> str:
+        if prefix not in self._next:
+            row = self._conn.execute(
+                "SELECT MAX(id_num) FROM nodes WHERE id_prefix = ?", (prefix,)
+            ).fetchone()
+            self._next[prefix] = int(row[0] or 0) + 1
+        n = self._next[prefix]
+        self._next[prefix] = n + 1
+        return f"{prefix}_{n}"
+
+    def next_seq(self) -> int:
+        if "" not in self._next:
+            row = self._conn.execute("SELECT MAX(seq) FROM nodes").fetchone()
+            self._next[""] = int(row[0] or 0) + 1
+        n = self._next[""]
+        self._next[""] = n + 1
+        return n
+
+
+def ensure_meta(conn: sqlite3.Connection, meta: MemoryMeta) -> MemoryMeta:
+    conn.execute(
+        "INSERT INTO meta (key, model, dimensions, updated_at, schema_version) "
+        "VALUES ('embedding', ?, ?, ?, ?) ON CONFLICT (key) DO NOTHING",
+        (meta.model, meta.dimensions, meta.updated_at, meta.schema_version),
+    )
+    stored = row_meta(
+        conn.execute(
+            "SELECT model, dimensions, updated_at, schema_version FROM meta WHERE key = 'embedding'"
+        ).fetchone()
+    )
+    assert stored is not None
+    return stored
+
+
+def _check_refs(plan: SavePlan) -> None:
+    seen: set[str] = set()
+    for ref in [e.ref for e in plan.events] + [e.ref for e in plan.entities]:
+        if ref in seen:
+            raise InvalidInput(f"ref {ref!r} appears twice in one save plan")
+        seen.add(ref)
+    given = [e.given_id for e in plan.events if e.given_id is not None]
+    if len(set(given)) != len(given):
+        raise Conflict("the same event id is given twice in one save", zh="事件 ID 重复")
+    for gid in given:
+        if not CALLER_ID.match(gid) or label_of(gid) is not None:
+            raise InvalidId(
+                f"event id {gid!r} is not allowed: use letters, digits and _.:- (at most 128), "
+                "and not the allocator's own form like event_12",
+                zh=f"事件 ID 不合法：{gid}",
+            )
+
+
+def apply_save(conn: sqlite3.Connection, plan: SavePlan) -> Written:
+    if plan.idempotency_key is not None:
+        row = conn.execute(
+            "SELECT result FROM idempotency WHERE key = ?", (plan.idempotency_key,)
+        ).fetchone()
+        if row is not None:
+            return Written(json_result(row[0]))
+    _check_refs(plan)
+    out = Written(SaveResult(event_ids=[], created={}, merged=[], refs={}))
+    out.meta = ensure_meta(conn, plan.meta)
+    alloc = _Allocator(conn)
+    labels: dict[str, NodeLabel] = {}  # ref or id -> label, for relation checks
+    for ev in plan.events:
+        node_id = _insert_event(conn, alloc, plan, ev, out)
+        out.result.refs[ev.ref] = node_id
+        labels[node_id] = "Event"
+    merged: dict[str, list[str]] = {}
+    for ent in plan.entities:
+        if ent.merge_into is not None:
+            node_id = _merge_entity(conn, ent, merged, out)
+        else:
+            node_id = _insert_entity(conn, alloc, plan, ent, out)
+            out.result.created.setdefault(ent.label, []).append(node_id)
+        out.result.refs[ent.ref] = node_id
+        labels[node_id] = ent.label
+    out.result.merged = list(merged.items())
+    for rel in plan.relations:
+        _insert_relation(conn, rel.type, rel.source, rel.target, rel.props, out.result.refs, labels)
+    if plan.idempotency_key is not None:
+        conn.execute(
+            "INSERT INTO idempotency (key, result, created_at) VALUES (?, ?, ?)",
+            (plan.idempotency_key, result_json(out.result), datetime.now(UTC).isoformat()),
+        )
+    return out
+
+
+def _insert_event(
+    conn: sqlite3.Connection, alloc: _Allocator, plan: SavePlan, ev: EventDraft, out: Written
+) -> str:
+    if ev.given_id is not None:
+        node_id = ev.given_id
+        if conn.execute("SELECT 1 FROM nodes WHERE id = ?", (node_id,)).fetchone():
+            raise Conflict(
+                f"an event with id {node_id!r} already exists; choose another id",
+                zh=f"事件 ID 已存在：{node_id}",
+                id=node_id,
+            )
+    else:
+        node_id = alloc.take(ID_PREFIX["Event"])
+    prefix, num = allocation_key(node_id)
+    vec = _vec(ev.embedding)
+    conn.execute(
+        _INSERT_NODE,
+        (
+            node_id,
+            "Event",
+            LABEL_RANK["Event"],
+            alloc.next_seq(),
+            prefix,
+            num,
+            None,
+            None,
+            None,
+            ev.summary,
+            ev.content,
+            ev.time,
+            ev.content_hash,
+            plan.create_time,
+            plan.create_date,
+            _blob(vec),
+        ),
+    )
+    new = NewEvent(node_id, plan.create_date, vec)
+    rows = []
+    for c in ev.chunks:
+        cvec = _vec(c.embedding)
+        rows.append((node_id, c.chunk_index, c.start, c.end, c.text, c.text_hash, _blob(cvec)))
+        if cvec is not None:
+            new.chunks.append((c.chunk_index, c.start, c.end, cvec))
+    conn.executemany(_INSERT_CHUNK, rows)
+    new.chunks.sort(key=lambda c: c[0])
+    out.events.append(new)
+    out.result.event_ids.append(node_id)
+    return node_id
+
+
+def _clean_aliases(name: str, aliases: list[str], taken: set[str]) -> list[str]:
+    """Aliases whose normalised form is new (not the name, not taken, not repeated)."""
+    keep = []
+    taken.add(normalise_name(name))
+    for alias in aliases:
+        key = normalise_name(alias)
+        if key and key not in taken:
+            taken.add(key)
+            keep.append(alias)
+    return keep
+
+
+def _add_names(conn: sqlite3.Connection, node_id: str, label: str, names: list[str]) -> None:
+    conn.executemany(
+        "INSERT OR IGNORE INTO names (norm, node_id, label) VALUES (?, ?, ?)",
+        [(k, node_id, label) for k in {normalise_name(n) for n in names} if k],
+    )
+
+
+def _insert_entity(
+    conn: sqlite3.Connection, alloc: _Allocator, plan: SavePlan, ent: EntityDraft, out: Written
+) -> str:
+    if ent.label not in ("Person", "Concept", "Location"):
+        raise InvalidInput(f"unknown entity label {ent.label!r}")
+    node_id = alloc.take(ID_PREFIX[ent.label])
+    prefix, num = allocation_key(node_id)
+    aliases = _clean_aliases(ent.name, list(ent.aliases), set())
+    vec = _vec(ent.embedding)
+    conn.execute(
+        _INSERT_NODE,
+        (
+            node_id,
+            ent.label,
+            LABEL_RANK[ent.label],
+            alloc.next_seq(),
+            prefix,
+            num,
+            ent.name,
+            json.dumps(aliases, ensure_ascii=False),
+            ent.description,
+            None,
+            None,
+            None,
+            None,
+            plan.create_time,
+            None,
+            _blob(vec),
+        ),
+    )
+    _add_names(conn, node_id, ent.label, [ent.name, *aliases])
+    out.entities.setdefault(ent.label, []).append((node_id, vec))
+    return node_id
+
+
+def _merge_entity(
+    conn: sqlite3.Connection, ent: EntityDraft, merged: dict[str, list[str]], out: Written
+) -> str:
+    node_id = ent.merge_into
+    assert node_id is not None
+    row = conn.execute(
+        "SELECT label, name, aliases, embedding IS NULL FROM nodes WHERE id = ?", (node_id,)
+    ).fetchone()
+    if row is None:
+        raise NotFound(f"cannot merge into {node_id!r}: no such node", zh=f"节点不存在：{node_id}")
+    if row[0] != ent.label:
+        raise InvalidInput(f"cannot merge a {ent.label} into {node_id!r}, a {row[0]}")
+    aliases: list[str] = json.loads(row[2] or "[]")
+    taken = {normalise_name(row[1] or "")} | {normalise_name(a) for a in aliases}
+    added = _clean_aliases("", [ent.name, *ent.aliases], taken)
+    if added:
+        aliases += added
+        conn.execute(
+            "UPDATE nodes SET aliases = ? WHERE id = ?",
+            (json.dumps(aliases, ensure_ascii=False), node_id),
+        )
+        _add_names(conn, node_id, ent.label, added)
+    vec = _vec(ent.embedding)
+    if row[3] and vec is not None:  # the merged node keeps its vector; fill one only if absent
+        conn.execute("UPDATE nodes SET embedding = ? WHERE id = ?", (_blob(vec), node_id))
+        out.entities.setdefault(ent.label, []).append((node_id, vec))
+    merged.setdefault(node_id, []).extend(added)
+    return node_id
+
+
+def _insert_relation(
+    conn: sqlite3.Connection,
+    rel_type: str,
+    source: str,
+    target: str,
+    props: dict[str, Any],
+    refs: dict[str, str],
+    labels: dict[str, NodeLabel],
+) -> None:
+    if rel_type not in REL_TYPES:
+        raise InvalidInput(f"unknown relationship type {rel_type!r}")
+    ends = []
+    for end in (source, target):
+        node_id = refs.get(end, end)
+        if node_id not in labels:
+            row = conn.execute("SELECT label FROM nodes WHERE id = ?", (node_id,)).fetchone()
+            if row is None:
+                raise NotFound(
+                    f"relation {rel_type} points to {end!r}, which is neither a ref of this "
+                    "save nor an existing node",
+                    zh=f"关系端点不存在：{end}",
+                )
+            labels[node_id] = row[0]
+        ends.append(node_id)
+    allowed_src, allowed_dst = REL_ENDS[rel_type]
+    if labels[ends[0]] not in allowed_src or labels[ends[1]] not in allowed_dst:
+        raise InvalidInput(f"{rel_type} cannot connect a {labels[ends[0]]} to a {labels[ends[1]]}")
+    clean = {k: v for k, v in props.items() if v is not None}
+    event_key = ""
+    if rel_type == "HAS_ATTITUDE" and "event_id" in clean:
+        clean["event_id"] = refs.get(str(clean["event_id"]), str(clean["event_id"]))
+        event_key = clean["event_id"]
+    conn.execute(
+        "INSERT INTO relations (type, source, target, event_key, props) VALUES (?, ?, ?, ?, ?) "
+        "ON CONFLICT DO NOTHING",
+        (
+            rel_type,
+            ends[0],
+            ends[1],
+            event_key,
+            json.dumps(clean, ensure_ascii=False, sort_keys=True),
+        ),
+    )
+
+
+def forget(conn: sqlite3.Connection, event_id: str) -> list[str]:
+    """Delete the event (chunks, relations and the attitudes recorded in it cascade or go
+    explicitly), then every entity it touched that no longer relates to any event."""
+    row = conn.execute("SELECT label FROM nodes WHERE id = ?", (event_id,)).fetchone()
+    if row is None or row[0] != "Event":
+        raise NotFound(f"no event with id {event_id!r}", zh=f"事件不存在：{event_id}", id=event_id)
+    touched = [
+        r[0]
+        for r in conn.execute(
+            "SELECT target FROM relations WHERE source = ?1 UNION SELECT source FROM relations "
+            "WHERE target = ?1 UNION SELECT source FROM relations WHERE event_key = ?1 "
+            "UNION SELECT target FROM relations WHERE event_key = ?1",
+            (event_id,),
+        )
+    ]
+    conn.execute("DELETE FROM relations WHERE event_key = ?", (event_id,))
+    conn.execute("DELETE FROM nodes WHERE id = ?", (event_id,))
+    pruned: list[tuple[int, str]] = []
+    for node_id in touched:
+        found = conn.execute(
+            "SELECT lrank FROM nodes n WHERE id = ?1 AND label <> 'Event' AND NOT EXISTS ("
+            "SELECT 1 FROM relations r JOIN nodes e ON e.id = r.target "
+            "WHERE r.source = ?1 AND e.label = 'Event') AND NOT EXISTS ("
+            "SELECT 1 FROM relations r JOIN nodes e ON e.id = r.source "
+            "WHERE r.target = ?1 AND e.label = 'Event')",
+            (node_id,),
+        ).fetchone()
+        if found is not None:
+            pruned.append((found[0], node_id))
+    pruned.sort()
+    conn.executemany("DELETE FROM nodes WHERE id = ?", [(i,) for _, i in pruned])
+    return [event_id, *(i for _, i in pruned)]
+
+
+def replace_vectors(conn: sqlite3.Connection, vectors: VectorSet) -> None:
+    """Every embedding swapped (nodes absent from ``vectors`` lose theirs), all chunks rebuilt
+    (chunks of unknown events skipped) and MemoryMeta set."""
+    conn.execute("UPDATE nodes SET embedding = NULL WHERE embedding IS NOT NULL")
+    conn.executemany(
+        "UPDATE nodes SET embedding = ? WHERE id = ? AND label = 'Event'",
+        [(_blob(normalise(v)), i) for i, v in vectors.events.items()],
+    )
+    conn.executemany(
+        "UPDATE nodes SET embedding = ? WHERE id = ? AND label <> 'Event'",
+        [(_blob(normalise(v)), i) for i, v in vectors.entities.items()],
+    )
+    conn.execute("DELETE FROM chunks")
+    conn.executemany(
+        "INSERT INTO chunks (event_id, chunk_index, start_pos, end_pos, text, text_hash, "
+        "embedding) SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7 "
+        "WHERE EXISTS (SELECT 1 FROM nodes WHERE id = ?1 AND label = 'Event')",
+        [
+            (
+                c.event_id,
+                c.chunk_index,
+                c.start,
+                c.end,
+                c.text,
+                c.text_hash,
+                _blob(_vec(c.embedding)),
+            )
+            for c in vectors.chunks
+        ],
+    )
+    m = vectors.meta
+    conn.execute(
+        "INSERT INTO meta (key, model, dimensions, updated_at, schema_version) "
+        "VALUES ('embedding', ?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET model = excluded.model, "
+        "dimensions = excluded.dimensions, updated_at = excluded.updated_at, "
+        "schema_version = excluded.schema_version",
+        (m.model, m.dimensions, m.updated_at, m.schema_version),
+    )

@@ -1,0 +1,337 @@
+"""The embedded store: SQLite for everything durable, numpy for exact cosine. The default.
+
+Layout
+    ``path`` is a directory; each memory *space* is its own database file
+    ``<path>/<space>.sqlite3`` (WAL mode, foreign keys on, busy timeout). Spaces therefore never
+    share a row, and one space is one file to back up. Tables: ``nodes`` (Event / Person /
+    Concept / Location, aliases as JSON, vectors as float32 BLOBs), ``relations`` (unique on
+    type, source, target and -- for HAS_ATTITUDE -- the event it was stated in), ``chunks``
+    (EventSource), ``names`` (normalised name/alias -> node), ``meta`` and ``idempotency``.
+    See ``_embedded_schema.py``.
+
+Threads
+    All SQLite work runs on one dedicated worker thread, so writes are serialised (one
+    ``BEGIN IMMEDIATE`` transaction per write) and the event loop never blocks. Vectors are
+    mirrored in numpy matrices (event summaries, chunks grouped by event, one matrix per
+    entity label) that the writer extends after each commit and publishes as immutable views;
+    the vector routes read a view on a small compute pool, without touching SQLite unless an
+    entity filter has to be resolved through the relations table.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import os
+import re
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import ParamSpec, TypeVar
+
+from engine.errors import InvalidInput, StoreUnavailable
+from engine.models import (
+    ENTITY_LABELS,
+    Chunk,
+    Counts,
+    Direction,
+    Entity,
+    EntityLabel,
+    Event,
+    Filters,
+    GraphSnapshot,
+    Hit,
+    MemoryMeta,
+    Neighbour,
+    Node,
+    NodeLabel,
+    NodePage,
+    Page,
+    RelType,
+    RouteName,
+    SavePlan,
+    SaveResult,
+    SortSpec,
+    Vector,
+    VectorSet,
+    Where,
+)
+from engine.store._embedded_db import Database
+from engine.store._embedded_index import (
+    EventView,
+    chunk_hits,
+    entity_top,
+    event_mask,
+    normalise,
+    summary_hits,
+)
+
+__all__ = ["EmbeddedStore"]
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+SPACE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+# Below this many matrix cells the maths is cheaper than a hop to the compute pool.
+_INLINE_CELLS = 1 << 18
+
+
+class EmbeddedStore:
+    """SQLite + numpy implementation of ``engine.store.base.Store`` for one space.
+
+    Args:
+        path: directory holding the memory; created by ``open()`` if missing.
+        space: the memory space; its database file is ``<path>/<space>.sqlite3``.
+        dimensions_hint: vector width to use before MemoryMeta exists (MemoryMeta wins).
+    """
+
+    def __init__(
+        self, path: Path, space: str = "default", dimensions_hint: int | None = None
+    ) -> None:
+        if not SPACE_NAME.match(space):
+            raise InvalidInput(
+                f"space {space!r} is not allowed: use 1-64 letters, digits, '_' or '-'",
+                zh=f"空间名不合法：{space}",
+            )
+        self.path = Path(path)
+        self.space = space
+        self._hint = dimensions_hint
+        self._db: Database | None = None
+        self._writer: ThreadPoolExecutor | None = None
+        self._compute: ThreadPoolExecutor | None = None
+
+    @property
+    def file(self) -> Path:
+        """The SQLite database file of this space."""
+        return self.path / f"{self.space}.sqlite3"
+
+    def __repr__(self) -> str:
+        return f"EmbeddedStore({str(self.path)!r}, space={self.space!r})"
+
+    # ------------------------------------------------------------ plumbing
+
+    async def _call(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        """Run ``fn`` on the database thread."""
+        if self._writer is None:
+            raise StoreUnavailable(
+                "the embedded store is not open; call open() first", zh="存储未打开"
+            )
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._writer, functools.partial(fn, *args, **kwargs))
+
+    async def _compute_on(self, cells: int, fn: Callable[[], T]) -> T:
+        """Run pure numpy work inline when tiny, else on the compute pool."""
+        if cells <= _INLINE_CELLS or self._compute is None:
+            return fn()
+        return await asyncio.get_running_loop().run_in_executor(self._compute, fn)
+
+    @property
+    def _database(self) -> Database:
+        if self._db is None:
+            raise StoreUnavailable(
+                "the embedded store is not open; call open() first", zh="存储未打开"
+            )
+        return self._db
+
+    # ------------------------------------------------------------ lifecycle
+
+    async def open(self) -> None:
+        """Create the directory, database and tables if missing; load the vector mirrors."""
+        if self._db is not None:
+            return
+        writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"mnemoql-db-{self.space}")
+        db = Database(self.file, self._hint)
+        try:
+            await asyncio.get_running_loop().run_in_executor(writer, db.open)
+        except BaseException:
+            writer.shutdown(wait=False)
+            raise
+        self._writer, self._db = writer, db
+        self._compute = ThreadPoolExecutor(
+            max_workers=max(1, min(4, os.cpu_count() or 1)),
+            thread_name_prefix=f"mnemoql-vec-{self.space}",
+        )
+
+    async def close(self) -> None:
+        db, writer, compute = self._db, self._writer, self._compute
+        if db is None or writer is None:
+            return
+        try:
+            # Queued behind any pending work (one worker, FIFO), so that work finishes first.
+            await asyncio.get_running_loop().run_in_executor(writer, db.close)
+        finally:
+            self._db = self._writer = self._compute = None
+            writer.shutdown(wait=False)
+            if compute is not None:
+                compute.shutdown(wait=False)
+
+    async def ping(self) -> bool:
+        if self._db is None:
+            return False
+        try:
+            return await self._call(self._db.ping)
+        except Exception:
+            return False
+
+    # ------------------------------------------------------------ meta
+
+    async def get_meta(self) -> MemoryMeta | None:
+        return await self._call(self._database.get_meta)
+
+    async def counts(self) -> Counts:
+        return await self._call(self._database.counts)
+
+    # ------------------------------------------------------------ writes
+
+    async def apply_save(self, plan: SavePlan) -> SaveResult:
+        return await self._call(self._database.apply_save, plan)
+
+    async def replay(self, idempotency_key: str) -> SaveResult | None:
+        return await self._call(self._database.replay, idempotency_key)
+
+    async def events_with_hash(self, content_hash: str) -> list[str]:
+        return await self._call(self._database.events_with_hash, content_hash)
+
+    async def replace_vectors(self, vectors: VectorSet) -> None:
+        await self._call(self._database.replace_vectors, vectors)
+
+    async def all_for_revectorize(self) -> tuple[list[Event], list[Entity]]:
+        return await self._call(self._database.all_for_revectorize)
+
+    # ------------------------------------------------------------ entity resolution
+
+    async def find_entities(
+        self, label: EntityLabel, normalised_names: Iterable[str]
+    ) -> list[Entity]:
+        _check_label(label)
+        return await self._call(self._database.find_entities, label, list(normalised_names))
+
+    async def resolve_terms(self, normalised_term: str) -> frozenset[str]:
+        return await self._call(self._database.resolve_terms, normalised_term)
+
+    async def similar_entities(
+        self, label: EntityLabel, vector: Vector, k: int, min_cosine: float
+    ) -> list[tuple[Entity, float]]:
+        return await self._entity_top(label, vector, k, min_cosine)
+
+    async def entity_vector_top(
+        self, label: EntityLabel, query: Vector, k: int
+    ) -> list[tuple[Entity, float]]:
+        return await self._entity_top(label, query, k, None)
+
+    async def _entity_top(
+        self, label: EntityLabel, vector: Vector, k: int, min_cosine: float | None
+    ) -> list[tuple[Entity, float]]:
+        _check_label(label)
+        view = self._database.entities[label]
+        q = normalise(vector)
+        scored = await self._compute_on(
+            view.n * view.dims, lambda: entity_top(view, q, k, min_cosine)
+        )
+        if not scored:
+            return []
+        found = await self._call(self._database.entities_by_ids, [i for i, _ in scored])
+        return [(found[i], s) for i, s in scored if i in found]
+
+    # ------------------------------------------------------------ retrieval routes
+
+    async def route(
+        self,
+        route: RouteName,
+        query: Vector,
+        filters: Filters,
+        exclude: frozenset[str],
+        limit: int,
+        restrict: frozenset[str] | None = None,
+    ) -> list[Hit]:
+        if route not in ("summary", "chunk"):
+            raise InvalidInput(f"unknown route {route!r}; use summary or chunk")
+        if limit <= 0:
+            return []
+        db = self._database
+        allowed = await self._call(db.events_in_groups, filters) if filters.groups else None
+        view = db.events  # one snapshot for the whole computation
+        q = normalise(query)
+        cells = (view.n if route == "summary" else view.nc) * view.dims
+
+        def run() -> list[Hit]:
+            return _route(route, view, q, filters, exclude, restrict, allowed, limit)
+
+        return await self._compute_on(cells, run)
+
+    async def recent_events(
+        self,
+        filters: Filters,
+        exclude: frozenset[str],
+        limit: int,
+        restrict: frozenset[str] | None = None,
+    ) -> list[str]:
+        return await self._call(self._database.recent_events, filters, exclude, limit, restrict)
+
+    async def get_events(self, ids: Sequence[str], *, with_vectors: bool = False) -> list[Event]:
+        return await self._call(self._database.get_events, list(ids), with_vectors)
+
+    async def get_chunks(
+        self, event_ids: Sequence[str], *, with_vectors: bool = False
+    ) -> dict[str, list[Chunk]]:
+        return await self._call(self._database.get_chunks, list(event_ids), with_vectors)
+
+    async def id_counts(self, ids: Sequence[str]) -> dict[str, int]:
+        return await self._call(self._database.id_counts, list(ids))
+
+    async def events_mentioning(self, concept_id: str) -> frozenset[str]:
+        return await self._call(self._database.events_mentioning, concept_id)
+
+    async def positional_events(self, prefix: str, chapter: str) -> list[str]:
+        return await self._call(self._database.positional_events, prefix, chapter)
+
+    # ------------------------------------------------------------ graph reads
+
+    async def get_nodes(self, ids: Sequence[str]) -> list[Node | None]:
+        return await self._call(self._database.get_nodes, list(ids))
+
+    async def list_nodes(
+        self, label: NodeLabel, where: Where | None, sort: SortSpec, page: Page
+    ) -> NodePage:
+        return await self._call(self._database.list_nodes, label, where, sort, page)
+
+    async def neighbours(
+        self,
+        node_ids: Sequence[str],
+        rel_type: RelType | None,
+        direction: Direction,
+        limit_per_node: int,
+        after: str | None = None,
+    ) -> dict[str, list[Neighbour]]:
+        return await self._call(
+            self._database.neighbours, list(node_ids), rel_type, direction, limit_per_node, after
+        )
+
+    async def graph(self, max_nodes: int, max_relations: int) -> GraphSnapshot:
+        return await self._call(self._database.graph, max_nodes, max_relations)
+
+    # ------------------------------------------------------------ deletion
+
+    async def forget(self, event_id: str) -> list[str]:
+        return await self._call(self._database.forget, event_id)
+
+
+def _check_label(label: str) -> None:
+    if label not in ENTITY_LABELS:
+        raise InvalidInput(f"unknown entity label {label!r}; use Person, Concept or Location")
+
+
+def _route(
+    route: RouteName,
+    view: EventView,
+    query: Vector,
+    filters: Filters,
+    exclude: frozenset[str],
+    restrict: frozenset[str] | None,
+    allowed: frozenset[str] | None,
+    limit: int,
+) -> list[Hit]:
+    mask = event_mask(view, filters, exclude, restrict, allowed)
+    if route == "summary":
+        return summary_hits(view, query, mask, limit)
+    return chunk_hits(view, query, mask, limit)
