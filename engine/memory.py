@@ -28,6 +28,8 @@ from engine.models import (
     SortSpec,
     Where,
 )
+from engine.retrieval.pipeline import Outcome, Retriever, SearchRequest, TargetedPage
+from engine.sessions import Clock, CursorStore, SessionStore
 from engine.store.base import Store
 
 if TYPE_CHECKING:
@@ -82,10 +84,23 @@ class SaveManyOutcome:
 class Memory:
     """Everything one memory space can do."""
 
-    def __init__(self, settings: Settings, store: Store, providers: Providers) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        store: Store,
+        providers: Providers,
+        *,
+        clock: Clock | None = None,
+    ) -> None:
         self.settings = settings
         self.store = store
         self.providers = providers
+        self.cursors = CursorStore(clock) if clock else CursorStore()
+        self.sessions = (
+            SessionStore(clock, cursors=self.cursors)
+            if clock
+            else SessionStore(cursors=self.cursors)
+        )
         self.ingestor = Ingestor(
             store,
             providers.embedder,
@@ -95,6 +110,32 @@ class Memory:
             judge_threshold=settings.alignment.threshold,
             max_content_chars=settings.limits.max_content_chars,
         )
+
+        self.retriever = Retriever(
+            store,
+            providers.embedder,
+            self.sessions,
+            self.cursors,
+            today=lambda: self.ingestor.now().date(),
+        )
+
+    # ---- evidence ----
+
+    async def search(self, request: SearchRequest, session: str | None) -> Outcome:
+        return await self.retriever.search(request, session)
+
+    async def search_entities(self, target: str, query: str | None) -> TargetedPage:
+        return await self.retriever.targeted(target, query)
+
+    async def expand(
+        self, cursor: str, concept_id: str, limit: int, session: str | None
+    ) -> Outcome:
+        return await self.retriever.expand(cursor, concept_id, limit, session)
+
+    async def nearby(
+        self, cursor: str, event_id: str, before: int, after: int, session: str | None
+    ) -> Outcome:
+        return await self.retriever.nearby(cursor, event_id, before, after, session)
 
     # ---- writes ----
 

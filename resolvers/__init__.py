@@ -5,6 +5,7 @@ from __future__ import annotations
 import strawberry
 from strawberry.extensions import MaxAliasesLimiter, QueryDepthLimiter
 
+from resolvers.evidence import EvidenceQuery
 from resolvers.mutation import MemoryMutation
 from resolvers.query import GraphQuery
 from schema.errors import CodedErrors
@@ -12,7 +13,7 @@ from schema.graph import Concept, Event, Location, Person
 
 
 @strawberry.type
-class Query(GraphQuery):
+class Query(GraphQuery, EvidenceQuery):
     pass
 
 
@@ -27,9 +28,9 @@ def build_schema(*, max_depth: int = 12, max_aliases: int = 30) -> strawberry.Sc
         mutation=Mutation,
         types=[Event, Person, Concept, Location],
         extensions=[
-            QueryDepthLimiter(max_depth=max_depth),
-            MaxAliasesLimiter(max_alias_count=max_aliases),
-            CodedErrors(),
+            lambda: QueryDepthLimiter(max_depth=max_depth),
+            lambda: MaxAliasesLimiter(max_alias_count=max_aliases),
+            CodedErrors,
         ],
     )
 

@@ -68,7 +68,7 @@ def fake_model_settings(data_dir: Path, url: str, **overrides: Any) -> Settings:
         extraction={
             "base_url": f"{url}/v1",
             "api_key": "sk-extract-SECRET",
-            "timeout_s": 2.0,
+            "timeout_s": 0.5,
             "retries": 1,
         },
         embedding={
@@ -77,7 +77,7 @@ def fake_model_settings(data_dir: Path, url: str, **overrides: Any) -> Settings:
             "api_key": "sk-embed-SECRET",
             "model": "fake-embedding",
             "dimensions": 64,
-            "timeout_s": 2.0,
+            "timeout_s": 0.5,
             "retries": 1,
         },
         alignment={"enabled": False},
