@@ -7,6 +7,7 @@ answers every operation of the API with domain objects. Nothing here knows about
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -90,7 +91,7 @@ class Memory:
         store: Store,
         providers: Providers,
         *,
-        clock: Clock | None = None,
+        clock: Clock = time.monotonic,
     ) -> None:
         self.settings = settings
         self.store = store
