@@ -10,9 +10,13 @@ on function characters. The same rules read the query and the documents:
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Iterable, Iterator
+
+import numpy as np
+import numpy.typing as npt
 
 QUOTE_SCOPE = 32_000  # coverage and quotes only look at content[:32000] (S0:27)
 
@@ -30,9 +34,55 @@ STOP_BIGRAMS = frozenset(
 )
 
 
+@functools.lru_cache(maxsize=65_536)
+def _nfkc_char(ch: str) -> str:
+    return unicodedata.normalize("NFKC", ch)
+
+
+@functools.cache
+def _code_tables() -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
+    """(seen, changed) flags per code point, learnt as texts arrive (allocated on first use)."""
+    return np.zeros(0x110000, dtype=np.bool_), np.zeros(0x110000, dtype=np.bool_)
+
+
+def _changed_positions(text: str) -> npt.NDArray[np.intp]:
+    """Indexes of the code points of ``text`` that NFKC changes on their own."""
+    codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    seen, changed = _code_tables()
+    fresh = np.unique(codes[~seen[codes]])
+    for code in fresh.tolist():
+        changed[code] = _nfkc_char(chr(code)) != chr(code)
+    seen[fresh] = True
+    return np.flatnonzero(changed[codes])
+
+
+def _nfkc(text: str) -> tuple[str, npt.NDArray[np.intp] | None]:
+    """NFKC of ``text``, and the positions that were mapped one code point at a time.
+
+    Chinese text is rarely NFKC as stored (full-width punctuation, ……) and CPython's
+    normaliser is slow on such strings, so each changed code point is mapped on its own. The
+    result equals the whole-string NFKC whenever it is itself normalised (normalisation
+    respects compatibility equivalence, which concatenation preserves); otherwise (combining
+    marks that compose) fall back to the whole string and return None for the positions.
+    """
+    where = _changed_positions(text)
+    mapped = text
+    if where.size:
+        pieces: list[str] = []
+        prev = 0
+        for i in where.tolist():
+            pieces += (text[prev:i], _nfkc_char(text[i]))
+            prev = i + 1
+        pieces.append(text[prev:])
+        mapped = "".join(pieces)
+    if unicodedata.is_normalized("NFKC", mapped):
+        return mapped, where
+    return unicodedata.normalize("NFKC", text), None
+
+
 def normalise(text: str) -> str:
     """NFKC then lowercase: the form both query and documents are matched in."""
-    return unicodedata.normalize("NFKC", text).lower()
+    return _nfkc(text)[0].lower()
 
 
 def is_cjk_term(term: str) -> bool:
@@ -112,27 +162,29 @@ def coverage(terms: frozenset[str], summary: str, content: str) -> float:
     return doc.count(terms) / len(terms)
 
 
-def _normalise_with_offsets(text: str) -> tuple[str, list[tuple[int, int]] | None]:
+_Sources = tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]
+
+
+def _normalise_with_offsets(text: str) -> tuple[str, _Sources | None]:
     """The normalised text and, per normalised code point, the source range it came from.
 
-    ``None`` means the identity: every code point normalises to exactly one code point and the
-    result equals the whole-string form. Otherwise the text is normalised one base character
-    (with its combining marks) at a time, which agrees with the whole-string form for
-    everything the term regexes can match.
+    ``None`` means the identity. When code points only map one to many (full-width forms,
+    ``…`` -> ``...``) the ranges come from repeating source positions; with composition
+    (combining marks) the text is normalised one base character plus its marks at a time,
+    which agrees with the whole-string form for everything the term regexes can match.
     """
-    whole = normalise(text)
-    table: dict[int, str] = {}
-    for ch in set(text):
-        norm = normalise(ch)
-        if len(norm) != 1:
-            break
-        if norm != ch:
-            table[ord(ch)] = norm
-    else:
-        if text.translate(table) == whole:
-            return whole, None
+    nfkc, where = _nfkc(text)
+    lowered = nfkc.lower()
+    if where is not None and len(lowered) == len(nfkc):
+        if len(nfkc) == len(text):
+            return lowered, None
+        widths = np.ones(len(text), dtype=np.int64)
+        widths[where] = [len(_nfkc_char(text[i])) for i in where.tolist()]
+        starts = np.repeat(np.arange(len(text), dtype=np.int64), widths)
+        return lowered, (starts, starts + 1)
     parts: list[str] = []
-    sources: list[tuple[int, int]] = []
+    begin: list[int] = []
+    end: list[int] = []
     i, n = 0, len(text)
     while i < n:
         j = i + 1
@@ -140,9 +192,10 @@ def _normalise_with_offsets(text: str) -> tuple[str, list[tuple[int, int]] | Non
             j += 1
         piece = normalise(text[i:j])
         parts.append(piece)
-        sources.extend([(i, j)] * len(piece))
+        begin.extend([i] * len(piece))
+        end.extend([j] * len(piece))
         i = j
-    return "".join(parts), sources
+    return "".join(parts), (np.asarray(begin, dtype=np.int64), np.asarray(end, dtype=np.int64))
 
 
 def term_spans(text: str, terms: Iterable[str]) -> dict[str, list[tuple[int, int]]]:
@@ -163,7 +216,7 @@ def term_spans(text: str, terms: Iterable[str]) -> dict[str, list[tuple[int, int
     def span(a: int, b: int) -> tuple[int, int]:
         if sources is None:
             return a, b
-        return sources[a][0], sources[b - 1][1]
+        return int(sources[0][a]), int(sources[1][b - 1])
 
     wanted = set(terms)
     spans: dict[str, list[tuple[int, int]]] = {}

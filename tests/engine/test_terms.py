@@ -1,8 +1,10 @@
 from __future__ import annotations
 
+import unicodedata
+
 import pytest
 
-from engine.retrieval.terms import DocTerms, coverage, query_terms, term_spans
+from engine.retrieval.terms import DocTerms, coverage, normalise, query_terms, term_spans
 
 
 def test_spec_example_tokenizes_to_latin_token_and_cjk_bigrams() -> None:
@@ -86,3 +88,16 @@ def test_term_spans_survive_length_changing_normalisation() -> None:
 
 def test_term_spans_find_overlapping_cjk_occurrences() -> None:
     assert term_spans("哈哈哈", ["哈哈"]) == {"哈哈": [(0, 2), (1, 3)]}
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["部署，方式（ＡＢＣ）……", "cafe\u0301", "İstanbul ①", "\u1100\u1161\u11a8", "plain", ""],
+)
+def test_normalise_equals_whole_string_nfkc_lower(text: str) -> None:
+    assert normalise(text) == unicodedata.normalize("NFKC", text).lower()
+
+
+def test_term_spans_map_back_through_expanding_punctuation() -> None:
+    text = "……部署，Ｎｅｏ４ｊ"  # each … becomes three code points under NFKC
+    assert term_spans(text, ["部署", "neo4j"]) == {"部署": [(2, 4)], "neo4j": [(5, 10)]}
