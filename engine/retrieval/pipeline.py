@@ -41,6 +41,7 @@ ROUTE_LIMIT = 40
 PER_CALL = 4
 EXPAND_MAX = 8
 EXPAND_DEFAULT = 3
+NEARBY_MAX = 10
 TARGET_TOP = 3
 TARGET_NEIGHBOURS = 20
 DEFAULT_SESSION = "default"
@@ -195,6 +196,9 @@ class Retriever:
     async def nearby(
         self, token: str, event_id: str, before: int, after: int, session_id: str | None
     ) -> Outcome:
+        for name, value in (("before", before), ("after", after)):
+            if not 0 <= value <= NEARBY_MAX:
+                raise out_of_range(name, 0, NEARBY_MAX, value)
         sid = session_id or DEFAULT_SESSION
         async with self.sessions.acquire(sid) as session:
             state = await self._cursor(token, sid)

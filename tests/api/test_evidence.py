@@ -1,0 +1,291 @@
+"""search / expand / nearby / read through GraphQL: limits, sessions, cursors and errors."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from tests.api.conftest import Api
+
+SAVE = "mutation($input: SaveInput!) { save(input: $input) { eventIds } }"
+PAGE = """
+  cursor chainCount chainLimit excludedCount session
+  items { eventId summary total quote { text start end total } quoteRef { id start end }
+          notes { code value } concepts { id name }
+          explain { order summaryRank chunkRank rrf coverage score mmrStep } }
+  sharedConcepts { id name eventIds }
+  expandConcepts nearbyEvents notes { code value }
+"""
+SEARCH = (
+    "query($q: String, $e: [String!], $t: String, $s: String, $r: Boolean! = false) {"
+    " search(query: $q, entities: $e, timeHint: $t, session: $s, resetSeen: $r) {" + PAGE + " text } }"
+)
+EXPAND = (
+    "query($c: String!, $id: ID!, $l: Int! = 3, $s: String) {"
+    " expand(cursor: $c, conceptId: $id, limit: $l, session: $s) {" + PAGE + " } }"
+)
+NEARBY = (
+    "query($c: String!, $id: ID!, $b: Int! = 2, $a: Int! = 2, $s: String) {"
+    " nearby(cursor: $c, eventId: $id, before: $b, after: $a, session: $s) {" + PAGE + " } }"
+)
+TOPICS = ["deployment", "backup", "indexing", "migration", "monitoring", "sharding", "caching", "security"]
+
+
+def extraction(summary: str, persons: list[str] = (), concepts: list[str] = ()) -> dict[str, Any]:  # type: ignore[assignment]
+    return {
+        "events": [
+            {
+                "ref": "e",
+                "summary": summary,
+                "participants": [{"person": f"p{i}"} for i in range(len(persons))],
+                "concepts": [f"c{i}" for i in range(len(concepts))],
+            }
+        ],
+        "persons": [{"ref": f"p{i}", "name": n} for i, n in enumerate(persons)],
+        "concepts": [{"ref": f"c{i}", "name": n} for i, n in enumerate(concepts)],
+    }
+
+
+async def seed_neo4j_notes(api: Api, n: int = 8) -> list[str]:
+    """n events about Neo4j, each with its own topic and a shared concept."""
+    ids = []
+    for i in range(n):
+        topic = TOPICS[i % len(TOPICS)]
+        content = f"Neo4j {topic} notes #{i}: the team discussed Neo4j {topic} in detail. " + f"filler {i} " * 30
+        ex = extraction(f"Neo4j {topic} discussion {i}", ["Alice" if i % 2 else "Bob"], ["Neo4j", topic])
+        ids += (await api.gql(SAVE, input={"content": content, "extraction": ex}))["save"]["eventIds"]
+    return ids
+
+
+async def search(api: Api, **v: Any) -> dict[str, Any]:
+    page: dict[str, Any] = (await api.gql(SEARCH, **v))["search"]
+    return page
+
+
+async def test_search_delivers_at_most_four_events_with_exact_quotes(api: Api) -> None:
+    await seed_neo4j_notes(api)
+    page = await search(api, q="Neo4j deployment", s="s1")
+    items = page["items"]
+    assert 1 <= len(items) <= 4
+    assert re.fullmatch(r"cur_[0-9a-f]{16}", page["cursor"])
+    assert page["chainCount"] == len(items) and page["chainLimit"] == 20
+    assert items[0]["summary"].startswith("Neo4j deployment")
+    for item in items:
+        q = item["quote"]
+        assert q is not None and len(q["text"]) <= 120
+        full = (await api.gql("query($id: ID!) { read(eventId: $id, limit: 10000) { text } }", id=item["eventId"]))["read"]["text"]
+        assert full[q["start"] : q["end"]] == q["text"] and q["total"] == len(full)
+        assert item["explain"]["order"] == "hybrid" and item["explain"]["score"] > 0
+    assert "neo4j" in items[0]["quote"]["text"].lower()
+    text = page["text"]
+    assert text.startswith(f"[memory_database_search] operation=search target=Event 新增={len(items)} 追查链={len(items)}/20")
+    assert f"cursor={page['cursor']}（15 分钟内有效）" in text
+    assert "注：分数为检索启发式" in text
+    assert "score" not in text and "0." not in text  # no scores in the text
+
+
+async def test_session_history_excludes_delivered_events_and_reset_seen_clears_it(api: Api) -> None:
+    await seed_neo4j_notes(api)
+    first = await search(api, q="Neo4j", s="s1")
+    second = await search(api, q="Neo4j", s="s1")
+    a = {i["eventId"] for i in first["items"]}
+    b = {i["eventId"] for i in second["items"]}
+    assert len(a) == 4 and len(b) == 4 and not a & b
+    assert second["excludedCount"] == 4
+    other = await search(api, q="Neo4j", s="s2")  # sessions are independent
+    assert [i["eventId"] for i in other["items"]] == [i["eventId"] for i in first["items"]]
+    third = await search(api, q="Neo4j", s="s1")
+    assert not ({i["eventId"] for i in third["items"]} & (a | b))
+    empty = await search(api, q="Neo4j", s="s1")
+    assert empty["items"] == [] and empty["cursor"] is None
+    assert empty["text"] == "未找到新的事件。空结果不代表记忆不存在（本会话已排除 8 个已交付事件；可用 reset_seen 重新检索）。"
+    again = await search(api, q="Neo4j", s="s1", r=True)
+    assert [i["eventId"] for i in again["items"]] == [i["eventId"] for i in first["items"]]
+
+
+async def test_session_header_is_used_when_no_argument(api: Api) -> None:
+    await seed_neo4j_notes(api, 5)
+    query = '{ search(query: "Neo4j") { session items { eventId } } }'
+    one = (await api.post(query, None, **{"X-Memory-Session": "hdr"}))["data"]["search"]
+    two = (await api.post(query, None, **{"X-Memory-Session": "hdr"}))["data"]["search"]
+    assert one["session"] == "hdr"
+    assert not {i["eventId"] for i in one["items"]} & {i["eventId"] for i in two["items"]}
+
+
+async def test_expand_walks_shared_concepts_and_checks_its_entry(api: Api) -> None:
+    await seed_neo4j_notes(api)
+    page = await search(api, q="Neo4j backup", s="x")
+    assert "concept_1" in page["expandConcepts"]  # concept_1 = Neo4j, mentioned by every event
+    delivered = {i["eventId"] for i in page["items"]}
+    out = (await api.gql(EXPAND, c=page["cursor"], id="concept_1", l=2, s="x"))["expand"]
+    assert len(out["items"]) == 2
+    assert not delivered & {i["eventId"] for i in out["items"]}
+    assert out["chainCount"] == page["chainCount"] + 2
+    assert out["cursor"] != page["cursor"]
+    for item in out["items"]:
+        assert "concept_1" in [c["id"] for c in item["concepts"]]
+    err = await api.error(EXPAND, c=page["cursor"], id="concept_999", s="x")
+    assert err["extensions"]["code"] == "CONCEPT_NOT_OFFERED"
+    assert err["extensions"]["zh"] == "该 concept 不是当前游标提供的入口"
+    for limit in (0, 9):
+        err = await api.error(EXPAND, c=page["cursor"], id="concept_1", l=limit, s="x")
+        assert err["extensions"]["code"] == "OUT_OF_RANGE"
+    err = await api.error(EXPAND, c=page["cursor"], id="concept_1", s="intruder")
+    assert err["extensions"]["code"] == "CURSOR_SESSION"
+    err = await api.error(EXPAND, c="cur_0000000000000000", id="concept_1", s="x")
+    assert err["extensions"]["code"] == "CURSOR_INVALID"
+    err = await api.error('{ expand(cursor: "cur_0", conceptId: "concept_1", resetSeen: true) { cursor } }')
+    assert err["extensions"]["code"] == "RESET_SEEN_SEARCH_ONLY"
+
+
+async def test_expand_caps_new_events_at_four(api: Api) -> None:
+    await seed_neo4j_notes(api, 12)
+    page = await search(api, q="Neo4j sharding", s="c")
+    out = (await api.gql(EXPAND, c=page["cursor"], id="concept_1", l=8, s="c"))["expand"]
+    assert len(out["items"]) == 4
+
+
+async def test_a_failed_call_records_nothing(api: Api) -> None:
+    await seed_neo4j_notes(api)
+    page = await search(api, q="Neo4j", s="f")
+    await api.error(EXPAND, c=page["cursor"], id="concept_999", s="f")
+    # the failed expand delivered nothing, so the branch from the same cursor still finds 4
+    out = (await api.gql(EXPAND, c=page["cursor"], id="concept_1", l=4, s="f"))["expand"]
+    assert len(out["items"]) == 4
+
+
+async def test_nearby_reads_neighbouring_records_in_order(api: Api) -> None:
+    for rec in range(1, 11):
+        ex = extraction(f"chapter one record {rec}", concepts=["story"])
+        content = f"第一章 第{rec}条记录：" + ("dragon " if rec == 6 else "") + "内容" * 20
+        await api.gql(SAVE, input={"content": content, "id": f"book_ch1_e{rec:02d}", "extraction": ex})
+    await api.gql(SAVE, input={"content": "plain event", "extraction": extraction("plain")})
+    page = await search(api, q="dragon", s="n")
+    assert page["items"][0]["eventId"] == "book_ch1_e06"
+    assert "book_ch1_e06" in page["nearbyEvents"]
+    delivered = {i["eventId"] for i in page["items"]}
+    out = (await api.gql(NEARBY, c=page["cursor"], id="book_ch1_e06", s="n"))["nearby"]
+    got = [i["eventId"] for i in out["items"]]
+    expected = [f"book_ch1_e{r:02d}" for r in (4, 5, 7, 8) if f"book_ch1_e{r:02d}" not in delivered]
+    assert got == expected
+    assert got == sorted(got)
+    for b, a in ((11, 0), (0, -1)):
+        err = await api.error(NEARBY, c=page["cursor"], id="book_ch1_e06", b=b, a=a, s="n")
+        assert err["extensions"]["code"] == "OUT_OF_RANGE"
+    err = await api.error(NEARBY, c=page["cursor"], id="event_1", s="n")
+    assert err["extensions"]["code"] == "NO_POSITION"
+    not_offered = next(f"book_ch1_e{r:02d}" for r in range(1, 11) if f"book_ch1_e{r:02d}" not in page["nearbyEvents"])
+    err = await api.error(NEARBY, c=page["cursor"], id=not_offered, s="n")
+    assert err["extensions"]["code"] == "ANCHOR_NOT_OFFERED"
+
+
+async def test_chain_stops_at_twenty_events(api: Api) -> None:
+    await seed_neo4j_notes(api, 30)
+    page = await search(api, q="Neo4j", s="chain")
+    cursor, count = page["cursor"], page["chainCount"]
+    while True:
+        body = await api.post(EXPAND, {"c": cursor, "id": "concept_1", "l": 8, "s": "chain"})
+        if body.get("errors"):
+            assert body["errors"][0]["extensions"]["code"] == "CHAIN_EXHAUSTED"
+            assert body["errors"][0]["extensions"]["zh"] == "追查链已达 20 个事件上限，请重新 search"
+            break
+        out = body["data"]["expand"]
+        assert out["chainCount"] <= 20
+        cursor, count = out["cursor"], out["chainCount"]
+    assert count == 20
+    # branching from the first cursor uses that cursor's own count
+    branch = (await api.gql(EXPAND, c=page["cursor"], id="concept_1", l=4, s="chain"))["expand"]
+    assert branch["chainCount"] == page["chainCount"] + len(branch["items"])
+
+
+async def test_entity_filter_is_and_across_terms_and_reports_unknown_terms(api: Api) -> None:
+    await api.gql(SAVE, input={"content": "A and B", "extraction": extraction("both", ["Alice", "Bob"])})
+    await api.gql(SAVE, input={"content": "A only", "extraction": extraction("alice only", ["Alice"])})
+    await api.gql(SAVE, input={"content": "B only", "extraction": extraction("bob only", ["Bob"])})
+    only_alice = await search(api, e=["alice"], s="e1")
+    assert {i["summary"] for i in only_alice["items"]} == {"both", "alice only"}
+    assert only_alice["items"][0]["explain"]["order"] == "recency"
+    assert [i["summary"] for i in only_alice["items"]] == ["alice only", "both"]  # newest first
+    both = await search(api, e=["Alice，Bob"], s="e2")
+    assert [i["summary"] for i in both["items"]] == ["both"]
+    missing = await search(api, e=["Carol"], s="e3")
+    assert missing["items"] == [] and missing["notes"] == [{"code": "ENTITY_NOT_FOUND", "value": "Carol"}]
+
+
+async def test_time_hint_filters_on_write_date(api: Api) -> None:
+    await seed_neo4j_notes(api, 3)
+    assert len((await search(api, t="今天", s="t1"))["items"]) == 3
+    assert len((await search(api, q="Neo4j", t="last 7 days", s="t2"))["items"]) == 3
+    assert (await search(api, t="2001-01-01~2001-12-31", s="t3"))["items"] == []
+    err = await api.error(SEARCH, t="sometime soon")
+    assert err["extensions"]["code"] == "TIME_HINT_INVALID"
+    assert err["extensions"]["zh"] == "无法解析 time_hint：sometime soon"
+
+
+async def test_search_needs_something_to_search_for(api: Api) -> None:
+    err = await api.error(SEARCH)
+    assert err["extensions"]["code"] == "BAD_USER_INPUT"
+    assert err["extensions"]["zh"] == "search 需要 query_text、entity_filter、time_hint 至少一项"
+
+
+async def test_identical_content_is_delivered_once(api: Api) -> None:
+    ex = {"events": [{"ref": "a", "summary": "Neo4j tuning part one"}, {"ref": "b", "summary": "Neo4j tuning part two"}]}
+    saved = (await api.gql(SAVE, input={"content": "Neo4j tuning: heap and page cache.", "extraction": ex}))["save"]
+    assert len(saved["eventIds"]) == 2
+    page = await search(api, q="Neo4j tuning", s="d")
+    assert len(page["items"]) == 1
+
+
+async def test_repeated_excerpts_become_quote_refs(api: Api) -> None:
+    shared = "共同的开头" * 30  # 150 code points, no query terms: both quotes start at 0
+    await api.gql(SAVE, input={"content": shared + "甲", "extraction": extraction("first", ["Alice"])})
+    await api.gql(SAVE, input={"content": shared + "乙", "extraction": extraction("second", ["Alice"])})
+    page = await search(api, e=["Alice"], s="q")
+    first, second = page["items"]
+    assert first["quote"]["text"] == shared[:120] and first["quoteRef"] is None
+    assert second["quote"] is None
+    assert second["quoteRef"] == {"id": first["eventId"], "start": 0, "end": 120}
+    assert f"原文同 {first['eventId']}[0,120)" in page["text"]
+
+
+async def test_targeted_person_search_gives_top_three_with_context(api: Api) -> None:
+    await seed_neo4j_notes(api, 4)
+    data = await api.gql(
+        """{ search(query: "Alice", target: PERSON) { cursor items { eventId }
+             entityHits { score exact node { id ... on Person { name } }
+               neighbours { type direction node { id } } } text } }"""
+    )
+    page = data["search"]
+    assert page["cursor"] is None and page["items"] == []
+    top = page["entityHits"][0]
+    assert top["exact"] is True and top["score"] == 1.0 and top["node"]["name"] == "Alice"
+    assert len(page["entityHits"]) <= 3
+    assert {n["type"] for n in top["neighbours"]} == {"PARTICIPATED_IN"}
+    assert all(n["direction"] == "out" for n in top["neighbours"])
+    # not recorded in the event history
+    events = await search(api, q="Neo4j", s="default")
+    assert events["excludedCount"] == 0
+
+
+async def test_a_page_can_be_followed_inside_one_request(api: Api) -> None:
+    await seed_neo4j_notes(api)
+    data = await api.gql(
+        """{ search(query: "Neo4j caching", session: "nest") {
+               items { eventId }
+               expand(conceptId: "concept_1", limit: 2) { chainCount items { eventId } } } }"""
+    )
+    page = data["search"]
+    first = {i["eventId"] for i in page["items"]}
+    nested = page["expand"]
+    assert len(nested["items"]) == 2 and not first & {i["eventId"] for i in nested["items"]}
+    assert nested["chainCount"] == len(first) + 2
+
+
+@pytest.mark.parametrize("locale", ["ZH", "EN"])
+async def test_text_rendering_in_both_locales(api: Api, locale: str) -> None:
+    await seed_neo4j_notes(api, 3)
+    text = (await api.gql(f'{{ search(query: "Neo4j", session: "{locale}") {{ text(locale: {locale}) }} }}'))["search"]["text"]
+    assert text.startswith("[memory_database_search] operation=search target=Event")
+    assert ("摘要：" in text) == (locale == "ZH")
