@@ -71,6 +71,7 @@ _ZH_NOT_PLACES = wordset(
     大国 山区 回国 古城 南北 江湖 湖泊 海洋 共和国 王国 阿哥 维度 入口 出口 中断 大街 南路 自治县
     自治州 永乐 高原 平原 山脉 冰川 海峡 河口 朝廷"""
 )
+_ZH_VAGUE_TIMES = wordset("当前 现在 目前 当时 此时 之前 以后 之后 以前 同时 平时 有时 随时 当下")
 _ZH_NOT_PERSONS = wordset(
     """余弦 卫星 和尚 小姐 文明 明白 武功 王朝 道德 阳光 陆军"""
 )
@@ -101,7 +102,9 @@ _PERSON_CUE_BEFORE = re.compile(
 )
 _PERSON_CUE_AFTER = re.compile(
     r"^\s+(?:said|says|told|asked|thinks|thought|wants|wanted|likes|liked|loves|hates|moved|"
-    r"went|joined|works|worked|lives|lived|is|was|has|had|and\s+I|will|would|can|could)\b"
+    r"went|joined|works|worked|lives|lived|is|was|has|had|and\s+I|will|would|can|could|met|"
+    r"meets|saw|sees|called|visited|wrote|sent|gave|helped|agreed|decided|bought|left|"
+    r"arrived|started|finished|smiled|laughed|replied|answered|explained|suggested)\b"
 )
 _TIME_EN = re.compile(
     r"\b(?:(?:last|next|this)\s+(?:week|month|year|weekend|monday|tuesday|wednesday|thursday|"
@@ -287,15 +290,20 @@ def _english_entities(text: str) -> tuple[list[str], list[str], list[str]]:
 
 
 def _english_keywords(text: str, exclude: set[str]) -> Counter[str]:
+    """Noun-ish English words by frequency. Identifiers (Neo4j, MemoryRuntime) count double:
+    they name specific things, where common words often do not."""
     counts: Counter[str] = Counter()
     for word in _WORD.findall(text):
         key = word.casefold().strip("'’.-")
         if key in exclude or key in ENGLISH_STOPWORDS or key in _VERBISH:
             continue
         acronym = word.isupper() and len(word) >= 2
-        techy = any(c.isdigit() for c in word) or (word[1:] != word[1:].lower())
+        tail = word[1:]
+        techy = not acronym and (
+            any(c.isdigit() or c == "_" for c in word) or tail != tail.lower()
+        )
         if acronym or techy or (len(key) >= 4 and not key.endswith(("ed", "ly"))):
-            counts[word if acronym or techy else key] += 1
+            counts[word if acronym or techy else key] += 2 if techy else 1
     return counts
 
 
@@ -331,7 +339,9 @@ def _analyse(block: _Block) -> None:
     if block.speaker and _key(block.speaker) not in ROLE_WORDS:
         persons.append(block.speaker)
     if has_cjk:
-        for i, (word, flag) in enumerate(_pos_cut(text)):
+        position = 0
+        for word, flag in _pos_cut(text):
+            i, position = position, position + len(word)
             w = word.strip()
             if len(w) < 2:
                 continue
@@ -339,7 +349,7 @@ def _analyse(block: _Block) -> None:
                 persons.append(w)
             elif flag == "ns" and _all_cjk(w) and w not in _ZH_NOT_PLACES:
                 locations.append(w)
-            elif flag == "t" and _CJK.match(w):
+            elif flag == "t" and _CJK.match(w) and w not in _ZH_VAGUE_TIMES:
                 times.append(w)
             elif flag in _CONCEPT_FLAGS and w not in _ZH_STOP_NOUNS and _key(w) not in ROLE_WORDS:
                 add(w, 1, i)
@@ -348,13 +358,13 @@ def _analyse(block: _Block) -> None:
     locations.extend(en_places)
     exclude = {_key(p) for p in persons + locations} | ROLE_WORDS
     exclude |= {k for p in persons + locations for k in _key(p).split()}
-    for i, name in enumerate(proper):
-        add(name, 1, 10_000 + i)
+    for name in proper:
+        add(name, 2, text.find(name))
     proper_keys = {_key(n) for n in proper}
     folded = text.casefold()
     for word, count in _english_keywords(text, exclude).items():
         if _key(word) not in proper_keys:
-            add(word, count, 20_000 + folded.find(_key(word)))
+            add(word, count, folded.find(_key(word)))
     for k in exclude:
         nouns.pop(k, None)
     block.persons = _dedupe(persons)[:MAX_ENTITIES_PER_EVENT]

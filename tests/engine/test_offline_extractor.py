@@ -1,0 +1,167 @@
+"""The rule-based offline extractor: valid, deterministic, and useful on Chinese and English."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.providers.offline import MAX_EVENTS, SUMMARY_MAX, OfflineExtractor, summarise
+from prompts.extraction import Extraction
+
+# From shared/seeds/001 (the original plugin's README), a few lines.
+SEED_README = """记忆按“事件 + 实体 + 关系”组织，不是聊天记录切片。只有显式调用保存工具的内容才会被写入；插件不扫描聊天记录。
+
+- 首次调用自动下载本地 Neo4j 5.26.30 + Temurin JRE 21（约 211 MB），无需系统 Java；也可连外部 Neo4j
+- 只读图谱页：查看实际写入的节点、关系和属性（导入上限 5,000 节点 / 30,000 关系）
+- 写入是一个 Neo4j 事务，失败回滚"""
+
+# From shared/seeds/002 (the Partner retrieval doc).
+SEED_PARTNER = """# 记忆检索
+
+本文说明 Partner 记忆系统的组织层。存储层只保存稳定的 `MemoryUnit` 与 `MemorySlice`，检索层在这些数据之上建立可替换的召回结构。
+
+当前默认实现是 `MemoryRuntime`：它维护主题路径索引和日期索引，并把索引结果重新解析为可注入上下文的 `ActivatedMemorySlice`。"""
+
+DIALOGUE = """Alice: I moved to Berlin last week and started a new job.
+Bob: Congratulations! How is the apartment search going?
+Alice: Slowly. I'm staying with my friend Carol until March."""
+
+
+@pytest.fixture(scope="module")
+def extractor() -> OfflineExtractor:
+    return OfflineExtractor()
+
+
+def names(items: list[object]) -> list[str]:
+    return [getattr(i, "name") for i in items]  # noqa: B009
+
+
+def refs_of(extraction: Extraction, event: int) -> dict[str, list[str]]:
+    by_ref = {e.ref: e.name for e in extraction.persons + extraction.locations + extraction.concepts}
+    ev = extraction.events[event]
+    return {
+        "persons": [by_ref[p.person] for p in ev.participants],
+        "locations": [by_ref[loc] for loc in ev.locations],
+        "concepts": [by_ref[c] for c in ev.concepts],
+    }
+
+
+def test_chinese_persons_places_and_concepts(extractor: OfflineExtractor) -> None:
+    result = extractor.extract_sync("张三上周在北京参加了图数据库的技术大会，和李四讨论了向量检索。")
+    assert len(result.events) == 1
+    assert names(result.persons) == ["张三", "李四"]
+    assert names(result.locations) == ["北京"]
+    assert {"数据库", "向量", "检索"} <= set(names(result.concepts))
+    assert result.events[0].time == "上周"
+    linked = refs_of(result, 0)
+    assert linked["persons"] == ["张三", "李四"] and linked["locations"] == ["北京"]
+
+
+def test_chinese_seed_passage(extractor: OfflineExtractor) -> None:
+    result = extractor.extract_sync(SEED_README)
+    assert 1 <= len(result.events) <= MAX_EVENTS
+    concepts = set(names(result.concepts))
+    assert {"聊天记录", "记忆", "关系", "Neo4j"} <= concepts
+    assert names(result.concepts)[0] == "Neo4j"  # the most frequent name comes first
+    assert result.persons == []  # nothing in the README names a person
+    for event in result.events:
+        assert event.summary.strip() and len(event.summary) <= SUMMARY_MAX
+        assert len(event.concepts) <= 8
+
+
+def test_markdown_is_not_in_summaries(extractor: OfflineExtractor) -> None:
+    result = extractor.extract_sync(SEED_PARTNER)
+    assert result.events[0].summary.startswith("记忆检索")
+    assert not any(e.summary.startswith("#") for e in result.events)
+    assert "MemoryRuntime" in names(result.concepts)
+
+
+def test_english_dialogue(extractor: OfflineExtractor) -> None:
+    result = extractor.extract_sync(DIALOGUE)
+    assert len(result.events) == 3  # one per utterance
+    assert {"Alice", "Bob", "Carol"} <= set(names(result.persons))
+    assert names(result.locations) == ["Berlin"]
+    first = refs_of(result, 0)
+    assert first["persons"] == ["Alice"] and first["locations"] == ["Berlin"]
+    assert result.events[0].time == "last week"
+    assert result.events[0].summary == "Alice: I moved to Berlin last week and started a new job."
+    assert "Carol" in refs_of(result, 2)["persons"]
+    assert "apartment" in refs_of(result, 1)["concepts"]
+
+
+def test_roles_are_not_persons(extractor: OfflineExtractor) -> None:
+    text = "user: I want to visit Kyoto in April.\nassistant: Kyoto is lovely in spring.\n用户：好的"
+    result = extractor.extract_sync(text)
+    lowered = {n.casefold() for n in names(result.persons)}
+    assert not lowered & {"user", "assistant", "用户"}
+    assert "user" not in {n.casefold() for n in names(result.concepts)}
+    assert "Kyoto" in names(result.locations)
+
+
+def test_chinese_speaker_prefix(extractor: OfflineExtractor) -> None:
+    result = extractor.extract_sync("韩梅梅：我明天去杭州出差。\n李雷：记得带伞。")
+    assert names(result.persons)[:2] == ["韩梅梅", "李雷"]
+    assert "杭州" in names(result.locations)
+    assert len(result.events) == 2
+
+
+def test_labels_are_not_speakers(extractor: OfflineExtractor) -> None:
+    result = extractor.extract_sync("Note: the deploy uses Neo4j.\n说明：这是一个原型。")
+    assert result.persons == []
+
+
+def test_entities_link_only_to_their_block(extractor: OfflineExtractor) -> None:
+    text = "Alice lives in Paris and loves painting.\n\nBob met Carol in Rome to talk about sculpture."
+    result = extractor.extract_sync(text)
+    assert len(result.events) == 1  # a short text is one event
+    long_text = text.replace("\n\n", " " + "filler words here. " * 20 + "\n\n")
+    result = extractor.extract_sync(long_text)
+    assert len(result.events) == 2
+    assert refs_of(result, 0)["persons"] == ["Alice"]
+    assert refs_of(result, 0)["locations"] == ["Paris"]
+    assert set(refs_of(result, 1)["persons"]) == {"Bob", "Carol"}
+    assert refs_of(result, 1)["locations"] == ["Rome"]
+
+
+def test_at_most_eight_events(extractor: OfflineExtractor) -> None:
+    paragraphs = [f"第{i}段：今天讨论了项目{i}的进度和风险，需要继续跟进后续的安排。" * 3 for i in range(20)]
+    result = extractor.extract_sync("\n\n".join(paragraphs))
+    assert len(result.events) == MAX_EVENTS
+    assert [e.ref for e in result.events] == [f"e{i}" for i in range(1, 9)]
+
+
+def test_long_single_paragraph_of_lines_is_split(extractor: OfflineExtractor) -> None:
+    lines = [f"第{i}行记录了一次关于向量索引和图数据库的讨论。" for i in range(60)]
+    result = extractor.extract_sync("\n".join(lines))
+    assert 2 <= len(result.events) <= MAX_EVENTS
+
+
+def test_summary_is_trimmed_and_never_empty() -> None:
+    assert len(summarise("很长" * 500)) == SUMMARY_MAX
+    assert summarise("Hi. This is the real sentence.") == "Hi. This is the real sentence."
+    assert summarise("```\n```\nx") == "x"
+
+
+@pytest.mark.parametrize("content", ["", "   ", "!!!", "a", "\n\n\n", "😀" * 300])
+def test_degenerate_content_still_validates(extractor: OfflineExtractor, content: str) -> None:
+    result = extractor.extract_sync(content)
+    assert len(result.events) == 1
+    assert result.events[0].summary.strip()
+
+
+def test_deterministic(extractor: OfflineExtractor) -> None:
+    first = extractor.extract_sync(SEED_README + "\n\n" + DIALOGUE)
+    again = OfflineExtractor().extract_sync(SEED_README + "\n\n" + DIALOGUE)
+    assert first.model_dump() == again.model_dump()
+    Extraction.model_validate(first.model_dump())
+
+
+def test_no_duplicate_refs_within_an_event(extractor: OfflineExtractor) -> None:
+    result = extractor.extract_sync("The Event store and the event log: Event, event, EVENT.")
+    for ev in result.events:
+        assert len(ev.concepts) == len(set(ev.concepts))
+    assert len({n.casefold() for n in names(result.concepts)}) == len(result.concepts)
+
+
+async def test_async_extract_runs_in_a_thread(extractor: OfflineExtractor) -> None:
+    result = await extractor.extract(DIALOGUE, "2026-03-01T10:20:00+08:00")
+    assert result == extractor.extract_sync(DIALOGUE)
