@@ -30,7 +30,7 @@ SUMMARY_MAX = 200
 # A text this short is one event whatever its layout.
 SHORT_TEXT = 280
 # Entity detection reads at most this much of each block; the summary and content are unaffected.
-_ANALYSE_MAX = 20_000
+_ANALYSE_MAX = 12_000
 
 ROLE_WORDS = frozenset(
     {"user", "assistant", "system", "human", "ai", "bot", "model", "tool", "me", "you",
