@@ -30,6 +30,7 @@ from engine.models import (
     Where,
 )
 from engine.retrieval.pipeline import Outcome, Retriever, SearchRequest, TargetedPage
+from engine.revectorize import Progress, RevectorizeReport, revectorize
 from engine.sessions import Clock, CursorStore, SessionStore
 from engine.store.base import Store
 
@@ -165,6 +166,19 @@ class Memory:
         await asyncio.gather(*(one(i, it) for i, it in enumerate(items)))
         errors.sort()
         return SaveManyOutcome(outcomes, errors)
+
+    async def revectorize(self, progress: Progress | None = None) -> RevectorizeReport:
+        """Re-embed everything with the configured model; cursors are cleared after."""
+        report = await revectorize(
+            self.store, self.providers.embedder, self.ingestor.lock, self.ingestor.now, progress
+        )
+        self.cursors.clear()
+        return report
+
+    async def forget(self, event_id: str) -> list[str]:
+        """Delete an event with its chunks and the entities only it used."""
+        async with self.ingestor.lock:
+            return await self.store.forget(event_id)
 
     # ---- reads ----
 

@@ -6,7 +6,7 @@ import strawberry
 from strawberry.extensions import MaxAliasesLimiter, QueryDepthLimiter
 
 from resolvers.evidence import EvidenceQuery
-from resolvers.mutation import MemoryMutation
+from resolvers.mutation import MemoryMutation, MemorySubscription
 from resolvers.query import GraphQuery
 from schema.errors import CodedErrors
 from schema.graph import Concept, Event, Location, Person
@@ -22,10 +22,16 @@ class Mutation(MemoryMutation):
     pass
 
 
+@strawberry.type
+class Subscription(MemorySubscription):
+    pass
+
+
 def build_schema(*, max_depth: int = 12, max_aliases: int = 30) -> strawberry.Schema:
     return strawberry.Schema(
         query=Query,
         mutation=Mutation,
+        subscription=Subscription,
         types=[Event, Person, Concept, Location],
         extensions=[
             lambda: QueryDepthLimiter(max_depth=max_depth),

@@ -1,13 +1,23 @@
-"""Root mutations."""
+"""Root mutations and the revectorize subscription."""
 
 from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncGenerator
+from dataclasses import asdict
 
 import strawberry
 
 from engine import ingest
 from schema.context import Info
 from schema.inputs import SaveInput
-from schema.payloads import SaveManyPayload, SavePayload
+from schema.payloads import (
+    ForgetPayload,
+    RevectorizeProgress,
+    RevectorizeReport,
+    SaveManyPayload,
+    SavePayload,
+)
 
 
 def to_domain(item: SaveInput) -> ingest.SaveInput:
@@ -36,3 +46,42 @@ class MemoryMutation:
     async def save_many(self, info: Info, inputs: list[SaveInput]) -> SaveManyPayload:
         items = [to_domain(i) for i in inputs]
         return SaveManyPayload.from_domain(await info.context.memory.save_many(items))
+
+    @strawberry.mutation(
+        description="Re-embed every summary, name and chunk with the configured model, then swap."
+    )
+    async def revectorize(self, info: Info) -> RevectorizeReport:
+        report = await info.context.memory.revectorize()
+        return RevectorizeReport(**asdict(report))
+
+    @strawberry.mutation(description="Delete an event, its chunks and entities left unused.")
+    async def forget(self, info: Info, event_id: strawberry.ID) -> ForgetPayload:
+        deleted = await info.context.memory.forget(str(event_id))
+        return ForgetPayload(deleted_ids=[strawberry.ID(i) for i in deleted])
+
+
+@strawberry.type
+class MemorySubscription:
+    @strawberry.subscription(description="Run revectorize and follow its progress.")
+    async def revectorize(self, info: Info) -> AsyncGenerator[RevectorizeProgress, None]:
+        queue: asyncio.Queue[RevectorizeProgress] = asyncio.Queue()
+
+        def progress(phase: str, done: int, total: int) -> None:
+            queue.put_nowait(RevectorizeProgress(phase=phase, done=done, total=total))
+
+        job = asyncio.create_task(info.context.memory.revectorize(progress))
+        try:
+            while not job.done() or not queue.empty():
+                getter = asyncio.ensure_future(queue.get())
+                await asyncio.wait({getter, job}, return_when=asyncio.FIRST_COMPLETED)
+                if getter.done():
+                    yield getter.result()
+                else:
+                    getter.cancel()
+            report = job.result()
+            yield RevectorizeProgress(
+                phase="done", done=1, total=1, report=RevectorizeReport(**asdict(report))
+            )
+        finally:
+            if not job.done():
+                job.cancel()

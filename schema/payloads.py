@@ -129,3 +129,31 @@ class MemoryIndex:
             extractor=i.extractor,
             judge=i.judge,
         )
+
+
+@strawberry.type
+class RevectorizeReport:
+    model: str
+    dimensions: int
+    events: int
+    persons: int
+    concepts: int
+    locations: int
+    chunks: int
+
+
+@strawberry.type
+class RevectorizeProgress:
+    """One step of a running revectorize; the last one carries the report."""
+
+    phase: str = strawberry.field(description="embedding, writing or done")
+    done: int
+    total: int
+    report: RevectorizeReport | None = None
+
+
+@strawberry.type
+class ForgetPayload:
+    deleted_ids: list[strawberry.ID] = strawberry.field(
+        description="The event and every entity that no other event used."
+    )

@@ -1,1 +1,17 @@
+from __future__ import annotations
+
+import logging
+
+import pytest
+
 from tests.fake_model_fixtures import fake_models, model_client  # noqa: F401
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _warm_jieba() -> None:
+    """Load jieba's dictionary once, so the first offline extraction is not slower than the
+    short client timeouts the fault tests use."""
+    import jieba
+
+    jieba.setLogLevel(logging.WARNING)
+    jieba.initialize()

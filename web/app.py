@@ -16,7 +16,7 @@ import httpx
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
-from starlette.routing import Mount, Route
+from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
 from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
@@ -110,6 +110,7 @@ def create_app(
             Route("/readyz", readyz),
             Route("/explorer", explorer),
             Route("/graphql", graphql, methods=["GET", "POST"]),
+            WebSocketRoute("/graphql", graphql),
             Mount("/static", StaticFiles(directory=STATIC, check_dir=False), name="static"),
         ]
     )

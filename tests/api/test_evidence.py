@@ -20,7 +20,9 @@ PAGE = """
 """
 SEARCH = (
     "query($q: String, $e: [String!], $t: String, $s: String, $r: Boolean! = false) {"
-    " search(query: $q, entities: $e, timeHint: $t, session: $s, resetSeen: $r) {" + PAGE + " text } }"
+    " search(query: $q, entities: $e, timeHint: $t, session: $s, resetSeen: $r) {"
+    + PAGE
+    + " text } }"
 )
 EXPAND = (
     "query($c: String!, $id: ID!, $l: Int! = 3, $s: String) {"
@@ -30,7 +32,16 @@ NEARBY = (
     "query($c: String!, $id: ID!, $b: Int! = 2, $a: Int! = 2, $s: String) {"
     " nearby(cursor: $c, eventId: $id, before: $b, after: $a, session: $s) {" + PAGE + " } }"
 )
-TOPICS = ["deployment", "backup", "indexing", "migration", "monitoring", "sharding", "caching", "security"]
+TOPICS = [
+    "deployment",
+    "backup",
+    "indexing",
+    "migration",
+    "monitoring",
+    "sharding",
+    "caching",
+    "security",
+]
 
 
 def extraction(summary: str, persons: list[str] = (), concepts: list[str] = ()) -> dict[str, Any]:  # type: ignore[assignment]
@@ -53,9 +64,16 @@ async def seed_neo4j_notes(api: Api, n: int = 8) -> list[str]:
     ids = []
     for i in range(n):
         topic = TOPICS[i % len(TOPICS)]
-        content = f"Neo4j {topic} notes #{i}: the team discussed Neo4j {topic} in detail. " + f"filler {i} " * 30
-        ex = extraction(f"Neo4j {topic} discussion {i}", ["Alice" if i % 2 else "Bob"], ["Neo4j", topic])
-        ids += (await api.gql(SAVE, input={"content": content, "extraction": ex}))["save"]["eventIds"]
+        content = (
+            f"Neo4j {topic} notes #{i}: the team discussed Neo4j {topic} in detail. "
+            + f"filler {i} " * 30
+        )
+        ex = extraction(
+            f"Neo4j {topic} discussion {i}", ["Alice" if i % 2 else "Bob"], ["Neo4j", topic]
+        )
+        ids += (await api.gql(SAVE, input={"content": content, "extraction": ex}))["save"][
+            "eventIds"
+        ]
     return ids
 
 
@@ -75,12 +93,18 @@ async def test_search_delivers_at_most_four_events_with_exact_quotes(api: Api) -
     for item in items:
         q = item["quote"]
         assert q is not None and len(q["text"]) <= 120
-        full = (await api.gql("query($id: ID!) { read(eventId: $id, limit: 10000) { text } }", id=item["eventId"]))["read"]["text"]
+        full = (
+            await api.gql(
+                "query($id: ID!) { read(eventId: $id, limit: 10000) { text } }", id=item["eventId"]
+            )
+        )["read"]["text"]
         assert full[q["start"] : q["end"]] == q["text"] and q["total"] == len(full)
         assert item["explain"]["order"] == "hybrid" and item["explain"]["score"] > 0
     assert "neo4j" in items[0]["quote"]["text"].lower()
     text = page["text"]
-    assert text.startswith(f"[memory_database_search] operation=search target=Event 新增={len(items)} 追查链={len(items)}/20")
+    assert text.startswith(
+        f"[memory_database_search] operation=search target=Event 新增={len(items)} 追查链={len(items)}/20"
+    )
     assert f"cursor={page['cursor']}（15 分钟内有效）" in text
     assert "注：分数为检索启发式" in text
     assert "score" not in text and "0." not in text  # no scores in the text
@@ -100,7 +124,10 @@ async def test_session_history_excludes_delivered_events_and_reset_seen_clears_i
     assert not ({i["eventId"] for i in third["items"]} & (a | b))
     empty = await search(api, q="Neo4j", s="s1")
     assert empty["items"] == [] and empty["cursor"] is None
-    assert empty["text"] == "未找到新的事件。空结果不代表记忆不存在（本会话已排除 8 个已交付事件；可用 reset_seen 重新检索）。"
+    assert (
+        empty["text"]
+        == "未找到新的事件。空结果不代表记忆不存在（本会话已排除 8 个已交付事件；可用 reset_seen 重新检索）。"
+    )
     again = await search(api, q="Neo4j", s="s1", r=True)
     assert [i["eventId"] for i in again["items"]] == [i["eventId"] for i in first["items"]]
 
@@ -136,7 +163,9 @@ async def test_expand_walks_shared_concepts_and_checks_its_entry(api: Api) -> No
     assert err["extensions"]["code"] == "CURSOR_SESSION"
     err = await api.error(EXPAND, c="cur_0000000000000000", id="concept_1", s="x")
     assert err["extensions"]["code"] == "CURSOR_INVALID"
-    err = await api.error('{ expand(cursor: "cur_0", conceptId: "concept_1", resetSeen: true) { cursor } }')
+    err = await api.error(
+        '{ expand(cursor: "cur_0", conceptId: "concept_1", resetSeen: true) { cursor } }'
+    )
     assert err["extensions"]["code"] == "RESET_SEEN_SEARCH_ONLY"
 
 
@@ -160,7 +189,9 @@ async def test_nearby_reads_neighbouring_records_in_order(api: Api) -> None:
     for rec in range(1, 11):
         ex = extraction(f"chapter one record {rec}", concepts=["story"])
         content = f"第一章 第{rec}条记录：" + ("dragon " if rec == 6 else "") + "内容" * 20
-        await api.gql(SAVE, input={"content": content, "id": f"book_ch1_e{rec:02d}", "extraction": ex})
+        await api.gql(
+            SAVE, input={"content": content, "id": f"book_ch1_e{rec:02d}", "extraction": ex}
+        )
     await api.gql(SAVE, input={"content": "plain event", "extraction": extraction("plain")})
     page = await search(api, q="dragon", s="n")
     assert page["items"][0]["eventId"] == "book_ch1_e06"
@@ -176,7 +207,11 @@ async def test_nearby_reads_neighbouring_records_in_order(api: Api) -> None:
         assert err["extensions"]["code"] == "OUT_OF_RANGE"
     err = await api.error(NEARBY, c=page["cursor"], id="event_1", s="n")
     assert err["extensions"]["code"] == "NO_POSITION"
-    not_offered = next(f"book_ch1_e{r:02d}" for r in range(1, 11) if f"book_ch1_e{r:02d}" not in page["nearbyEvents"])
+    not_offered = next(
+        f"book_ch1_e{r:02d}"
+        for r in range(1, 11)
+        if f"book_ch1_e{r:02d}" not in page["nearbyEvents"]
+    )
     err = await api.error(NEARBY, c=page["cursor"], id=not_offered, s="n")
     assert err["extensions"]["code"] == "ANCHOR_NOT_OFFERED"
 
@@ -189,7 +224,9 @@ async def test_chain_stops_at_twenty_events(api: Api) -> None:
         body = await api.post(EXPAND, {"c": cursor, "id": "concept_1", "l": 8, "s": "chain"})
         if body.get("errors"):
             assert body["errors"][0]["extensions"]["code"] == "CHAIN_EXHAUSTED"
-            assert body["errors"][0]["extensions"]["zh"] == "追查链已达 20 个事件上限，请重新 search"
+            assert (
+                body["errors"][0]["extensions"]["zh"] == "追查链已达 20 个事件上限，请重新 search"
+            )
             break
         out = body["data"]["expand"]
         assert out["chainCount"] <= 20
@@ -201,8 +238,12 @@ async def test_chain_stops_at_twenty_events(api: Api) -> None:
 
 
 async def test_entity_filter_is_and_across_terms_and_reports_unknown_terms(api: Api) -> None:
-    await api.gql(SAVE, input={"content": "A and B", "extraction": extraction("both", ["Alice", "Bob"])})
-    await api.gql(SAVE, input={"content": "A only", "extraction": extraction("alice only", ["Alice"])})
+    await api.gql(
+        SAVE, input={"content": "A and B", "extraction": extraction("both", ["Alice", "Bob"])}
+    )
+    await api.gql(
+        SAVE, input={"content": "A only", "extraction": extraction("alice only", ["Alice"])}
+    )
     await api.gql(SAVE, input={"content": "B only", "extraction": extraction("bob only", ["Bob"])})
     only_alice = await search(api, e=["alice"], s="e1")
     assert {i["summary"] for i in only_alice["items"]} == {"both", "alice only"}
@@ -211,7 +252,9 @@ async def test_entity_filter_is_and_across_terms_and_reports_unknown_terms(api: 
     both = await search(api, e=["Alice，Bob"], s="e2")
     assert [i["summary"] for i in both["items"]] == ["both"]
     missing = await search(api, e=["Carol"], s="e3")
-    assert missing["items"] == [] and missing["notes"] == [{"code": "ENTITY_NOT_FOUND", "value": "Carol"}]
+    assert missing["items"] == [] and missing["notes"] == [
+        {"code": "ENTITY_NOT_FOUND", "value": "Carol"}
+    ]
 
 
 async def test_time_hint_filters_on_write_date(api: Api) -> None:
@@ -231,8 +274,17 @@ async def test_search_needs_something_to_search_for(api: Api) -> None:
 
 
 async def test_identical_content_is_delivered_once(api: Api) -> None:
-    ex = {"events": [{"ref": "a", "summary": "Neo4j tuning part one"}, {"ref": "b", "summary": "Neo4j tuning part two"}]}
-    saved = (await api.gql(SAVE, input={"content": "Neo4j tuning: heap and page cache.", "extraction": ex}))["save"]
+    ex = {
+        "events": [
+            {"ref": "a", "summary": "Neo4j tuning part one"},
+            {"ref": "b", "summary": "Neo4j tuning part two"},
+        ]
+    }
+    saved = (
+        await api.gql(
+            SAVE, input={"content": "Neo4j tuning: heap and page cache.", "extraction": ex}
+        )
+    )["save"]
     assert len(saved["eventIds"]) == 2
     page = await search(api, q="Neo4j tuning", s="d")
     assert len(page["items"]) == 1
@@ -240,8 +292,12 @@ async def test_identical_content_is_delivered_once(api: Api) -> None:
 
 async def test_repeated_excerpts_become_quote_refs(api: Api) -> None:
     shared = "共同的开头" * 30  # 150 code points, no query terms: both quotes start at 0
-    await api.gql(SAVE, input={"content": shared + "甲", "extraction": extraction("first", ["Alice"])})
-    await api.gql(SAVE, input={"content": shared + "乙", "extraction": extraction("second", ["Alice"])})
+    await api.gql(
+        SAVE, input={"content": shared + "甲", "extraction": extraction("first", ["Alice"])}
+    )
+    await api.gql(
+        SAVE, input={"content": shared + "乙", "extraction": extraction("second", ["Alice"])}
+    )
     page = await search(api, e=["Alice"], s="q")
     first, second = page["items"]
     assert first["quote"]["text"] == shared[:120] and first["quoteRef"] is None
@@ -286,6 +342,10 @@ async def test_a_page_can_be_followed_inside_one_request(api: Api) -> None:
 @pytest.mark.parametrize("locale", ["ZH", "EN"])
 async def test_text_rendering_in_both_locales(api: Api, locale: str) -> None:
     await seed_neo4j_notes(api, 3)
-    text = (await api.gql(f'{{ search(query: "Neo4j", session: "{locale}") {{ text(locale: {locale}) }} }}'))["search"]["text"]
+    text = (
+        await api.gql(
+            f'{{ search(query: "Neo4j", session: "{locale}") {{ text(locale: {locale}) }} }}'
+        )
+    )["search"]["text"]
     assert text.startswith("[memory_database_search] operation=search target=Event")
     assert ("摘要：" in text) == (locale == "ZH")
