@@ -91,7 +91,7 @@ class FakeModelServer:
         self.requests: list[RecordedRequest] = []
         self.max_in_flight: dict[Endpoint, int] = {"embeddings": 0, "chat": 0, "judge": 0}
         self._in_flight: dict[Endpoint, int] = {"embeddings": 0, "chat": 0, "judge": 0}
-        self._faults: dict[Endpoint, deque[FaultMode]] = {
+        self._faults: dict[Endpoint, deque[FaultMode | None]] = {
             "embeddings": deque(), "chat": deque(), "judge": deque()
         }
         self._scripted: deque[str] = deque()
@@ -169,6 +169,12 @@ class FakeModelServer:
             raise ValueError(f"unknown fault mode {mode!r}")
         with self._lock:
             self._faults[endpoint].extend([mode] * times)
+
+    def fail_after(self, endpoint: Endpoint, mode: FaultMode, *, skip: int, times: int = 1) -> None:
+        """Let the next ``skip`` calls to ``endpoint`` through, then fail ``times`` calls."""
+        self.fail(endpoint, mode, times=0)  # validates the arguments
+        with self._lock:
+            self._faults[endpoint].extend([None] * skip + [mode] * times)
 
     def queue_extraction(self, extraction: Extraction | dict[str, Any] | str) -> None:
         """The next chat reply (a string is sent as the raw message content)."""

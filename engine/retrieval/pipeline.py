@@ -130,12 +130,13 @@ class Retriever:
                 zh="search 需要 query_text、entity_filter、time_hint 至少一项",
             )
         sid = session_id or DEFAULT_SESSION
+        # Everything that can fail on bad input runs before reset_seen touches the session.
+        date_from, date_to = parse_time_hint(hint, self.today()) if hint else (None, None)
+        if query is not None:
+            await self._check_meta()
         async with self.sessions.acquire(sid) as session:
             if req.reset_seen:
                 self.sessions.reset(sid)
-            if query is not None:
-                await self._check_meta()
-            date_from, date_to = parse_time_hint(hint, self.today()) if hint else (None, None)
             groups: list[frozenset[str]] = []
             for term in terms_in:
                 ids = await self.store.resolve_terms(normalise_name(term))
