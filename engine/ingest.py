@@ -178,7 +178,8 @@ class Ingestor:
         row = {t: i for i, t in enumerate(unique)}
 
         def vec(text: str) -> Vector:
-            return matrix[row[text]]
+            found: Vector = matrix[row[text]]
+            return found
 
         chunks = [
             Chunk(

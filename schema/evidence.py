@@ -7,6 +7,7 @@ the same request through its ``expand`` and ``nearby`` fields, which continue th
 from __future__ import annotations
 
 from enum import Enum
+from typing import cast
 
 import strawberry
 from strawberry.scalars import JSON
@@ -252,7 +253,7 @@ class EvidencePage:
                     Neighbour(
                         type=r.rel.type,
                         direction=r.direction,
-                        properties=r.rel.properties,
+                        properties=cast(JSON, r.rel.properties),
                         node=from_node(n),
                     )
                     for r, n in h.neighbours

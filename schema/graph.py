@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import base64
 import json
-from typing import Annotated, Any, Generic, TypeVar
+from typing import Annotated, Any, Generic, TypeVar, cast
 
 import strawberry
 from strawberry.scalars import JSON
@@ -345,10 +345,19 @@ def from_node(n: m.Node) -> Any:
     """The GraphQL object for a domain node."""
     if isinstance(n, m.Event):
         return Event.from_domain(n)
-    return {"Person": Person, "Concept": Concept, "Location": Location}[n.label].from_domain(n)
+    if n.label == "Person":
+        return Person.from_domain(n)
+    if n.label == "Concept":
+        return Concept.from_domain(n)
+    return Location.from_domain(n)
 
 
 # ---- the explorer's snapshot ----
+
+
+def _json(value: dict[str, Any]) -> JSON:
+    """A plain dict as the JSON scalar (the scalar is a NewType for type checkers)."""
+    return cast(JSON, value)
 
 
 @strawberry.type
@@ -369,14 +378,16 @@ class GraphNode:
                 "content_hash": n.content_hash,
                 "length": len(n.content),
             }
-            return cls(id=strawberry.ID(n.id), label="Event", name=n.summary, properties=props)
+            return cls(
+                id=strawberry.ID(n.id), label="Event", name=n.summary, properties=_json(props)
+            )
         props = {
             "name": n.name,
             "aliases": list(n.aliases),
             "description": n.description,
             "create_time": n.create_time,
         }
-        return cls(id=strawberry.ID(n.id), label=n.label, name=n.name, properties=props)
+        return cls(id=strawberry.ID(n.id), label=n.label, name=n.name, properties=_json(props))
 
 
 @strawberry.type
@@ -397,7 +408,7 @@ class GraphRelationship:
             type=r.type,
             source=strawberry.ID(r.source),
             target=strawberry.ID(r.target),
-            properties=r.properties,
+            properties=_json(r.properties),
         )
 
 

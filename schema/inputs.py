@@ -141,7 +141,7 @@ class EventSort:
     direction: SortDirection = SortDirection.DESC
 
     def to_domain(self) -> m.SortSpec:
-        return (self.field.value, self.direction.value)  # type: ignore[return-value]
+        return (self.field.value, self.direction.value)
 
 
 @strawberry.input
@@ -150,7 +150,7 @@ class EntitySort:
     direction: SortDirection = SortDirection.ASC
 
     def to_domain(self) -> m.SortSpec:
-        return (self.field.value, self.direction.value)  # type: ignore[return-value]
+        return (self.field.value, self.direction.value)
 
 
 @strawberry.input(description="One memory to save.")

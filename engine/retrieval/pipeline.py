@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import date
 
 from engine.errors import ConceptNotOffered, CursorError, InvalidInput, out_of_range
-from engine.models import Entity, Event, Filters, Hit, Neighbour, Vector
+from engine.models import Entity, EntityLabel, Event, Filters, Hit, Neighbour, Vector
 from engine.providers.base import Embedder
 from engine.retrieval import scoring
 from engine.retrieval.evidence import (
@@ -242,7 +242,7 @@ class Retriever:
                 "a Person/Concept search needs a query", zh="定向检索需要 query_text"
             )
         await self._check_meta()
-        label = "Person" if target == "Person" else "Concept"
+        label: EntityLabel = "Person" if target == "Person" else "Concept"
         exact_ids = await self.store.resolve_terms(normalise_name(text))
         exact_nodes = [
             n

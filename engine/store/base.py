@@ -86,7 +86,9 @@ class Store(Protocol):
         """Every event (with content) and entity (with name), for revectorize."""
 
     # ---- entity resolution (save merging and entity_filter) ----
-    async def find_entities(self, label: EntityLabel, normalised_names: Iterable[str]) -> list[Entity]:
+    async def find_entities(
+        self, label: EntityLabel, normalised_names: Iterable[str]
+    ) -> list[Entity]:
         """Entities of ``label`` whose normalised name or any normalised alias is in the set."""
 
     async def resolve_terms(self, normalised_term: str) -> frozenset[str]:
@@ -122,7 +124,9 @@ class Store(Protocol):
     async def get_events(self, ids: Sequence[str], *, with_vectors: bool = False) -> list[Event]:
         """Events in the order asked; unknown ids are skipped."""
 
-    async def get_chunks(self, event_ids: Sequence[str], *, with_vectors: bool = False) -> dict[str, list[Chunk]]:
+    async def get_chunks(
+        self, event_ids: Sequence[str], *, with_vectors: bool = False
+    ) -> dict[str, list[Chunk]]:
         """Chunks per event, by chunk_index."""
 
     async def id_counts(self, ids: Sequence[str]) -> dict[str, int]:
@@ -134,7 +138,9 @@ class Store(Protocol):
     async def positional_events(self, prefix: str, chapter: str) -> list[str]:
         """Ids ``{prefix}_ch{chapter}_e{N}`` with the literal chapter token."""
 
-    async def entity_vector_top(self, label: EntityLabel, query: Vector, k: int) -> list[tuple[Entity, float]]:
+    async def entity_vector_top(
+        self, label: EntityLabel, query: Vector, k: int
+    ) -> list[tuple[Entity, float]]:
         """Top ``k`` entities of ``label`` by raw cosine (targeted search)."""
 
     # ---- graph reads (GraphQL) ----
