@@ -93,18 +93,21 @@ def entity(
     return EntityDraft(ref, label, name, list(aliases), description, vector, merge_into)
 
 
-def person(ref: str, name: str, aliases: Sequence[str] = (), vector: Vector | None = None,
-           **kw: Any) -> EntityDraft:  # fmt: skip
+def person(
+    ref: str, name: str, aliases: Sequence[str] = (), vector: Vector | None = None, **kw: Any
+) -> EntityDraft:
     return entity(ref, "Person", name, aliases, vector, **kw)
 
 
-def concept(ref: str, name: str, aliases: Sequence[str] = (), vector: Vector | None = None,
-            **kw: Any) -> EntityDraft:  # fmt: skip
+def concept(
+    ref: str, name: str, aliases: Sequence[str] = (), vector: Vector | None = None, **kw: Any
+) -> EntityDraft:
     return entity(ref, "Concept", name, aliases, vector, **kw)
 
 
-def location(ref: str, name: str, aliases: Sequence[str] = (), vector: Vector | None = None,
-             **kw: Any) -> EntityDraft:  # fmt: skip
+def location(
+    ref: str, name: str, aliases: Sequence[str] = (), vector: Vector | None = None, **kw: Any
+) -> EntityDraft:
     return entity(ref, "Location", name, aliases, vector, **kw)
 
 

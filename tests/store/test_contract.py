@@ -193,8 +193,12 @@ async def test_a_plan_failing_midway_writes_nothing(store: Store) -> None:
         await store.apply_save(bad)
     counts = await store.counts()
     assert (counts.events, counts.persons, counts.concepts, counts.chunks, counts.relations) == (
-        0, 0, 0, 0, 0,
-    )  # fmt: skip
+        0,
+        0,
+        0,
+        0,
+        0,
+    )
     assert await store.get_meta() is None
     assert await store.replay("save-1") is None
     assert await store.resolve_terms("ali") == frozenset()
@@ -311,8 +315,11 @@ async def test_idempotency_key_replays_the_first_result(store: Store) -> None:
     recorded = await store.replay("k-1")
     assert recorded is not None and recorded.replayed is True
     assert (recorded.event_ids, recorded.created, recorded.merged, recorded.refs) == (
-        first.event_ids, first.created, first.merged, first.refs,
-    )  # fmt: skip
+        first.event_ids,
+        first.created,
+        first.merged,
+        first.refs,
+    )
     again = await store.apply_save(p)
     assert again.replayed is True and again.event_ids == first.event_ids
     counts = await store.counts()
@@ -329,7 +336,8 @@ async def test_concurrent_saves_with_one_key_write_once(store: Store) -> None:
 
 
 async def test_events_with_hash_oldest_first(store: Store) -> None:
-    a = await save_one(store, axis(0), content="same text", day="2026-03-01")
+    # the oldest has the id that sorts last, so id order cannot pass for age order
+    a = await save_one(store, axis(0), content="same text", day="2026-03-01", given_id="z_old")
     await save_one(store, axis(1), content="other text", day="2026-03-02")
     b = await save_one(store, axis(2), content="same text", day="2026-03-03")
     both = await store.apply_save(
@@ -420,6 +428,7 @@ async def test_forget_deletes_the_event_and_prunes_orphaned_entities(store: Stor
             [
                 person("alice", "Alice"),
                 person("bob", "Bob"),
+                person("carol", "Carol"),
                 concept("c", "Graph"),
                 location("l", "Paris"),
             ],
@@ -427,32 +436,51 @@ async def test_forget_deletes_the_event_and_prunes_orphaned_entities(store: Stor
                 rel("PARTICIPATED_IN", "alice", "e1"),
                 rel("MENTIONS", "e1", "c"),
                 rel("OCCURRED_AT", "e1", "l"),
+                # attitudes stated in e1 go with it, whether or not their ends survive
                 rel("HAS_ATTITUDE", "alice", "bob", attitude="trusts", event_id="e1"),
+                rel("HAS_ATTITUDE", "alice", "carol", attitude="admires", event_id="e1"),
             ],
         )
     )
     refs = first.refs
     second = await store.apply_save(
-        plan([event("e2", axis(3))], [], [rel("PARTICIPATED_IN", refs["alice"], "e2")])
+        plan(
+            [event("e2", axis(3))],
+            [],
+            [
+                rel("PARTICIPATED_IN", refs["alice"], "e2"),
+                rel("PARTICIPATED_IN", refs["carol"], "e2"),
+            ],
+        )
     )
     e1, e2 = refs["e1"], second.event_ids[0]
 
     deleted = await store.forget(e1)
     assert deleted[0] == e1
-    assert set(deleted[1:]) == {refs["bob"], refs["c"], refs["l"]}  # Alice still has event_2
+    # Alice and Carol still take part in event_2
+    assert set(deleted[1:]) == {refs["bob"], refs["c"], refs["l"]}
     assert await store.id_counts([e1, refs["alice"], refs["bob"], refs["c"], refs["l"], e2]) == {
-        e1: 0, refs["alice"]: 1, refs["bob"]: 0, refs["c"]: 0, refs["l"]: 0, e2: 1,
-    }  # fmt: skip
+        e1: 0,
+        refs["alice"]: 1,
+        refs["bob"]: 0,
+        refs["c"]: 0,
+        refs["l"]: 0,
+        e2: 1,
+    }
     counts = await store.counts()
-    assert (counts.events, counts.persons, counts.concepts, counts.locations) == (1, 1, 0, 0)
-    assert (counts.chunks, counts.relations) == (0, 1)
+    assert (counts.events, counts.persons, counts.concepts, counts.locations) == (1, 2, 0, 0)
+    assert (counts.chunks, counts.relations) == (0, 2)
     assert await store.get_chunks([e1]) in ({}, {e1: []})
     remaining = await store.route("summary", axis(0), EMPTY_FILTERS, frozenset(), 5)
     assert [h.event_id for h in remaining] == [e2]
     assert await store.route("chunk", axis(1), EMPTY_FILTERS, frozenset(), 5) == []
     assert await store.resolve_terms("graph") == frozenset()
     graph = await store.graph(100, 100)
-    assert {n.id for n in graph.nodes} == {e2, refs["alice"]}
+    assert {n.id for n in graph.nodes} == {e2, refs["alice"], refs["carol"]}
+    assert {(r.type, r.source) for r in graph.relations} == {
+        ("PARTICIPATED_IN", refs["alice"]),
+        ("PARTICIPATED_IN", refs["carol"]),
+    }
 
 
 async def test_forget_unknown_or_non_event_ids_raises(store: Store) -> None:
