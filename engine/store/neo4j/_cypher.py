@@ -1,0 +1,533 @@
+"""Static Cypher of the Neo4j store.
+
+Every query is fixed text with ``$parameters``. Where Cypher cannot take a parameter (a label
+in a MATCH pattern, a property name), the text is built here, once, at import time, from the
+allow-lists of ``engine.models`` -- never from caller input. Callers pick a prepared query
+through ``label()`` / ``entity_label()``, which reject anything outside those lists.
+
+Every node carries a ``space`` property; ``(space, id)`` is unique per label, so one database
+holds many memory spaces. Helper properties: ``num`` (N of an allocated ``prefix_N`` id, what
+the allocator takes max() of), ``seq`` (insertion order within the space), ``norm_names``
+(normalised name and aliases, for entity merging and ``entity_filter``) and ``embedding_zero``
+(set when a vector has no direction: ``vector.similarity.cosine`` rejects those, and they
+score as raw cosine 0, as in the embedded store).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from engine.errors import InvalidInput
+from engine.models import (
+    ADJACENCY,
+    ENTITY_LABELS,
+    NODE_LABELS,
+    REL_TYPES,
+    EntityLabel,
+    NodeLabel,
+    RelType,
+)
+
+SPACE_LABEL: Final = "MnemoSpace"  # one per space: the write lock and the seq counter
+RECORD_LABEL: Final = "MnemoSaveRecord"  # idempotency records
+VECTOR_INDEXES: Final[dict[NodeLabel, str]] = {
+    "Event": "event_summary_vector",
+    "Person": "person_name_vector",
+    "Concept": "concept_name_vector",
+    "Location": "location_name_vector",
+}
+ALL_LABELS: Final = "Event|Person|Concept|Location"
+_ADJ: Final = "|".join(ADJACENCY)
+
+
+def label(value: object) -> NodeLabel:
+    """``value`` if it is one of NODE_LABELS, else InvalidInput (the Cypher allow-list)."""
+    for known in NODE_LABELS:
+        if value == known:
+            return known
+    raise InvalidInput(
+        f"unknown label {value!r}; use one of {', '.join(NODE_LABELS)}",
+        zh=f"未知标签：{value!r}",
+    )
+
+
+def entity_label(value: object) -> EntityLabel:
+    for known in ENTITY_LABELS:
+        if value == known:
+            return known
+    raise InvalidInput(
+        f"unknown entity label {value!r}; use Person, Concept or Location",
+        zh=f"未知实体标签：{value!r}",
+    )
+
+
+def rel_type(value: object) -> RelType:
+    for known in REL_TYPES:
+        if value == known:
+            return known
+    raise InvalidInput(
+        f"unknown relationship type {value!r}; use one of {', '.join(REL_TYPES)}",
+        zh=f"未知关系类型：{value!r}",
+    )
+
+
+# ---------------------------------------------------------------- schema
+
+_UNIQUE = {
+    "event_id_unique": "Event",
+    "person_id_unique": "Person",
+    "concept_id_unique": "Concept",
+    "location_id_unique": "Location",
+    "event_source_id_unique": "EventSource",
+}
+CONSTRAINTS: Final[dict[str, str]] = {
+    **{
+        name: f"CREATE CONSTRAINT {name} IF NOT EXISTS "
+        f"FOR (n:{lbl}) REQUIRE (n.space, n.id) IS UNIQUE"
+        for name, lbl in _UNIQUE.items()
+    },
+    "memory_meta_unique": "CREATE CONSTRAINT memory_meta_unique IF NOT EXISTS "
+    "FOR (n:MemoryMeta) REQUIRE (n.space, n.key) IS UNIQUE",
+    "mnemo_save_record_unique": f"CREATE CONSTRAINT mnemo_save_record_unique IF NOT EXISTS "
+    f"FOR (n:{RECORD_LABEL}) REQUIRE (n.space, n.key) IS UNIQUE",
+    "mnemo_space_unique": f"CREATE CONSTRAINT mnemo_space_unique IF NOT EXISTS "
+    f"FOR (n:{SPACE_LABEL}) REQUIRE n.space IS UNIQUE",
+}
+INDEXES: Final[dict[str, str]] = {
+    "event_source_event_id": "CREATE INDEX event_source_event_id IF NOT EXISTS "
+    "FOR (n:EventSource) ON (n.space, n.event_id)",
+    "event_create_date": "CREATE INDEX event_create_date IF NOT EXISTS "
+    "FOR (n:Event) ON (n.space, n.create_date)",
+    "event_create_time": "CREATE INDEX event_create_time IF NOT EXISTS "
+    "FOR (n:Event) ON (n.space, n.create_time)",
+    "event_content_hash": "CREATE INDEX event_content_hash IF NOT EXISTS "
+    "FOR (n:Event) ON (n.space, n.content_hash)",
+    "has_attitude_event_id": "CREATE INDEX has_attitude_event_id IF NOT EXISTS "
+    "FOR ()-[r:HAS_ATTITUDE]-() ON (r.event_id)",
+    **{
+        f"{lbl.lower()}_num": f"CREATE INDEX {lbl.lower()}_num IF NOT EXISTS "
+        f"FOR (n:{lbl}) ON (n.space, n.num)"
+        for lbl in NODE_LABELS
+    },
+}
+# Dimensions are a parameter: CREATE VECTOR INDEX accepts $params in OPTIONS.
+CREATE_VECTOR_INDEX: Final[dict[NodeLabel, str]] = {
+    lbl: f"CREATE VECTOR INDEX {name} IF NOT EXISTS FOR (n:{lbl}) ON n.embedding "
+    "OPTIONS {indexConfig: {`vector.dimensions`: $dims, `vector.similarity_function`: 'cosine'}}"
+    for lbl, name in VECTOR_INDEXES.items()
+}
+DROP_VECTOR_INDEX: Final[dict[NodeLabel, str]] = {
+    lbl: f"DROP INDEX {name} IF EXISTS" for lbl, name in VECTOR_INDEXES.items()
+}
+SHOW_INDEXES: Final = "SHOW INDEXES YIELD name"
+
+# ---------------------------------------------------------------- projections
+
+EVENT_MAP: Final = (
+    "e {.id, .summary, .content, .time, .create_time, .create_date, .content_hash, "
+    "has_chunks: EXISTS { MATCH (c:EventSource {space: $space, event_id: e.id}) }}"
+)
+EVENT_MAP_VEC: Final = EVENT_MAP[:-1] + ", .embedding}"
+ENTITY_MAP: Final = "n {.id, .name, .aliases, .description, .create_time, label: labels(n)[0]}"
+ENTITY_MAP_VEC: Final = ENTITY_MAP[:-1] + ", .embedding}"
+# Any of the four labels, never the vector.
+NODE_MAP: Final = (
+    "n {.id, .name, .aliases, .description, .create_time, .summary, .content, .time, "
+    ".create_date, .content_hash, label: labels(n)[0], "
+    "has_chunks: n:Event AND EXISTS { MATCH (c:EventSource {space: $space, event_id: n.id}) }}"
+)
+CHUNK_MAP: Final = "c {.event_id, .chunk_index, .start, .end, .text, .text_hash}"
+CHUNK_MAP_VEC: Final = CHUNK_MAP[:-1] + ", .embedding}"
+META_MAP: Final = "m {.model, .dimensions, .updated_at, .schema_version}"
+
+# ---------------------------------------------------------------- meta, counts, records
+
+GET_META: Final = f"MATCH (m:MemoryMeta {{space: $space, key: 'embedding'}}) RETURN {META_MAP} AS m"
+COUNTS: Final = """
+RETURN
+  COUNT { MATCH (n:Event) WHERE n.space = $space AND n.id IS NOT NULL } AS events,
+  COUNT { MATCH (n:Person) WHERE n.space = $space AND n.id IS NOT NULL } AS persons,
+  COUNT { MATCH (n:Concept) WHERE n.space = $space AND n.id IS NOT NULL } AS concepts,
+  COUNT { MATCH (n:Location) WHERE n.space = $space AND n.id IS NOT NULL } AS locations,
+  COUNT { MATCH (n:EventSource) WHERE n.space = $space AND n.id IS NOT NULL } AS chunks,
+  COUNT { MATCH (n:Event)-[r]->() WHERE n.space = $space AND n.id IS NOT NULL }
+  + COUNT { MATCH (n:Person)-[r]->() WHERE n.space = $space AND n.id IS NOT NULL }
+  + COUNT { MATCH (n:Concept)-[r]->() WHERE n.space = $space AND n.id IS NOT NULL }
+  + COUNT { MATCH (n:Location)-[r]->() WHERE n.space = $space AND n.id IS NOT NULL }
+    AS relations
+"""
+GET_RECORD: Final = (
+    f"MATCH (r:{RECORD_LABEL} {{space: $space, key: $key}}) RETURN r.result AS result"
+)
+PUT_RECORD: Final = (
+    f"CREATE (:{RECORD_LABEL} {{space: $space, key: $key, result: $result, created_at: $at}})"
+)
+EVENTS_WITH_HASH: Final = (
+    "MATCH (e:Event {space: $space, content_hash: $hash}) "
+    "RETURN e.id AS id ORDER BY e.create_time, e.seq"
+)
+
+# ---------------------------------------------------------------- writes
+
+# Locks the space for the rest of the transaction (writers queue here, across processes) and
+# reserves ``$n`` insertion numbers; returns the first.
+LOCK_SPACE: Final = f"""
+MERGE (s:{SPACE_LABEL} {{space: $space}})
+ON CREATE SET s.seq = 0
+SET s.seq = s.seq + $n
+RETURN s.seq - $n + 1 AS first
+"""
+ENSURE_META: Final = f"""
+MERGE (m:MemoryMeta {{space: $space, key: 'embedding'}})
+ON CREATE SET m.model = $model, m.dimensions = $dims, m.updated_at = $at, m.schema_version = $v
+RETURN {META_MAP} AS m
+"""
+SET_META: Final = """
+MERGE (m:MemoryMeta {space: $space, key: 'embedding'})
+SET m.model = $model, m.dimensions = $dims, m.updated_at = $at, m.schema_version = $v
+"""
+MAX_NUM: Final[dict[NodeLabel, str]] = {
+    lbl: f"MATCH (n:{lbl}) WHERE n.space = $space AND n.num IS NOT NULL RETURN max(n.num) AS m"
+    for lbl in NODE_LABELS
+}
+# id -> label for any of the four labels (unknown ids are absent).
+LABELS_OF: Final = (
+    f"UNWIND $ids AS id MATCH (n:{ALL_LABELS} {{space: $space, id: id}}) "
+    "RETURN n.id AS id, labels(n)[0] AS label"
+)
+CREATE_EVENTS: Final = """
+UNWIND $rows AS r
+CREATE (e:Event {space: $space, id: r.id, num: r.num, seq: r.seq, summary: r.summary,
+                 content: r.content, time: r.time, create_time: $create_time,
+                 create_date: $create_date, content_hash: r.content_hash,
+                 embedding: r.embedding, embedding_zero: r.zero})
+"""
+CREATE_CHUNKS: Final = """
+UNWIND $rows AS r
+MATCH (e:Event {space: $space, id: r.event_id})
+CREATE (c:EventSource {space: $space, id: r.event_id + '#' + toString(r.chunk_index),
+                       event_id: r.event_id, chunk_index: r.chunk_index, start: r.start,
+                       end: r.end, text: r.text, text_hash: r.text_hash,
+                       embedding: r.embedding, embedding_zero: r.zero})
+"""
+CREATE_ENTITIES: Final[dict[EntityLabel, str]] = {
+    lbl: f"""
+UNWIND $rows AS r
+CREATE (n:{lbl} {{space: $space, id: r.id, num: r.num, seq: r.seq, name: r.name,
+                 aliases: r.aliases, norm_names: r.norm_names, description: r.description,
+                 create_time: $create_time, embedding: r.embedding, embedding_zero: r.zero}})
+"""
+    for lbl in ENTITY_LABELS
+}
+GET_FOR_MERGE: Final = (
+    f"MATCH (n:{ALL_LABELS} {{space: $space, id: $id}}) "
+    "RETURN labels(n)[0] AS label, n.name AS name, n.aliases AS aliases, "
+    "n.embedding IS NULL AS no_vector"
+)
+UPDATE_MERGED: Final = """
+MATCH (n:Person|Concept|Location {space: $space, id: $id})
+SET n.aliases = $aliases, n.norm_names = $norm_names
+"""
+FILL_VECTOR: Final = """
+MATCH (n:Person|Concept|Location {space: $space, id: $id})
+WHERE n.embedding IS NULL
+SET n.embedding = $embedding, n.embedding_zero = $zero
+"""
+
+
+def _merge_rel(src: str, kind: RelType, dst: str) -> str:
+    # Adjacency types are unique per (type, source, target); HAS_ATTITUDE per event as well.
+    # As in the embedded store, the first write of an edge wins (ON CREATE).
+    if kind == "HAS_ATTITUDE":
+        return f"""
+UNWIND $rows AS r
+MATCH (a:{src} {{space: $space, id: r.s}})
+MATCH (b:{dst} {{space: $space, id: r.t}})
+CALL (a, b, r) {{
+  OPTIONAL MATCH (a)-[x:HAS_ATTITUDE]->(b) WHERE coalesce(x.event_id, '') = r.ek
+  WITH a, b, r, count(x) AS found
+  WHERE found = 0
+  CREATE (a)-[y:HAS_ATTITUDE]->(b)
+  SET y = r.props
+}}
+"""
+    return f"""
+UNWIND $rows AS r
+MATCH (a:{src} {{space: $space, id: r.s}})
+MATCH (b:{dst} {{space: $space, id: r.t}})
+MERGE (a)-[x:{kind}]->(b)
+ON CREATE SET x = r.props
+"""
+
+
+# SPEC §1.2: which labels each relationship type connects.
+REL_ENDS: Final[dict[RelType, tuple[tuple[NodeLabel, ...], tuple[NodeLabel, ...]]]] = {
+    "PARTICIPATED_IN": (("Person",), ("Event",)),
+    "OCCURRED_AT": (("Event",), ("Location",)),
+    "MENTIONS": (("Event",), ("Concept",)),
+    "HAS_ATTITUDE": (("Person",), ("Person", "Concept")),
+}
+MERGE_REL: Final[dict[tuple[NodeLabel, RelType, NodeLabel], str]] = {
+    (src, kind, dst): _merge_rel(src, kind, dst)
+    for kind, (srcs, dsts) in REL_ENDS.items()
+    for src in srcs
+    for dst in dsts
+}
+
+# ---------------------------------------------------------------- revectorize
+
+CLEAR_VECTORS: Final[dict[NodeLabel, str]] = {
+    lbl: f"MATCH (n:{lbl}) WHERE n.space = $space AND n.embedding IS NOT NULL "
+    "REMOVE n.embedding, n.embedding_zero"
+    for lbl in NODE_LABELS
+}
+SET_VECTORS: Final[dict[NodeLabel, str]] = {
+    lbl: f"UNWIND $rows AS r MATCH (n:{lbl} {{space: $space, id: r.id}}) "
+    "SET n.embedding = r.embedding, n.embedding_zero = r.zero"
+    for lbl in NODE_LABELS
+}
+DELETE_CHUNKS: Final = (
+    "MATCH (c:EventSource) WHERE c.space = $space AND c.id IS NOT NULL DETACH DELETE c"
+)
+ALL_EVENTS: Final = (
+    "MATCH (e:Event) WHERE e.space = $space AND e.id IS NOT NULL "
+    f"RETURN {EVENT_MAP} AS e ORDER BY e.seq"
+)
+ALL_ENTITIES: Final = (
+    "MATCH (n:Person|Concept|Location) WHERE n.space = $space AND n.id IS NOT NULL "
+    f"RETURN {ENTITY_MAP} AS n ORDER BY n.seq"
+)
+
+# ---------------------------------------------------------------- entity resolution
+
+FIND_ENTITIES: Final[dict[EntityLabel, str]] = {
+    lbl: f"MATCH (n:{lbl}) WHERE n.space = $space AND n.id IS NOT NULL "
+    f"AND any(k IN n.norm_names WHERE k IN $keys) RETURN {ENTITY_MAP} AS n ORDER BY n.seq"
+    for lbl in ENTITY_LABELS
+}
+RESOLVE_TERM: Final = (
+    "MATCH (n:Person|Concept|Location) WHERE n.space = $space AND n.id IS NOT NULL "
+    "AND $term IN n.norm_names RETURN n.id AS id"
+)
+# Exact scoring; zero vectors (flagged) score 0.5 = raw cosine 0.
+_SCORE_ENTITY = (
+    "CASE WHEN $qzero OR n.embedding_zero THEN 0.5 "
+    "ELSE vector.similarity.cosine(n.embedding, $q) END"
+)
+ENTITY_TOP: Final[dict[EntityLabel, str]] = {
+    lbl: f"""
+MATCH (n:{lbl})
+WHERE n.space = $space AND n.id IS NOT NULL
+  AND n.embedding IS NOT NULL AND size(n.embedding) = $d
+WITH n, 2 * ({_SCORE_ENTITY}) - 1 AS s
+WHERE $min IS NULL OR s >= $min
+ORDER BY s DESC, n.id
+LIMIT $k
+RETURN {ENTITY_MAP} AS n, s
+"""
+    for lbl in ENTITY_LABELS
+}
+
+# ---------------------------------------------------------------- retrieval routes
+
+_EVENT_FILTERS = f"""
+  AND NOT e.id IN $exclude
+  AND ($from IS NULL OR e.create_date >= $from)
+  AND ($to IS NULL OR e.create_date <= $to)
+  AND ALL(g IN $groups WHERE EXISTS {{
+        MATCH (e)-[:{_ADJ}]-(x) WHERE x.id IN g }})"""
+# All events of the space, or only the restricted ids (expand).
+_EVENTS_ALL = "MATCH (e:Event) WHERE e.space = $space AND e.id IS NOT NULL"
+_EVENTS_RESTRICT = "UNWIND $restrict AS rid MATCH (e:Event {space: $space, id: rid}) WHERE true"
+_SCORE = (
+    "CASE WHEN $qzero OR {v}.embedding_zero THEN 0.5 "
+    "ELSE vector.similarity.cosine({v}.embedding, $q) END"
+)
+
+
+def _summary_route(head: str) -> str:
+    return f"""
+{head}
+  AND e.embedding IS NOT NULL AND size(e.embedding) = $d{_EVENT_FILTERS}
+WITH e, {_SCORE.format(v="e")} AS s
+ORDER BY s DESC, e.id
+LIMIT $limit
+RETURN e.id AS id, 2 * s - 1 AS score
+"""
+
+
+def _chunk_route(head: str) -> str:
+    return f"""
+{head}{_EVENT_FILTERS}
+MATCH (c:EventSource {{space: $space, event_id: e.id}})
+WHERE c.embedding IS NOT NULL AND size(c.embedding) = $d
+WITH e, c, {_SCORE.format(v="c")} AS s
+ORDER BY s DESC, c.chunk_index
+WITH e, collect({{i: c.chunk_index, start: c.start, end: c.end, s: s}})[0] AS best
+ORDER BY best.s DESC, e.id
+LIMIT $limit
+RETURN e.id AS id, 2 * best.s - 1 AS score, best.i AS i, best.start AS start, best.end AS end
+"""
+
+
+def _recent(head: str) -> str:
+    return f"""
+{head}{_EVENT_FILTERS}
+RETURN e.id AS id
+ORDER BY e.create_time DESC, e.id DESC
+LIMIT $limit
+"""
+
+
+ROUTES: Final[dict[tuple[str, bool], str]] = {
+    ("summary", False): _summary_route(_EVENTS_ALL),
+    ("summary", True): _summary_route(_EVENTS_RESTRICT),
+    ("chunk", False): _chunk_route(_EVENTS_ALL),
+    ("chunk", True): _chunk_route(_EVENTS_RESTRICT),
+    ("recent", False): _recent(_EVENTS_ALL),
+    ("recent", True): _recent(_EVENTS_RESTRICT),
+}
+
+# ---------------------------------------------------------------- event reads
+
+GET_EVENTS: Final = (
+    f"UNWIND $ids AS id MATCH (e:Event {{space: $space, id: id}}) RETURN {EVENT_MAP} AS e"
+)
+GET_EVENTS_VEC: Final = (
+    f"UNWIND $ids AS id MATCH (e:Event {{space: $space, id: id}}) RETURN {EVENT_MAP_VEC} AS e"
+)
+GET_CHUNKS: Final = (
+    "UNWIND $ids AS id MATCH (c:EventSource {space: $space, event_id: id}) "
+    f"RETURN {CHUNK_MAP} AS c ORDER BY c.event_id, c.chunk_index"
+)
+GET_CHUNKS_VEC: Final = (
+    "UNWIND $ids AS id MATCH (c:EventSource {space: $space, event_id: id}) "
+    f"RETURN {CHUNK_MAP_VEC} AS c ORDER BY c.event_id, c.chunk_index"
+)
+ID_COUNTS: Final = f"""
+UNWIND $ids AS id
+RETURN id, COUNT {{ MATCH (n:{ALL_LABELS} {{space: $space, id: id}}) }} AS n
+"""
+EVENTS_MENTIONING: Final = (
+    "MATCH (e:Event)-[:MENTIONS]->(c:Concept {space: $space, id: $id}) "
+    "WHERE e.space = $space RETURN e.id AS id"
+)
+POSITIONAL: Final = (
+    "MATCH (e:Event) WHERE e.space = $space AND e.id STARTS WITH $head RETURN e.id AS id"
+)
+
+# ---------------------------------------------------------------- graph reads
+
+GET_NODES: Final = (
+    f"UNWIND $ids AS id MATCH (n:{ALL_LABELS} {{space: $space, id: id}}) RETURN {NODE_MAP} AS n"
+)
+
+
+def list_count(lbl: NodeLabel, where: str) -> str:
+    """``where`` is compiled by the store from allow-listed fields and fixed operators."""
+    return (
+        f"MATCH (n:{label(lbl)}) WHERE n.space = $space AND n.id IS NOT NULL AND ({where}) "
+        "RETURN count(n) AS total"
+    )
+
+
+def list_page(lbl: NodeLabel, where: str, key: str, direction: str, after: bool) -> str:
+    """One keyset page ordered by ``key`` then id, both in ``direction``; ``key`` is an
+    allow-listed property expression and ``direction`` ASC or DESC."""
+    if direction not in ("ASC", "DESC"):
+        raise InvalidInput(f"sort direction must be ASC or DESC, got {direction!r}")
+    cmp = ">" if direction == "ASC" else "<"
+    keyset = (
+        f"AND ({key} {cmp} $after_key OR ({key} = $after_key AND n.id {cmp} $after_id)) "
+        if after
+        else ""
+    )
+    return (
+        f"MATCH (n:{label(lbl)}) WHERE n.space = $space AND n.id IS NOT NULL AND ({where}) "
+        f"{keyset}WITH n, {key} AS k ORDER BY k {direction}, n.id {direction} LIMIT $limit "
+        f"RETURN {NODE_MAP} AS n, k"
+    )
+
+
+# Both directions in one static query; $out / $in switch the branches off.
+NEIGHBOURS: Final = f"""
+UNWIND $ids AS id
+MATCH (n:{ALL_LABELS} {{space: $space, id: id}})
+CALL (n) {{
+  MATCH (n)-[r]->(o)
+  WHERE $out AND ($type IS NULL OR type(r) = $type) AND ($after IS NULL OR o.id > $after)
+  RETURN type(r) AS type, n.id AS source, o.id AS target, properties(r) AS props,
+         o.id AS other, 'out' AS dir
+  UNION ALL
+  MATCH (n)<-[r]-(o)
+  WHERE $in AND ($type IS NULL OR type(r) = $type) AND ($after IS NULL OR o.id > $after)
+  RETURN type(r) AS type, o.id AS source, n.id AS target, properties(r) AS props,
+         o.id AS other, 'in' AS dir
+}}
+WITH n.id AS id, type, source, target, props, other, dir,
+     CASE type WHEN 'HAS_ATTITUDE' THEN coalesce(props.event_id, '') ELSE '' END AS ek
+ORDER BY id, type, other, dir, ek
+WITH id, collect({{type: type, source: source, target: target, props: props, other: other,
+                  dir: dir}})[..$limit] AS rows
+RETURN id, rows
+"""
+GRAPH_NODES: Final = f"""
+CALL () {{
+  MATCH (n:Event) WHERE n.space = $space AND n.id IS NOT NULL
+  RETURN n, 0 AS rank ORDER BY n.id LIMIT $cap
+  UNION ALL
+  MATCH (n:Person) WHERE n.space = $space AND n.id IS NOT NULL
+  RETURN n, 1 AS rank ORDER BY n.id LIMIT $cap
+  UNION ALL
+  MATCH (n:Concept) WHERE n.space = $space AND n.id IS NOT NULL
+  RETURN n, 2 AS rank ORDER BY n.id LIMIT $cap
+  UNION ALL
+  MATCH (n:Location) WHERE n.space = $space AND n.id IS NOT NULL
+  RETURN n, 3 AS rank ORDER BY n.id LIMIT $cap
+}}
+WITH n, rank ORDER BY rank, n.id LIMIT $cap
+RETURN {NODE_MAP} AS n
+"""
+GRAPH_RELATIONS: Final = f"""
+UNWIND $ids AS id
+MATCH (a:{ALL_LABELS} {{space: $space, id: id}})-[r]->(b)
+WHERE b.id IN $ids
+WITH type(r) AS type, a.id AS source, b.id AS target, properties(r) AS props
+WITH type, source, target, props,
+     CASE type WHEN 'HAS_ATTITUDE' THEN coalesce(props.event_id, '') ELSE '' END AS ek
+ORDER BY type, source, target, ek
+LIMIT $cap
+RETURN type, source, target, props
+"""
+
+# ---------------------------------------------------------------- forget
+
+FORGET_TOUCHED: Final = """
+MATCH (e:Event {space: $space, id: $id})
+OPTIONAL MATCH (e)--(x)
+WITH e, collect(DISTINCT x.id) AS adjacent
+OPTIONAL MATCH (a:Person)-[h:HAS_ATTITUDE {event_id: $id}]->(b)
+WHERE a.space = $space
+RETURN adjacent, collect(DISTINCT a.id) + collect(DISTINCT b.id) AS attitude_ends
+"""
+FORGET_DELETE: Final[tuple[str, ...]] = (
+    "MATCH (:Person {space: $space})-[h:HAS_ATTITUDE {event_id: $id}]->() DELETE h",
+    "MATCH (c:EventSource {space: $space, event_id: $id}) DETACH DELETE c",
+    "MATCH (e:Event {space: $space, id: $id}) DETACH DELETE e",
+)
+FORGET_PRUNE: Final = """
+UNWIND $ids AS id
+MATCH (n:Person|Concept|Location {space: $space, id: id})
+WHERE NOT EXISTS { MATCH (n)--(:Event) }
+WITH n, n.id AS id, labels(n)[0] AS label
+DETACH DELETE n
+RETURN id, label
+"""
+SPACE_LABELS: Final = (
+    *NODE_LABELS, "EventSource", "MemoryMeta", RECORD_LABEL, SPACE_LABEL,
+)  # fmt: skip
+DROP_SPACE: Final = (
+    "CALL () {"
+    + " UNION ALL ".join(f"MATCH (n:{lbl}) WHERE n.space = $space RETURN n" for lbl in SPACE_LABELS)
+    + "} WITH n LIMIT $batch DETACH DELETE n RETURN count(*) AS deleted"
+)
