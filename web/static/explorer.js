@@ -1,0 +1,1175 @@
+/*
+ * mnemoql graph explorer: a read-only view of the memory graph, drawn with cytoscape.js.
+ *
+ * Plain JavaScript, no build step. Everything it sends is a GraphQL *query* to POST /graphql
+ * (gql() refuses anything else); the page never calls a mutation.
+ *
+ * For browser tests: window.mnemoqlExplorer = {
+ *   cy,            // the cytoscape instance (a getter: large graphs get a new instance)
+ *   ready,         // Promise, resolves with {nodes, relationships} once the first graph is drawn,
+ *                  // rejects if that first load fails
+ *   reload(), search(text), select(id), expand(id), exportData()
+ * }
+ * and <body data-state="loading|ready|error">.
+ */
+(function () {
+  'use strict';
+
+  /* ------------------------------------------------------------------ *
+   * GraphQL documents: all read-only
+   * ------------------------------------------------------------------ */
+
+  var GRAPH_QUERY =
+    'query ExplorerGraph { graph(maxNodes: 5000, maxRelationships: 30000) {' +
+    ' nodes { id label name properties }' +
+    ' relationships { id type source target properties }' +
+    ' truncatedNodes truncatedRelationships } }';
+
+  var SEARCH_QUERY =
+    'query ExplorerSearch($q: String!) {' +
+    ' search(query: $q, session: "explorer", resetSeen: true) {' +
+    ' items { event { id summary } quote { text start end total } }' +
+    ' text(locale: EN) } }';
+
+  var EVENT_QUERY =
+    'query ExplorerEvent($id: ID!) { node(id: $id) { ... on Event {' +
+    ' id summary length' +
+    ' content(start: 0, limit: 2000) { text start end total next }' +
+    ' chunks { index start end } } } }';
+
+  var READ_MORE_QUERY =
+    'query ExplorerReadMore($id: ID!, $start: Int!) { node(id: $id) { ... on Event {' +
+    ' id content(start: $start, limit: 2000) { text start end total next } } } }';
+
+  var NEIGHBOURHOOD_QUERY =
+    'query ExplorerNeighbourhood($id: ID!) { neighbourhood(id: $id, first: 100) {' +
+    ' nodes { id label name properties }' +
+    ' relationships { id type source target properties } } }';
+
+  /* ------------------------------------------------------------------ *
+   * Settings
+   * ------------------------------------------------------------------ */
+
+  var LABELS = ['Event', 'Person', 'Concept', 'Location', 'Topic'];
+  var SHAPES = {
+    Event: 'round-rectangle',
+    Person: 'ellipse',
+    Concept: 'diamond',
+    Location: 'triangle',
+    Topic: 'hexagon'
+  };
+  // Above this many nodes: a linear-time grid layout and cheaper rendering. cose is
+  // all-pairs per iteration; on a busy 2-core machine without a GPU it took seconds for
+  // 600 nodes and ~27 s for 1500, so the page stops using it well before 1500.
+  var COSE_LIMIT = 600;
+  var NEIGHBOUR_LIST_LIMIT = 200;
+  var NAME_LENGTH = 32;
+  var FOCUS_ZOOM = 1.4; // focusing on a few nodes never zooms in further than this
+
+  /* ------------------------------------------------------------------ *
+   * Page elements
+   * ------------------------------------------------------------------ */
+
+  function $(id) {
+    return document.getElementById(id);
+  }
+
+  var ui = {
+    status: $('status'),
+    nodeCount: $('node-count'),
+    banner: $('truncation-banner'),
+    canvas: $('cy'),
+    empty: $('empty-state'),
+    legend: $('legend'),
+    details: $('details'),
+    searchForm: $('search-form'),
+    searchInput: $('search-input'),
+    searchButton: $('search-button'),
+    searchClear: $('search-clear'),
+    resultsSection: $('search-results-section'),
+    results: $('search-results'),
+    searchTextBox: $('search-text-box'),
+    searchText: $('search-text'),
+    fitButton: $('fit-button'),
+    reloadButton: $('reload-button'),
+    exportButton: $('export-button')
+  };
+
+  /* ------------------------------------------------------------------ *
+   * State
+   * ------------------------------------------------------------------ */
+
+  var cy = null;
+  var large = false;
+  var hiddenLabels = new Set();
+  var truncated = { nodes: false, relationships: false };
+  var selectedId = null;
+  var detailsRequest = 0; // discards answers for a node that is no longer shown
+  var loadRequest = 0;
+
+  /* ------------------------------------------------------------------ *
+   * Small helpers
+   * ------------------------------------------------------------------ */
+
+  function el(tag, attrs, children) {
+    var node = document.createElement(tag);
+    Object.keys(attrs || {}).forEach(function (key) {
+      var value = attrs[key];
+      if (value === undefined || value === null || value === false) {
+        return;
+      }
+      if (key === 'text') {
+        node.textContent = value;
+      } else if (key === 'className') {
+        node.className = value;
+      } else if (key === 'onclick') {
+        node.addEventListener('click', value);
+      } else {
+        node.setAttribute(key, value === true ? '' : value);
+      }
+    });
+    (children || []).forEach(function (child) {
+      if (child !== null && child !== undefined) {
+        node.appendChild(typeof child === 'string' ? document.createTextNode(child) : child);
+      }
+    });
+    return node;
+  }
+
+  function shorten(text, length) {
+    var chars = Array.from(String(text));
+    return chars.length > length ? chars.slice(0, length - 1).join('') + '…' : chars.join('');
+  }
+
+  function asObject(value) {
+    if (typeof value === 'string') {
+      try {
+        value = JSON.parse(value);
+      } catch (err) {
+        return { value: value };
+      }
+    }
+    return value && typeof value === 'object' ? value : {};
+  }
+
+  function plural(count, word) {
+    return count.toLocaleString('en') + ' ' + word + (count === 1 ? '' : 's');
+  }
+
+  function labelColour(label) {
+    var css = getComputedStyle(document.documentElement);
+    var value = css.getPropertyValue('--label-' + label).trim();
+    return value || css.getPropertyValue('--label-other').trim() || '#9ca3af';
+  }
+
+  function swatch(label) {
+    return el('span', { className: 'swatch', 'data-label': label, 'aria-hidden': 'true' });
+  }
+
+  /* ------------------------------------------------------------------ *
+   * Status line
+   * ------------------------------------------------------------------ */
+
+  function setStatus(state, text, code) {
+    ui.status.setAttribute('data-state', state);
+    ui.status.textContent = text;
+    if (code) {
+      ui.status.setAttribute('data-code', code);
+    } else {
+      ui.status.removeAttribute('data-code');
+    }
+  }
+
+  function showError(what, err) {
+    var code = err && err.code ? err.code : 'CLIENT_ERROR';
+    var hint = /UNAUTH|FORBIDDEN|HTTP_401|HTTP_403/i.test(code) ? ' Save a bearer token above, then reload.' : '';
+    setStatus(
+      'error',
+      what + ' failed: ' + (err && err.message ? err.message : String(err)) + ' [' + code + ']' + hint,
+      code
+    );
+  }
+
+  /* ------------------------------------------------------------------ *
+   * GraphQL over POST /graphql
+   * ------------------------------------------------------------------ */
+
+  function RequestError(message, code, errors) {
+    var err = new Error(message);
+    err.name = 'RequestError';
+    err.code = code;
+    err.errors = errors || [];
+    return err;
+  }
+
+  function gql(query, variables) {
+    if (!/^\s*query\b/.test(query)) {
+      return Promise.reject(RequestError('the explorer only sends queries', 'READ_ONLY'));
+    }
+    var headers = Object.assign(
+      { 'Content-Type': 'application/json', Accept: 'application/json' },
+      window.mnemoqlAuth.authHeaders()
+    );
+    return fetch('/graphql', {
+      method: 'POST',
+      headers: headers,
+      body: JSON.stringify({ query: query, variables: variables || {} }),
+      credentials: 'same-origin'
+    }).then(
+      function (response) {
+        return response.text().then(function (text) {
+          var body = null;
+          try {
+            body = JSON.parse(text);
+          } catch (err) {
+            body = null;
+          }
+          if (body && Array.isArray(body.errors) && body.errors.length) {
+            var first = body.errors[0] || {};
+            var code = (first.extensions && first.extensions.code) || 'GRAPHQL_ERROR';
+            var more = body.errors.length > 1 ? ' (and ' + (body.errors.length - 1) + ' more)' : '';
+            throw RequestError((first.message || 'unknown error') + more, code, body.errors);
+          }
+          if (!response.ok || !body || !body.data) {
+            throw RequestError(
+              'HTTP ' + response.status + (response.statusText ? ' ' + response.statusText : ''),
+              'HTTP_' + response.status
+            );
+          }
+          return body.data;
+        });
+      },
+      function (err) {
+        throw RequestError('network error: ' + err.message, 'NETWORK_ERROR');
+      }
+    );
+  }
+
+  /* ------------------------------------------------------------------ *
+   * Cytoscape
+   * ------------------------------------------------------------------ */
+
+  function graphStyle() {
+    var style = [
+      {
+        selector: 'node',
+        style: {
+          width: 18,
+          height: 18,
+          'background-color': labelColour('other'),
+          'border-width': 1,
+          'border-color': '#ffffff',
+          label: 'data(short)',
+          'font-size': 9,
+          color: '#374151',
+          'text-valign': 'bottom',
+          'text-margin-y': 3,
+          'text-max-width': '140px',
+          'text-wrap': 'ellipsis',
+          'min-zoomed-font-size': large ? 10 : 7,
+          'text-events': 'no'
+        }
+      },
+      {
+        selector: 'edge',
+        style: large
+          ? {
+              width: 0.6,
+              'curve-style': 'haystack',
+              'haystack-radius': 0,
+              'line-color': '#cbd5e1',
+              opacity: 0.7
+            }
+          : {
+              width: 1,
+              'curve-style': 'straight',
+              'line-color': '#cbd5e1',
+              'target-arrow-shape': 'triangle',
+              'target-arrow-color': '#cbd5e1',
+              'arrow-scale': 0.6
+            }
+      }
+    ];
+    LABELS.forEach(function (label) {
+      style.push({
+        selector: 'node[label = "' + label + '"]',
+        style: { 'background-color': labelColour(label), shape: SHAPES[label] }
+      });
+    });
+    style.push(
+      {
+        selector: 'edge.focus',
+        style: {
+          width: 2,
+          'line-color': '#64748b',
+          'target-arrow-color': '#64748b',
+          label: 'data(type)',
+          'font-size': 8,
+          color: '#475569',
+          'text-rotation': 'autorotate',
+          'text-background-color': '#ffffff',
+          'text-background-opacity': 0.85,
+          'text-background-padding': 1,
+          'z-index': 5
+        }
+      },
+      {
+        selector: 'node.search-hit',
+        style: {
+          'border-width': 4,
+          'border-color': '#f59e0b',
+          'underlay-color': '#f59e0b',
+          'underlay-padding': 6,
+          'underlay-opacity': 0.35,
+          'underlay-shape': 'ellipse',
+          'font-weight': 'bold',
+          color: '#111827',
+          'min-zoomed-font-size': 0,
+          'z-index': 10
+        }
+      },
+      {
+        selector: 'node:selected',
+        style: {
+          'border-width': 3,
+          'border-color': '#111827',
+          'font-weight': 'bold',
+          color: '#111827',
+          'min-zoomed-font-size': 0,
+          'z-index': 20
+        }
+      },
+      {
+        selector: '.filtered',
+        style: { display: 'none' }
+      }
+    );
+    return style;
+  }
+
+  function createCy(isLarge) {
+    if (cy) {
+      cy.destroy();
+    }
+    large = isLarge;
+    cy = window.cytoscape({
+      container: ui.canvas,
+      elements: [],
+      style: graphStyle(),
+      minZoom: 0.02,
+      maxZoom: 4,
+      boxSelectionEnabled: false,
+      selectionType: 'single',
+      // cheaper drawing while panning and zooming big graphs
+      hideEdgesOnViewport: isLarge,
+      textureOnViewport: isLarge,
+      pixelRatio: isLarge ? 1 : 'auto'
+    });
+    cy.on('tap', 'node', function (event) {
+      select(event.target.id());
+    });
+    cy.on('tap', function (event) {
+      if (event.target === cy) {
+        clearSelection();
+      }
+    });
+    return cy;
+  }
+
+  function nodeElement(n) {
+    var name = n.name === null || n.name === undefined || n.name === '' ? String(n.id) : String(n.name);
+    return {
+      group: 'nodes',
+      data: {
+        id: String(n.id),
+        label: String(n.label),
+        name: name,
+        short: shorten(name, NAME_LENGTH),
+        properties: asObject(n.properties)
+      }
+    };
+  }
+
+  function edgeElement(r) {
+    return {
+      group: 'edges',
+      data: {
+        // "rel:" keeps relationship ids apart from node ids inside cytoscape
+        id: 'rel:' + r.id,
+        relId: String(r.id),
+        type: String(r.type),
+        source: String(r.source),
+        target: String(r.target),
+        properties: asObject(r.properties)
+      }
+    };
+  }
+
+  /* Adds nodes and relationships that are not drawn yet; returns the added collection. */
+  function addElements(nodes, relationships, place) {
+    var added = cy.collection();
+    var newNodes = [];
+    (nodes || []).forEach(function (n) {
+      if (cy.getElementById(String(n.id)).empty()) {
+        newNodes.push(nodeElement(n));
+      }
+    });
+    if (place) {
+      place(newNodes);
+    }
+    added = added.union(cy.add(newNodes));
+    var newEdges = [];
+    (relationships || []).forEach(function (r) {
+      var id = 'rel:' + r.id;
+      if (
+        cy.getElementById(id).empty() &&
+        cy.getElementById(String(r.source)).nonempty() &&
+        cy.getElementById(String(r.target)).nonempty()
+      ) {
+        newEdges.push(edgeElement(r));
+      }
+    });
+    added = added.union(cy.add(newEdges));
+    added.nodes().forEach(function (node) {
+      if (hiddenLabels.has(node.data('label'))) {
+        node.addClass('filtered');
+      }
+    });
+    return added;
+  }
+
+  function labelRank(node) {
+    var rank = LABELS.indexOf(node.data('label'));
+    return rank < 0 ? LABELS.length : rank;
+  }
+
+  function runLayout(eles) {
+    var count = eles.nodes().length;
+    var options;
+    if (count > COSE_LIMIT) {
+      // grid, grouped by label and then by degree: linear time, and colours stay in blocks
+      options = {
+        name: 'grid',
+        animate: false,
+        avoidOverlap: true,
+        avoidOverlapPadding: 6,
+        condense: true,
+        nodeDimensionsIncludeLabels: false,
+        sort: function (a, b) {
+          return labelRank(a) - labelRank(b) || b.degree() - a.degree();
+        }
+      };
+    } else {
+      var iterations = count <= 200 ? 1000 : count <= 400 ? 500 : 250;
+      options = {
+        name: 'cose',
+        animate: false,
+        randomize: true,
+        nodeDimensionsIncludeLabels: false,
+        numIter: iterations,
+        // cool down within the iterations we can afford
+        coolingFactor: count <= 200 ? 0.99 : Math.pow(1 / 1000, 1 / iterations),
+        idealEdgeLength: function () {
+          return 60;
+        },
+        nodeRepulsion: function () {
+          return 6000;
+        },
+        componentSpacing: 60,
+        padding: 30
+      };
+    }
+    var layout = eles.layout(options);
+    var done = layout.promiseOn('layoutstop');
+    layout.run();
+    return done;
+  }
+
+  /* Pans and zooms so that eles are in view, without zooming in further than FOCUS_ZOOM. */
+  function focusOn(eles, padding) {
+    if (!eles || eles.empty()) {
+      return;
+    }
+    var pad = padding === undefined ? 60 : padding;
+    var box = eles.boundingBox();
+    var fitZoom = Math.min(
+      (cy.width() - 2 * pad) / Math.max(box.w, 1),
+      (cy.height() - 2 * pad) / Math.max(box.h, 1)
+    );
+    var zoom = Math.max(cy.minZoom(), Math.min(fitZoom, FOCUS_ZOOM));
+    cy.stop();
+    if (large) {
+      cy.zoom(zoom);
+      cy.center(eles);
+    } else {
+      cy.animate({ zoom: zoom, center: { eles: eles } }, { duration: 300 });
+    }
+  }
+
+  /* ------------------------------------------------------------------ *
+   * Legend, filters, counts
+   * ------------------------------------------------------------------ */
+
+  function labelsInGraph() {
+    var counts = {};
+    LABELS.forEach(function (label) {
+      counts[label] = 0;
+    });
+    cy.nodes().forEach(function (node) {
+      var label = node.data('label');
+      counts[label] = (counts[label] || 0) + 1;
+    });
+    return counts;
+  }
+
+  function renderLegend() {
+    var counts = labelsInGraph();
+    Array.from(ui.legend.querySelectorAll('label')).forEach(function (node) {
+      node.remove();
+    });
+    Object.keys(counts).forEach(function (label) {
+      var id = 'filter-' + label.replace(/[^A-Za-z0-9_-]/g, '_');
+      var box = el('input', {
+        type: 'checkbox',
+        id: id,
+        'data-label-filter': label,
+        'data-testid': 'label-filter-' + label
+      });
+      box.checked = !hiddenLabels.has(label);
+      box.addEventListener('change', function () {
+        if (box.checked) {
+          hiddenLabels.delete(label);
+        } else {
+          hiddenLabels.add(label);
+        }
+        applyFilters();
+      });
+      ui.legend.appendChild(
+        el('label', { for: id, 'data-legend-label': label }, [
+          box,
+          swatch(label),
+          label,
+          el('span', { className: 'count', text: '(' + counts[label].toLocaleString('en') + ')' })
+        ])
+      );
+    });
+  }
+
+  function applyFilters() {
+    cy.batch(function () {
+      cy.nodes().forEach(function (node) {
+        node.toggleClass('filtered', hiddenLabels.has(node.data('label')));
+      });
+    });
+    if (selectedId) {
+      var selected = cy.getElementById(selectedId);
+      if (selected.nonempty() && selected.hasClass('filtered')) {
+        clearSelection();
+      }
+    }
+    renderCounts();
+  }
+
+  function visibleElements() {
+    var nodes = cy.nodes().filter(function (node) {
+      return !node.hasClass('filtered');
+    });
+    var edges = cy.edges().filter(function (edge) {
+      return !edge.source().hasClass('filtered') && !edge.target().hasClass('filtered');
+    });
+    return { nodes: nodes, edges: edges };
+  }
+
+  function renderCounts() {
+    var total = cy.nodes().length;
+    var edges = cy.edges().length;
+    var visible = visibleElements();
+    var text = plural(total, 'node') + ' · ' + plural(edges, 'relationship');
+    if (visible.nodes.length !== total) {
+      text += ' · ' + visible.nodes.length.toLocaleString('en') + ' nodes shown';
+    }
+    ui.nodeCount.textContent = text;
+    ui.nodeCount.setAttribute('data-nodes', String(total));
+    ui.nodeCount.setAttribute('data-relationships', String(edges));
+    ui.nodeCount.setAttribute('data-visible-nodes', String(visible.nodes.length));
+    ui.empty.hidden = total !== 0;
+  }
+
+  function renderBanner(shownNodes, shownRelationships) {
+    var parts = [];
+    if (truncated.nodes) {
+      parts.push('Showing the first ' + shownNodes.toLocaleString('en') + ' nodes: memory is larger.');
+    }
+    if (truncated.relationships) {
+      parts.push(
+        'Showing the first ' + shownRelationships.toLocaleString('en') + ' relationships: memory has more.'
+      );
+    }
+    if (parts.length) {
+      parts.push('Search, or expand a node, to bring in more.');
+    }
+    ui.banner.textContent = parts.join(' ');
+    ui.banner.hidden = parts.length === 0;
+  }
+
+  /* ------------------------------------------------------------------ *
+   * Loading the graph
+   * ------------------------------------------------------------------ */
+
+  function load() {
+    var request = ++loadRequest;
+    document.body.setAttribute('data-state', 'loading');
+    setStatus('loading', 'Loading the graph…');
+    ui.reloadButton.disabled = true;
+    return gql(GRAPH_QUERY)
+      .then(function (data) {
+        if (request !== loadRequest) {
+          return null;
+        }
+        var graph = data.graph || {};
+        var nodes = graph.nodes || [];
+        var relationships = graph.relationships || [];
+        truncated = { nodes: !!graph.truncatedNodes, relationships: !!graph.truncatedRelationships };
+
+        createCy(nodes.length > COSE_LIMIT);
+        clearSelection();
+        clearSearch();
+        cy.startBatch();
+        addElements(nodes, relationships);
+        cy.endBatch();
+
+        renderLegend();
+        renderCounts();
+        renderBanner(nodes.length, relationships.length);
+        setStatus('loading', 'Laying out ' + plural(nodes.length, 'node') + '…');
+        var layoutStarted = performance.now();
+
+        return runLayout(cy.elements()).then(function () {
+          var layoutSeconds = ((performance.now() - layoutStarted) / 1000).toFixed(1);
+          if (request !== loadRequest) {
+            return null;
+          }
+          cy.fit(undefined, 30);
+          var skipped = relationships.length - cy.edges().length;
+          setStatus(
+            'ok',
+            'Loaded ' + plural(nodes.length, 'node') + ' and ' + plural(cy.edges().length, 'relationship') +
+              (skipped > 0 ? ' (' + skipped + ' with an endpoint outside the drawing left out)' : '') +
+              (large ? '. Large graph: grid layout grouped by label' : '') +
+              ' (layout ' + layoutSeconds + ' s).'
+          );
+          document.body.setAttribute('data-state', 'ready');
+          return { nodes: cy.nodes().length, relationships: cy.edges().length };
+        });
+      })
+      .catch(function (err) {
+        if (request === loadRequest) {
+          document.body.setAttribute('data-state', 'error');
+          showError('Loading the graph', err);
+        }
+        throw err;
+      })
+      .finally(function () {
+        ui.reloadButton.disabled = false;
+      });
+  }
+
+  /* ------------------------------------------------------------------ *
+   * Selection and the details panel
+   * ------------------------------------------------------------------ */
+
+  function clearSelection() {
+    selectedId = null;
+    detailsRequest++;
+    if (cy) {
+      cy.elements(':selected').unselect();
+      cy.edges('.focus').removeClass('focus');
+    }
+    ui.details.replaceChildren(
+      el('p', {
+        className: 'hint',
+        text: 'Click a node to see its properties, its neighbours and, for an event, its original text.'
+      })
+    );
+    ui.details.removeAttribute('data-node-id');
+  }
+
+  function select(id, options) {
+    var node = cy.getElementById(String(id));
+    if (node.empty()) {
+      return false;
+    }
+    if (node.hasClass('filtered')) {
+      hiddenLabels.delete(node.data('label'));
+      renderLegend();
+      applyFilters();
+    }
+    cy.elements(':selected').unselect();
+    cy.edges('.focus').removeClass('focus');
+    node.select();
+    node.connectedEdges().addClass('focus');
+    selectedId = node.id();
+    renderDetails(node);
+    if (options && options.center) {
+      focusOn(node);
+    }
+    return true;
+  }
+
+  function propertiesTable(properties) {
+    var keys = Object.keys(properties);
+    if (!keys.length) {
+      return el('p', { className: 'hint', text: 'No properties.' });
+    }
+    return el('table', { className: 'props', id: 'properties', 'data-testid': 'properties' }, [
+      el(
+        'tbody',
+        {},
+        keys.map(function (key) {
+          var value = properties[key];
+          var text =
+            value === null || value === undefined
+              ? '—'
+              : typeof value === 'object'
+                ? JSON.stringify(value)
+                : String(value);
+          return el('tr', { 'data-property': key }, [
+            el('th', { scope: 'row', text: key }),
+            el('td', { text: text })
+          ]);
+        })
+      )
+    ]);
+  }
+
+  function neighbourList(node) {
+    var rows = node.connectedEdges().map(function (edge) {
+      var outgoing = edge.source().id() === node.id();
+      var other = outgoing ? edge.target() : edge.source();
+      return { edge: edge, other: other, outgoing: outgoing };
+    });
+    rows.sort(function (a, b) {
+      return (
+        a.edge.data('type').localeCompare(b.edge.data('type')) ||
+        a.other.data('name').localeCompare(b.other.data('name'))
+      );
+    });
+    if (!rows.length) {
+      return el('p', { className: 'hint', text: 'No neighbours in the drawing. Try "Expand neighbourhood".' });
+    }
+    var list = el('ul', { className: 'neighbours', id: 'neighbours', 'data-testid': 'neighbours' });
+    rows.slice(0, NEIGHBOUR_LIST_LIMIT).forEach(function (row) {
+      var otherId = row.other.id();
+      list.appendChild(
+        el('li', { 'data-neighbour-id': otherId }, [
+          el('span', {
+            className: 'rel-type',
+            text: (row.outgoing ? '→ ' : '← ') + row.edge.data('type'),
+            title: row.outgoing ? 'outgoing relationship' : 'incoming relationship'
+          }),
+          swatch(row.other.data('label')),
+          el('button', {
+            type: 'button',
+            text: row.other.data('short'),
+            title: row.other.data('label') + ' ' + otherId,
+            onclick: function () {
+              select(otherId, { center: true });
+            }
+          })
+        ])
+      );
+    });
+    if (rows.length > NEIGHBOUR_LIST_LIMIT) {
+      list.appendChild(el('li', { className: 'hint', text: '… and ' + (rows.length - NEIGHBOUR_LIST_LIMIT) + ' more' }));
+    }
+    return list;
+  }
+
+  function renderDetails(node) {
+    var request = ++detailsRequest;
+    var id = node.id();
+    var label = node.data('label');
+    var isEvent = label === 'Event';
+    var expandButton = el('button', {
+      type: 'button',
+      className: 'action',
+      id: 'expand-button',
+      'data-testid': 'expand-button',
+      text: 'Expand neighbourhood',
+      onclick: function () {
+        expand(id);
+      }
+    });
+    var centerButton = el('button', {
+      type: 'button',
+      className: 'action',
+      id: 'center-button',
+      'data-testid': 'center-button',
+      text: 'Centre on node',
+      onclick: function () {
+        focusOn(cy.getElementById(id));
+      }
+    });
+    var children = [
+      el('div', { className: 'details-head' }, [
+        swatch(label),
+        el('div', {}, [
+          el('p', { className: 'details-name', id: 'details-name', 'data-testid': 'details-name', text: node.data('name') }),
+          el('span', { className: 'details-id', text: label + ' · ' + id })
+        ])
+      ]),
+      el('div', { className: 'details-actions' }, [expandButton, centerButton]),
+      el('h3', { text: 'Properties' }),
+      propertiesTable(node.data('properties') || {}),
+      el('h3', { text: 'Neighbours (' + node.degree(false) + ')' }),
+      neighbourList(node)
+    ];
+    var contentBox = null;
+    if (isEvent) {
+      contentBox = el('div', { id: 'event-content', 'data-testid': 'event-content' }, [
+        el('p', { className: 'hint', text: 'Loading the original text…' })
+      ]);
+      children.push(el('h3', { text: 'Original text' }), contentBox);
+    }
+    ui.details.replaceChildren.apply(ui.details, children);
+    ui.details.setAttribute('data-node-id', id);
+    if (isEvent) {
+      loadEventText(id, contentBox, request);
+    }
+  }
+
+  function loadEventText(id, box, request) {
+    gql(EVENT_QUERY, { id: id })
+      .then(function (data) {
+        if (request !== detailsRequest) {
+          return;
+        }
+        var event = data.node;
+        if (!event || !event.content) {
+          box.replaceChildren(el('p', { className: 'hint', text: 'This event has no readable text.' }));
+          return;
+        }
+        var content = event.content;
+        var meta = el('p', { className: 'content-meta', id: 'content-meta', 'data-testid': 'content-meta' });
+        var text = el('pre', { className: 'content-text', id: 'content-text', 'data-testid': 'content-text' });
+        var more = el('button', {
+          type: 'button',
+          className: 'action',
+          id: 'read-more-button',
+          'data-testid': 'read-more-button',
+          text: 'Read more'
+        });
+        var chunks = Array.isArray(event.chunks) ? event.chunks.length : 0;
+        var state = { start: content.start, end: content.end, total: content.total, next: content.next };
+        function update() {
+          meta.textContent =
+            'Characters ' + state.start.toLocaleString('en') + '–' + state.end.toLocaleString('en') +
+            ' of ' + state.total.toLocaleString('en') +
+            (chunks ? ' · ' + plural(chunks, 'source chunk') : ' · no source chunks yet');
+          more.hidden = state.next === null || state.next === undefined;
+        }
+        text.textContent = content.text;
+        update();
+        more.addEventListener('click', function () {
+          more.disabled = true;
+          setStatus('loading', 'Reading ' + id + ' from ' + state.next + '…');
+          gql(READ_MORE_QUERY, { id: id, start: state.next })
+            .then(function (next) {
+              if (request !== detailsRequest) {
+                return;
+              }
+              var range = next.node && next.node.content;
+              if (!range) {
+                throw RequestError('no text returned', 'EMPTY');
+              }
+              text.textContent += range.text;
+              state.end = range.end;
+              state.total = range.total;
+              state.next = range.next;
+              update();
+              setStatus('ok', 'Read ' + id + ' up to character ' + range.end.toLocaleString('en') + '.');
+            })
+            .catch(function (err) {
+              showError('Reading the text', err);
+            })
+            .finally(function () {
+              more.disabled = false;
+            });
+        });
+        box.replaceChildren(meta, text, more);
+      })
+      .catch(function (err) {
+        if (request !== detailsRequest) {
+          return;
+        }
+        box.replaceChildren(el('p', { className: 'hint', text: 'Could not load the text.' }));
+        showError('Loading the event text', err);
+      });
+  }
+
+  /* ------------------------------------------------------------------ *
+   * Expand neighbourhood
+   * ------------------------------------------------------------------ */
+
+  function placeAround(centreId) {
+    return function (newNodes) {
+      var centre = cy.getElementById(centreId);
+      var extent = cy.extent();
+      var origin = centre.nonempty()
+        ? centre.position()
+        : { x: (extent.x1 + extent.x2) / 2, y: (extent.y1 + extent.y2) / 2 };
+      var ring = newNodes.filter(function (n) {
+        return n.data.id !== centreId;
+      });
+      var radius = Math.max(80, (ring.length * 34) / (2 * Math.PI));
+      ring.forEach(function (n, i) {
+        var angle = (2 * Math.PI * i) / Math.max(1, ring.length);
+        n.position = { x: origin.x + radius * Math.cos(angle), y: origin.y + radius * Math.sin(angle) };
+      });
+      newNodes.forEach(function (n) {
+        if (n.data.id === centreId) {
+          n.position = { x: origin.x, y: origin.y };
+        }
+      });
+    };
+  }
+
+  function expand(id) {
+    var button = $('expand-button');
+    if (button) {
+      button.disabled = true;
+    }
+    setStatus('loading', 'Expanding ' + id + '…');
+    return gql(NEIGHBOURHOOD_QUERY, { id: String(id) })
+      .then(function (data) {
+        var hood = data.neighbourhood || {};
+        var added = addElements(hood.nodes, hood.relationships, placeAround(String(id)));
+        renderLegend();
+        renderCounts();
+        var nodeCount = added.nodes().length;
+        var edgeCount = added.edges().length;
+        setStatus(
+          'ok',
+          'Expanded ' + id + ': ' + plural(nodeCount, 'new node') + ', ' + plural(edgeCount, 'new relationship') + '.'
+        );
+        var centre = cy.getElementById(String(id));
+        if (centre.nonempty()) {
+          if (selectedId === centre.id() || !selectedId) {
+            select(centre.id());
+          }
+          focusOn(centre.closedNeighborhood());
+        }
+        return { nodes: nodeCount, relationships: edgeCount };
+      })
+      .catch(function (err) {
+        showError('Expanding ' + id, err);
+        throw err;
+      })
+      .finally(function () {
+        var again = $('expand-button');
+        if (again) {
+          again.disabled = false;
+        }
+      });
+  }
+
+  /* ------------------------------------------------------------------ *
+   * Search
+   * ------------------------------------------------------------------ */
+
+  function clearSearch() {
+    if (cy) {
+      cy.nodes('.search-hit').removeClass('search-hit');
+    }
+    ui.results.replaceChildren();
+    ui.searchText.textContent = '';
+    ui.resultsSection.hidden = true;
+  }
+
+  function search(text) {
+    var q = String(text || '').trim();
+    if (!q) {
+      setStatus('error', 'Type something to search for.', 'EMPTY_QUERY');
+      return Promise.resolve(null);
+    }
+    ui.searchButton.disabled = true;
+    setStatus('loading', 'Searching for “' + q + '”…');
+    return gql(SEARCH_QUERY, { q: q })
+      .then(function (data) {
+        var page = data.search || {};
+        var items = page.items || [];
+        clearSearch();
+        var hits = cy.collection();
+        items.forEach(function (item, index) {
+          var event = item.event || {};
+          var eventId = String(event.id);
+          var node = cy.getElementById(eventId);
+          if (node.nonempty()) {
+            hits = hits.union(node);
+          }
+          ui.results.appendChild(resultItem(index, event, item.quote, node.nonempty()));
+        });
+        hits.addClass('search-hit');
+        // centre on the hits that are drawn and not hidden by a label filter
+        focusOn(
+          hits.filter(function (n) {
+            return !n.hasClass('filtered');
+          }),
+          80
+        );
+        ui.searchText.textContent = page.text || '';
+        ui.searchTextBox.hidden = !page.text;
+        if (!items.length) {
+          ui.results.appendChild(
+            el('li', { className: 'hint', text: 'No new evidence. An empty result does not prove absence.' })
+          );
+        }
+        ui.resultsSection.hidden = false;
+        setStatus(
+          'ok',
+          'Search “' + q + '”: ' + plural(items.length, 'result') + ', ' + hits.length + ' in the drawing.'
+        );
+        return { items: items.length, highlighted: hits.length };
+      })
+      .catch(function (err) {
+        showError('Search', err);
+        throw err;
+      })
+      .finally(function () {
+        ui.searchButton.disabled = false;
+      });
+  }
+
+  function resultItem(index, event, quote, drawn) {
+    var eventId = String(event.id);
+    var title = el('button', {
+      type: 'button',
+      className: 'result-title',
+      text: event.summary || eventId,
+      onclick: function () {
+        if (cy.getElementById(eventId).nonempty()) {
+          select(eventId, { center: true });
+        } else {
+          expand(eventId).then(function () {
+            cy.getElementById(eventId).addClass('search-hit');
+            select(eventId, { center: true });
+          }, function () {});
+        }
+      }
+    });
+    var parts = [
+      title,
+      el('span', { className: 'result-id', text: eventId }),
+      drawn ? null : el('span', { className: 'result-note', text: ' · not in the drawing: click to load it' })
+    ];
+    if (quote && quote.text) {
+      parts.push(
+        el('blockquote', { className: 'quote', 'data-testid': 'search-quote' }, [
+          quote.text,
+          el('span', {
+            className: 'quote-range',
+            text: 'characters ' + quote.start + '–' + quote.end + ' of ' + quote.total
+          })
+        ])
+      );
+    }
+    return el(
+      'li',
+      { 'data-testid': 'search-result', 'data-event-id': eventId, 'data-drawn': drawn ? 'true' : 'false' },
+      parts
+    );
+  }
+
+  /* ------------------------------------------------------------------ *
+   * Export
+   * ------------------------------------------------------------------ */
+
+  function exportData() {
+    var visible = visibleElements();
+    return {
+      exportedAt: new Date().toISOString(),
+      source: '/graphql',
+      truncatedNodes: truncated.nodes,
+      truncatedRelationships: truncated.relationships,
+      hiddenLabels: Array.from(hiddenLabels).sort(),
+      nodes: visible.nodes.map(function (node) {
+        return {
+          id: node.id(),
+          label: node.data('label'),
+          name: node.data('name'),
+          properties: node.data('properties')
+        };
+      }),
+      relationships: visible.edges.map(function (edge) {
+        return {
+          id: edge.data('relId'),
+          type: edge.data('type'),
+          source: edge.data('source'),
+          target: edge.data('target'),
+          properties: edge.data('properties')
+        };
+      })
+    };
+  }
+
+  function downloadExport() {
+    var doc = exportData();
+    var blob = new Blob([JSON.stringify(doc, null, 2)], { type: 'application/json' });
+    var url = URL.createObjectURL(blob);
+    var stamp = doc.exportedAt.replace(/[:]/g, '').replace(/\..*$/, '');
+    var link = el('a', { href: url, download: 'mnemoql-graph-' + stamp + '.json', hidden: true });
+    document.body.appendChild(link);
+    link.click();
+    link.remove();
+    setTimeout(function () {
+      URL.revokeObjectURL(url);
+    }, 10000);
+    setStatus(
+      'ok',
+      'Exported ' + plural(doc.nodes.length, 'node') + ' and ' + plural(doc.relationships.length, 'relationship') + '.'
+    );
+    return doc;
+  }
+
+  /* ------------------------------------------------------------------ *
+   * Wiring
+   * ------------------------------------------------------------------ */
+
+  ui.searchForm.addEventListener('submit', function (event) {
+    event.preventDefault();
+    search(ui.searchInput.value).catch(function () {});
+  });
+  ui.searchClear.addEventListener('click', function () {
+    ui.searchInput.value = '';
+    clearSearch();
+    setStatus('ok', 'Search cleared.');
+  });
+  ui.fitButton.addEventListener('click', function () {
+    cy.animate({ fit: { eles: visibleElements().nodes, padding: 30 } }, { duration: 300 });
+  });
+  ui.reloadButton.addEventListener('click', function () {
+    load().catch(function () {});
+  });
+  ui.exportButton.addEventListener('click', downloadExport);
+  window.addEventListener('mnemoql:token-changed', function () {
+    load().catch(function () {});
+  });
+
+  createCy(false);
+  var ready = load();
+  ready.catch(function () {}); // reported in the status line; tests may still await the rejection
+
+  window.mnemoqlExplorer = {
+    get cy() {
+      return cy;
+    },
+    ready: ready,
+    reload: load,
+    search: search,
+    select: function (id) {
+      return select(id, { center: true });
+    },
+    expand: expand,
+    exportData: exportData
+  };
+})();
