@@ -1,0 +1,321 @@
+"""The Neo4j store's write transactions.
+
+Each function runs inside one managed write transaction. ``execute_write`` re-runs a function
+from the start after a transient failure (a deadlock, a leader switch), so they keep no state
+outside the transaction; raising rolls everything back. Every write first locks its space
+(``LOCK_SPACE``), which serialises writers of one space across processes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from neo4j import AsyncManagedTransaction
+
+from engine.errors import Conflict, InvalidId, InvalidInput, NotFound
+from engine.models import (
+    CALLER_ID,
+    ENTITY_LABELS,
+    ID_PREFIX,
+    NODE_LABELS,
+    Chunk,
+    EntityDraft,
+    EntityLabel,
+    NodeLabel,
+    RelType,
+    SavePlan,
+    SaveResult,
+    VectorSet,
+    label_of,
+)
+from engine.store.neo4j import _cypher as q
+from engine.store.neo4j import _records as rec
+from engine.text import normalise_name
+
+_LABEL_RANK = {lbl: i for i, lbl in enumerate(NODE_LABELS)}
+
+
+async def run(
+    tx: AsyncManagedTransaction, space: str, query: str, **params: Any
+) -> list[dict[str, Any]]:
+    result = await tx.run(query, {"space": space, **params})
+    return [r.data() async for r in result]
+
+
+async def labels_of(
+    tx: AsyncManagedTransaction, space: str, ids: Sequence[str]
+) -> dict[str, NodeLabel]:
+    """The label of each id that names an Event/Person/Concept/Location of the space."""
+    if not ids:
+        return {}
+    rows = await run(tx, space, q.LABELS_OF, ids=list(dict.fromkeys(ids)))
+    return {r["id"]: q.label(r["label"]) for r in rows}
+
+
+async def create_chunks(
+    tx: AsyncManagedTransaction, space: str, chunks: Sequence[tuple[str, Chunk]]
+) -> None:
+    """EventSource nodes for (event id, chunk) pairs; chunks of unknown events are skipped."""
+    rows = []
+    for event_id, c in chunks:
+        values, zero = rec.vec_param(c.embedding)
+        rows.append({
+            "event_id": event_id, "chunk_index": c.chunk_index, "start": c.start,
+            "end": c.end, "text": c.text, "text_hash": c.text_hash,
+            "embedding": values, "zero": zero,
+        })  # fmt: skip
+    for batch in rec.batches(rows):
+        await run(tx, space, q.CREATE_CHUNKS, rows=batch)
+
+
+# ---------------------------------------------------------------- apply_save
+
+
+def check_plan(plan: SavePlan) -> None:
+    """What can be refused before touching the database (same rules as the embedded store)."""
+    seen: set[str] = set()
+    for ref in [e.ref for e in plan.events] + [e.ref for e in plan.entities]:
+        if ref in seen:
+            raise InvalidInput(f"ref {ref!r} appears twice in one save plan")
+        seen.add(ref)
+    given = [e.given_id for e in plan.events if e.given_id is not None]
+    if len(set(given)) != len(given):
+        raise Conflict("the same event id is given twice in one save", zh="事件 ID 重复")
+    for gid in given:
+        if not CALLER_ID.match(gid) or label_of(gid) is not None:
+            raise InvalidId(
+                f"event id {gid!r} is not allowed: use letters, digits and _.:- (at most 128), "
+                "and not the allocator's own form like event_12",
+                zh=f"事件 ID 不合法：{gid}",
+            )
+    for ent in plan.entities:
+        q.entity_label(ent.label)
+    for r in plan.relations:
+        q.rel_type(r.type)
+
+
+class SaveTx:
+    """One apply_save: ids (``1 + max N`` per prefix, read inside the transaction), events
+    and chunks, new and merged entities, relations, MemoryMeta if absent, idempotency record."""
+
+    def __init__(self, tx: AsyncManagedTransaction, space: str, plan: SavePlan) -> None:
+        self.tx = tx
+        self.space = space
+        self.plan = plan
+        self.result = SaveResult(event_ids=[], created={}, merged=[], refs={})
+        self.labels: dict[str, NodeLabel] = {}
+        self._next: dict[NodeLabel, int] = {}
+        self._seq = 0
+
+    async def _q(self, query: str, **params: Any) -> list[dict[str, Any]]:
+        return await run(self.tx, self.space, query, **params)
+
+    async def run(self) -> SaveResult:
+        plan = self.plan
+        new_nodes = len(plan.events) + sum(1 for e in plan.entities if e.merge_into is None)
+        lock = await self._q(q.LOCK_SPACE, n=new_nodes)
+        self._seq = int(lock[0]["first"])
+        if plan.idempotency_key is not None:
+            rows = await self._q(q.GET_RECORD, key=plan.idempotency_key)
+            if rows:
+                return rec.json_result(rows[0]["result"])
+        m = plan.meta
+        await self._q(
+            q.ENSURE_META, model=m.model, dims=m.dimensions, at=m.updated_at, v=m.schema_version
+        )
+        await self._events()
+        await self._entities()
+        await self._relations()
+        if plan.idempotency_key is not None:
+            await self._q(
+                q.PUT_RECORD,
+                key=plan.idempotency_key,
+                result=rec.result_json(self.result),
+                at=datetime.now(UTC).isoformat(),
+            )
+        return self.result
+
+    async def _take(self, label: NodeLabel) -> tuple[str, int]:
+        if label not in self._next:
+            rows = await self._q(q.MAX_NUM[label])
+            self._next[label] = int(rows[0]["m"] or 0) + 1
+        n = self._next[label]
+        self._next[label] = n + 1
+        return f"{ID_PREFIX[label]}_{n}", n
+
+    def _take_seq(self) -> int:
+        self._seq += 1
+        return self._seq - 1
+
+    async def _events(self) -> None:
+        plan = self.plan
+        given = [e.given_id for e in plan.events if e.given_id is not None]
+        taken = await labels_of(self.tx, self.space, given)
+        for gid in given:
+            if gid in taken:
+                raise Conflict(
+                    f"an event with id {gid!r} already exists; choose another id",
+                    zh=f"事件 ID 已存在：{gid}",
+                    id=gid,
+                )
+        rows: list[dict[str, Any]] = []
+        chunks: list[tuple[str, Chunk]] = []
+        for ev in plan.events:
+            if ev.given_id is not None:
+                node_id, num = ev.given_id, rec.allocation_number(ev.given_id)
+            else:
+                node_id, num = await self._take("Event")
+            values, zero = rec.vec_param(ev.embedding)
+            rows.append({
+                "id": node_id, "num": num, "seq": self._take_seq(), "summary": ev.summary,
+                "content": ev.content, "time": ev.time, "content_hash": ev.content_hash,
+                "embedding": values, "zero": zero,
+            })  # fmt: skip
+            chunks += [(node_id, c) for c in ev.chunks]
+            self.result.event_ids.append(node_id)
+            self.result.refs[ev.ref] = node_id
+            self.labels[node_id] = "Event"
+        for batch in rec.batches(rows):
+            await self._q(
+                q.CREATE_EVENTS, rows=batch, create_time=plan.create_time,
+                create_date=plan.create_date,
+            )  # fmt: skip
+        await create_chunks(self.tx, self.space, chunks)
+
+    async def _entities(self) -> None:
+        rows: dict[EntityLabel, list[dict[str, Any]]] = {lbl: [] for lbl in ENTITY_LABELS}
+        merged: dict[str, list[str]] = {}
+        for ent in self.plan.entities:
+            if ent.merge_into is not None:
+                node_id = await self._merge(ent, merged)
+            else:
+                node_id, num = await self._take(ent.label)
+                aliases = rec.clean_aliases(ent.name, ent.aliases, set())
+                values, zero = rec.vec_param(ent.embedding)
+                rows[ent.label].append({
+                    "id": node_id, "num": num, "seq": self._take_seq(), "name": ent.name,
+                    "aliases": aliases, "norm_names": rec.norm_names([ent.name, *aliases]),
+                    "description": ent.description, "embedding": values, "zero": zero,
+                })  # fmt: skip
+                self.result.created.setdefault(ent.label, []).append(node_id)
+            self.result.refs[ent.ref] = node_id
+            self.labels[node_id] = ent.label
+        self.result.merged = list(merged.items())
+        for lbl, label_rows in rows.items():
+            for batch in rec.batches(label_rows):
+                await self._q(q.CREATE_ENTITIES[lbl], rows=batch, create_time=self.plan.create_time)
+
+    async def _merge(self, ent: EntityDraft, merged: dict[str, list[str]]) -> str:
+        node_id = ent.merge_into
+        assert node_id is not None
+        rows = await self._q(q.GET_FOR_MERGE, id=node_id)
+        if not rows:
+            raise NotFound(
+                f"cannot merge into {node_id!r}: no such node", zh=f"节点不存在：{node_id}"
+            )
+        row = rows[0]
+        if row["label"] != ent.label:
+            raise InvalidInput(f"cannot merge a {ent.label} into {node_id!r}, a {row['label']}")
+        aliases: list[str] = list(row["aliases"] or [])
+        taken = {normalise_name(row["name"] or "")} | {normalise_name(a) for a in aliases}
+        added = rec.clean_aliases("", [ent.name, *ent.aliases], taken)
+        if added:
+            aliases += added
+            await self._q(
+                q.UPDATE_MERGED,
+                id=node_id,
+                aliases=aliases,
+                norm_names=rec.norm_names([row["name"] or "", *aliases]),
+            )
+        values, zero = rec.vec_param(ent.embedding)
+        if row["no_vector"] and values is not None:  # merged nodes keep their vector
+            await self._q(q.FILL_VECTOR, id=node_id, embedding=values, zero=zero)
+        merged.setdefault(node_id, []).extend(added)
+        return node_id
+
+    async def _relations(self) -> None:
+        refs = self.result.refs
+        resolved = [(r, refs.get(r.source, r.source), refs.get(r.target, r.target))
+                    for r in self.plan.relations]  # fmt: skip
+        unknown = [i for _, s, t in resolved for i in (s, t) if i not in self.labels]
+        self.labels.update(await labels_of(self.tx, self.space, unknown))
+        groups: dict[tuple[NodeLabel, RelType, NodeLabel], list[dict[str, Any]]] = {}
+        seen: set[tuple[str, str, str, str]] = set()
+        for r, src, dst in resolved:
+            kind = q.rel_type(r.type)
+            for end, node_id in ((r.source, src), (r.target, dst)):
+                if node_id not in self.labels:
+                    raise NotFound(
+                        f"relation {kind} points to {end!r}, which is neither a ref of this "
+                        "save nor an existing node",
+                        zh=f"关系端点不存在：{end}",
+                    )
+            a, b = self.labels[src], self.labels[dst]
+            srcs, dsts = q.REL_ENDS[kind]
+            if a not in srcs or b not in dsts:
+                raise InvalidInput(f"{kind} cannot connect a {a} to a {b}")
+            props = {k: v for k, v in r.props.items() if v is not None}
+            ek = ""
+            if kind == "HAS_ATTITUDE":
+                if r.event_ref is not None:
+                    props["event_id"] = refs.get(r.event_ref, r.event_ref)
+                elif "event_id" in props:
+                    props["event_id"] = refs.get(str(props["event_id"]), str(props["event_id"]))
+                ek = str(props.get("event_id", ""))
+            key = (kind, src, dst, ek)
+            if key in seen:  # the first of duplicate edges wins, as in the embedded store
+                continue
+            seen.add(key)
+            row = {"s": src, "t": dst, "props": props, "ek": ek}
+            groups.setdefault((a, kind, b), []).append(row)
+        for shape, rows in groups.items():
+            for batch in rec.batches(rows):
+                await self._q(q.MERGE_REL[shape], rows=batch)
+
+
+# ---------------------------------------------------------------- revectorize, forget
+
+
+async def replace_vectors(tx: AsyncManagedTransaction, space: str, vectors: VectorSet) -> None:
+    """Every embedding swapped (nodes absent from ``vectors`` lose theirs), all chunks rebuilt
+    (chunks of unknown events skipped) and MemoryMeta set -- the data half of SPEC §1.12."""
+    await run(tx, space, q.LOCK_SPACE, n=0)
+    for statement in q.CLEAR_VECTORS.values():
+        await run(tx, space, statement)
+    labels = await labels_of(tx, space, list(vectors.entities))
+    by_label: dict[NodeLabel, list[dict[str, Any]]] = {lbl: [] for lbl in NODE_LABELS}
+    for node_id, v in vectors.events.items():
+        values, zero = rec.vec_param(v)
+        by_label["Event"].append({"id": node_id, "embedding": values, "zero": zero})
+    for node_id, v in vectors.entities.items():
+        lbl = labels.get(node_id)
+        if lbl is not None and lbl != "Event":
+            values, zero = rec.vec_param(v)
+            by_label[lbl].append({"id": node_id, "embedding": values, "zero": zero})
+    for lbl, rows in by_label.items():
+        for batch in rec.batches(rows):
+            await run(tx, space, q.SET_VECTORS[lbl], rows=batch)
+    await run(tx, space, q.DELETE_CHUNKS)
+    await create_chunks(tx, space, [(c.event_id, c) for c in vectors.chunks])
+    m = vectors.meta
+    await run(
+        tx, space, q.SET_META, model=m.model, dims=m.dimensions, at=m.updated_at,
+        v=m.schema_version,
+    )  # fmt: skip
+
+
+async def forget(tx: AsyncManagedTransaction, space: str, event_id: str) -> list[str]:
+    """Delete the event, its chunks and the attitudes stated in it, then every entity it
+    touched that no longer relates to any event; [event id, pruned ids by label then id]."""
+    await run(tx, space, q.LOCK_SPACE, n=0)
+    rows = await run(tx, space, q.FORGET_TOUCHED, id=event_id)
+    if not rows:
+        raise NotFound(f"no event with id {event_id!r}", zh=f"事件不存在：{event_id}", id=event_id)
+    touched = list(dict.fromkeys([*rows[0]["adjacent"], *rows[0]["attitude_ends"]]))
+    for statement in q.FORGET_DELETE:
+        await run(tx, space, statement, id=event_id)
+    pruned = await run(tx, space, q.FORGET_PRUNE, ids=touched)
+    order = sorted((_LABEL_RANK[q.label(r["label"])], r["id"]) for r in pruned)
+    return [event_id, *(i for _, i in order)]
