@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, TypeVar
+
+import numpy as np
 
 from engine.errors import InvalidInput
 from engine.models import (
@@ -43,11 +45,13 @@ from engine.store import _embedded_write as write
 from engine.store._embedded_index import (
     EntityView,
     EventView,
-    NewEvent,
     append_entities,
     append_events,
     build_entity_view,
     build_event_view,
+    capacity,
+    date_key,
+    event_view_from_arrays,
 )
 from engine.store._embedded_query import (
     IN_SET,
@@ -78,7 +82,6 @@ P = ParamSpec("P")
 T = TypeVar("T")
 
 _META_SQL = "SELECT model, dimensions, updated_at, schema_version FROM meta WHERE key = 'embedding'"
-_LOAD_BATCH = 4096
 
 
 class Database:
@@ -126,39 +129,54 @@ class Database:
         return int(row[0]) if row else 0
 
     def _load_mirrors(self) -> None:
+        """Rebuild every mirror from the database (open, re-vectorize, forget)."""
         dims = self._dims()
-        view = build_event_view(dims, [])
-        batch: list[NewEvent] = []
-        for ev in self._stream_events():
-            batch.append(ev)
-            if len(batch) >= _LOAD_BATCH:
-                view, batch = append_events(view, batch), []
-        self.events = append_events(view, batch)
+        self.events = self._load_events(dims)
         for label in ENTITY_LABELS:
-            rows = self.conn.execute(
-                "SELECT id, embedding FROM nodes WHERE label = ? ORDER BY seq", (label,)
-            )
-            self.entities[label] = build_entity_view(dims, [(i, blob_vec(b)) for i, b in rows])
+            self.entities[label] = self._load_entities(label, dims)
 
-    def _stream_events(self) -> Iterator[NewEvent]:
-        """Events in insertion order with their chunks (merge-joined on the same order)."""
-        chunk_rows = self.conn.cursor().execute(
-            "SELECT c.event_id, c.chunk_index, c.start_pos, c.end_pos, c.embedding FROM chunks c "
-            "JOIN nodes n ON n.id = c.event_id WHERE c.embedding IS NOT NULL "
-            "ORDER BY n.seq, c.chunk_index"
-        )
-        pending = next(chunk_rows, None)
-        events = self.conn.cursor().execute(
+    def _load_events(self, dims: int) -> EventView:
+        conn, width = self.conn, 4 * dims
+        n = conn.execute("SELECT COUNT(*) FROM nodes WHERE label = 'Event'").fetchone()[0]
+        cap = capacity(n)
+        vecs = np.zeros((cap, dims), np.float32)
+        has_vec = np.zeros(cap, np.bool_)
+        dates = np.zeros(cap, np.int32)
+        ids: list[str] = []
+        rows = conn.execute(
             "SELECT id, create_date, embedding FROM nodes WHERE label = 'Event' ORDER BY seq"
         )
-        for node_id, create_date, blob in events:
-            ev = NewEvent(node_id, create_date or "", blob_vec(blob))
-            while pending is not None and pending[0] == node_id:
-                vec = blob_vec(pending[4])
-                assert vec is not None
-                ev.chunks.append((pending[1], pending[2], pending[3], vec))
-                pending = next(chunk_rows, None)
-            yield ev
+        for i, (node_id, create_date, blob) in enumerate(rows):
+            ids.append(node_id)
+            dates[i] = date_key(create_date)
+            if blob is not None and len(blob) == width:
+                vecs[i] = np.frombuffer(blob, np.float32)
+                has_vec[i] = True
+        row_of = {node_id: i for i, node_id in enumerate(ids)}
+        nc = conn.execute(
+            "SELECT COUNT(*) FROM chunks WHERE length(embedding) = ?", (width,)
+        ).fetchone()[0]
+        cvecs = np.zeros((capacity(nc), dims), np.float32)
+        chunk_rows = np.zeros(nc, np.int64)
+        chunk_cols = np.zeros((nc, 3), np.int64)
+        chunks = conn.execute(
+            "SELECT event_id, chunk_index, start_pos, end_pos, embedding FROM chunks "
+            "WHERE length(embedding) = ?",
+            (width,),
+        )
+        for j, (event_id, idx, start, end, blob) in enumerate(chunks):
+            chunk_rows[j] = row_of[event_id]
+            chunk_cols[j] = (idx, start, end)
+            cvecs[j] = np.frombuffer(blob, np.float32)
+        return event_view_from_arrays(
+            dims, ids, vecs, has_vec, dates, chunk_rows, chunk_cols, cvecs
+        )
+
+    def _load_entities(self, label: EntityLabel, dims: int) -> EntityView:
+        rows = self.conn.execute(
+            "SELECT id, embedding FROM nodes WHERE label = ? ORDER BY seq", (label,)
+        ).fetchall()
+        return build_entity_view(dims, [(i, blob_vec(b)) for i, b in rows])
 
     # ------------------------------------------------------------ writes
 

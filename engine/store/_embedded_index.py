@@ -32,6 +32,8 @@ _MIN_CAPACITY = 64
 def normalise(vector: npt.ArrayLike) -> F32:
     """A float32 copy scaled to unit length (a zero vector stays zero)."""
     v = np.array(vector, dtype=np.float32).reshape(-1)
+    if not np.isfinite(v).all():
+        v = np.nan_to_num(v, nan=0.0, posinf=0.0, neginf=0.0)
     norm = float(np.linalg.norm(v))
     if norm > 0.0 and np.isfinite(norm):
         v /= norm
@@ -178,6 +180,60 @@ def append_events(view: EventView, events: Sequence[NewEvent]) -> EventView:
     )
 
 
+def capacity(n: int) -> int:
+    """Room for ``n`` rows plus a quarter more, so a reload is not followed by a regrow."""
+    return max(_MIN_CAPACITY, n + n // 4)
+
+
+def event_view_from_arrays(
+    dims: int,
+    ids: list[str],
+    vecs: F32,
+    has_vec: Mask,
+    dates: npt.NDArray[np.int32],
+    chunk_rows: I64,
+    chunk_cols: I64,
+    cvecs: F32,
+) -> EventView:
+    """A view over preloaded buffers (``len(ids)`` rows used). ``chunk_rows`` holds each
+    chunk's event row, ``chunk_cols`` its (chunk_index, start, end); chunks may come in any
+    order and are sorted here into per-event runs (buffers are permuted in place)."""
+    nc = chunk_rows.shape[0]
+    order = np.lexsort((chunk_cols[:, 0], chunk_rows))
+    if nc and not np.array_equal(order, np.arange(nc)):
+        cvecs[:nc] = cvecs[order]
+        chunk_rows, chunk_cols = chunk_rows[order], chunk_cols[order]
+    cap = capacity(nc)
+    crow, cidx = np.zeros(cap, np.int64), np.zeros(cap, np.int64)
+    cstart, cend = np.zeros(cap, np.int64), np.zeros(cap, np.int64)
+    crow[:nc], cidx[:nc] = chunk_rows, chunk_cols[:, 0]
+    cstart[:nc], cend[:nc] = chunk_cols[:, 1], chunk_cols[:, 2]
+    starts = np.flatnonzero(np.r_[True, chunk_rows[1:] != chunk_rows[:-1]]) if nc else crow[:0]
+    ng = starts.shape[0]
+    gstart, gevent = np.zeros(capacity(ng), np.int64), np.zeros(capacity(ng), np.int64)
+    gstart[:ng], gevent[:ng] = starts, chunk_rows[starts]
+    n = len(ids)
+    row_of = {node_id: i for i, node_id in enumerate(ids)}
+    return EventView(
+        dims,
+        n,
+        ids,
+        row_of,
+        vecs,
+        has_vec,
+        dates,
+        nc,
+        cvecs,
+        crow,
+        cidx,
+        cstart,
+        cend,
+        ng,
+        gstart,
+        gevent,
+    )
+
+
 def build_event_view(dims: int, events: Sequence[NewEvent]) -> EventView:
     """A fresh view (fresh buffers) holding exactly ``events`` in order."""
     return append_events(empty_event_view(dims), events)
@@ -237,23 +293,29 @@ def build_entity_view(dims: int, items: Sequence[tuple[str, F32 | None]]) -> Ent
 def _top(scores: F32, mask: Mask, keys: Sequence[str], key_rows: I64 | None, limit: int) -> I64:
     """Positions of the best ``limit`` masked scores, ordered by (score DESC, key ASC).
 
-    ``argpartition`` finds the cut score; everything tied with it is kept so the id tie-break
-    is exact, then only that short list is sorted.
+    Masked-out scores become -inf (filters apply before the cut); ``argpartition`` finds the
+    cut score, everything tied with it is kept so the id tie-break is exact, and only that
+    short list is sorted.
     """
-    valid = np.flatnonzero(mask)
-    if limit <= 0 or valid.size == 0:
+    n = scores.shape[0]
+    count = int(np.count_nonzero(mask))
+    if limit <= 0 or count == 0:
         return np.zeros(0, dtype=np.int64)
-    vs = scores[valid]
-    if valid.size > limit:
-        cut = vs[np.argpartition(-vs, limit - 1)[limit - 1]]
-        keep = vs >= cut
-        valid, vs = valid[keep], vs[keep]
+    if count < n:
+        scores = np.where(mask, scores, np.float32(-np.inf))
+    k = min(limit, count)
+    if count > k:
+        cut = scores[np.argpartition(scores, n - k)[n - k :]].min()
+        cand = np.flatnonzero(scores >= cut)
+    else:
+        cand = np.flatnonzero(mask)
 
-    def key_of(pos: int) -> str:
-        return keys[int(key_rows[pos]) if key_rows is not None else pos]
+    def order_key(i: int) -> tuple[float, str]:
+        pos = int(cand[i])
+        return -float(scores[pos]), keys[int(key_rows[pos]) if key_rows is not None else pos]
 
-    order = sorted(range(valid.size), key=lambda i: (-float(vs[i]), key_of(int(valid[i]))))
-    return valid[np.asarray(order[:limit], dtype=np.int64)]
+    order = sorted(range(cand.size), key=order_key)[:k]
+    return cand[np.asarray(order, dtype=np.int64)]
 
 
 def event_mask(
