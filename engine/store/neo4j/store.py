@@ -197,11 +197,16 @@ class Neo4jStore:
             auth=(self.user, self._password),
             connection_timeout=self._timeout,
             connection_acquisition_timeout=self._timeout * 6,
-            max_transaction_retry_time=30.0,
+            max_transaction_retry_time=10.0,
             notifications_min_severity="WARNING",
         )
         try:
+            # verify_connectivity does not retry: a server that is down fails open() at once.
+            await self._driver.verify_connectivity()
             await self._ensure_schema()
+        except (ServiceUnavailable, SessionExpired, AuthError, OSError) as exc:
+            await self.close()
+            raise self._unavailable(exc) from exc
         except BaseException:
             await self.close()
             raise
