@@ -199,10 +199,13 @@ class Database:
         written = self._write(write.apply_save, plan)
         if written.meta is not None and written.meta.dimensions != self.events.dims:
             self._load_mirrors()  # first save fixes the dimension: rebuild at that width
-        else:
+            return written.result
+        try:
             self.events = append_events(self.events, written.events)
             for label, items in written.entities.items():
                 self.entities[label] = append_entities(self.entities[label], items)
+        except Exception:
+            self._load_mirrors()  # the commit stands; never leave the mirrors behind it
         return written.result
 
     def replace_vectors(self, vectors: VectorSet) -> None:

@@ -24,6 +24,7 @@ import asyncio
 import functools
 import os
 import re
+import sqlite3
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -99,6 +100,7 @@ class EmbeddedStore:
         self._db: Database | None = None
         self._writer: ThreadPoolExecutor | None = None
         self._compute: ThreadPoolExecutor | None = None
+        self._open_lock = asyncio.Lock()  # binds to no loop until first used
 
     @property
     def file(self) -> Path:
@@ -137,13 +139,24 @@ class EmbeddedStore:
 
     async def open(self) -> None:
         """Create the directory, database and tables if missing; load the vector mirrors."""
-        if self._db is not None:
-            return
+        async with self._open_lock:
+            if self._db is None:
+                await self._open()
+
+    async def _open(self) -> None:
         writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"mnemoql-db-{self.space}")
         db = Database(self.file, self._hint)
         try:
             await asyncio.get_running_loop().run_in_executor(writer, db.open)
+        except (OSError, sqlite3.Error) as exc:
+            writer.submit(db.close)
+            writer.shutdown(wait=False)
+            raise StoreUnavailable(
+                f"cannot open the embedded database {self.file}: {exc}",
+                zh=f"无法打开数据库：{self.file}",
+            ) from exc
         except BaseException:
+            writer.submit(db.close)
             writer.shutdown(wait=False)
             raise
         self._writer, self._db = writer, db

@@ -1,0 +1,71 @@
+"""What is particular to the embedded store: its file layout, spaces and lifecycle errors."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from engine.errors import InvalidInput, StoreUnavailable
+from engine.models import EMPTY_FILTERS
+from engine.store.embedded import EmbeddedStore
+from tests.store._builders import axis, save_one
+
+
+async def test_each_space_is_its_own_database_file(tmp_path: Path) -> None:
+    a, b = EmbeddedStore(tmp_path, "alpha"), EmbeddedStore(tmp_path, "beta")
+    await a.open()
+    await b.open()
+    try:
+        assert await save_one(a, axis(0)) == "event_1"
+        assert await save_one(a, axis(0)) == "event_2"
+        assert await save_one(b, axis(1)) == "event_1"
+        assert (await a.counts()).events == 2 and (await b.counts()).events == 1
+        hits = await b.route("summary", axis(0), EMPTY_FILTERS, frozenset(), 5)
+        assert [h.event_id for h in hits] == ["event_1"]
+        assert hits[0].score == pytest.approx(0.0, abs=1e-6)
+    finally:
+        await a.close()
+        await b.close()
+    assert sorted(p.name for p in tmp_path.glob("*.sqlite3")) == ["alpha.sqlite3", "beta.sqlite3"]
+
+
+async def test_the_database_uses_wal_and_foreign_keys(tmp_path: Path) -> None:
+    store = EmbeddedStore(tmp_path)
+    await store.open()
+    await save_one(store, axis(0))
+    await store.close()
+    with sqlite3.connect(store.file) as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
+
+
+@pytest.mark.parametrize("space", ["", "../escape", "a/b", "with space", "x" * 65, "-lead"])
+def test_unsafe_space_names_are_rejected(tmp_path: Path, space: str) -> None:
+    with pytest.raises(InvalidInput):
+        EmbeddedStore(tmp_path, space)
+
+
+async def test_use_before_open_and_after_close_is_a_coded_error(tmp_path: Path) -> None:
+    store = EmbeddedStore(tmp_path)
+    assert await store.ping() is False
+    with pytest.raises(StoreUnavailable):
+        await store.counts()
+    await store.open()
+    await store.open()  # idempotent
+    assert await store.ping() is True
+    await store.close()
+    await store.close()  # idempotent
+    assert await store.ping() is False
+    with pytest.raises(StoreUnavailable):
+        await store.route("summary", axis(0), EMPTY_FILTERS, frozenset(), 3)
+
+
+async def test_an_unopenable_location_is_store_unavailable(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    store = EmbeddedStore(blocker)
+    with pytest.raises(StoreUnavailable):
+        await store.open()
+    assert await store.ping() is False
