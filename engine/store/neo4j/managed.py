@@ -509,17 +509,20 @@ class ManagedNeo4j:
             pid = int(self.pid_path.read_text(encoding="utf-8").strip())
         except (FileNotFoundError, ValueError):
             return None
+        if self._proc is not None and self._proc.pid == pid:
+            return pid  # our own child, not yet exited
         if not _pid_alive(pid):
             return None
         # Guard against pid reuse: on Linux, check the process is our server for this home.
-        cmdline = Path(f"/proc/{pid}/cmdline")
-        if cmdline.exists():
-            try:
-                args = cmdline.read_bytes().split(b"\0")
-            except OSError:
-                return pid
-            if ENTRY_POINT.encode() not in args or f"--home-dir={self.home}".encode() not in args:
-                return None
+        # (An empty cmdline is a process between exec()s -- the java launcher re-execs.)
+        try:
+            args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            return pid
+        if args != [b""] and (
+            ENTRY_POINT.encode() not in args or f"--home-dir={self.home}".encode() not in args
+        ):
+            return None
         return pid
 
     def _wait_exit(self, pid: int, timeout: float) -> bool:
