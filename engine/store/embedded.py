@@ -1,9 +1,11 @@
 """The embedded store: SQLite for everything durable, numpy for exact cosine. The default.
 
 Layout
-    ``path`` is a directory; each memory *space* is its own database file
-    ``<path>/<space>.sqlite3`` (WAL mode, foreign keys on, busy timeout). Spaces therefore never
-    share a row, and one space is one file to back up. Tables: ``nodes`` (Event / Person /
+    One database file per memory *space* (WAL mode, foreign keys on, busy timeout), so spaces
+    never share a row and one space is one file to back up. ``path`` is either a directory,
+    holding ``<path>/<space>.sqlite3``, or a database file (suffix ``.db``, ``.sqlite`` or
+    ``.sqlite3``) used for the ``default`` space, with other spaces beside it as
+    ``<stem>-<space><suffix>``. Tables: ``nodes`` (Event / Person /
     Concept / Location, aliases as JSON, vectors as float32 BLOBs), ``relations`` (unique on
     type, source, target and -- for HAS_ATTITUDE -- the event it was stated in), ``chunks``
     (EventSource), ``names`` (normalised name/alias -> node), ``meta`` and ``idempotency``.
@@ -72,6 +74,7 @@ __all__ = ["EmbeddedStore"]
 P = ParamSpec("P")
 T = TypeVar("T")
 
+DB_SUFFIXES = frozenset({".db", ".sqlite", ".sqlite3"})
 SPACE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 # Below this many matrix cells the maths is cheaper than a hop to the compute pool.
 _INLINE_CELLS = 1 << 18
@@ -81,8 +84,9 @@ class EmbeddedStore:
     """SQLite + numpy implementation of ``engine.store.base.Store`` for one space.
 
     Args:
-        path: directory holding the memory; created by ``open()`` if missing.
-        space: the memory space; its database file is ``<path>/<space>.sqlite3``.
+        path: a directory holding one ``<space>.sqlite3`` per space, or a ``.db`` /
+            ``.sqlite`` / ``.sqlite3`` file for the default space; created by ``open()``.
+        space: the memory space (1-64 letters, digits, ``_`` or ``-``).
         dimensions_hint: vector width to use before MemoryMeta exists (MemoryMeta wins).
     """
 
@@ -104,7 +108,11 @@ class EmbeddedStore:
 
     @property
     def file(self) -> Path:
-        """The SQLite database file of this space."""
+        """The SQLite database file of this space (see the module docstring)."""
+        if self.path.suffix.lower() in DB_SUFFIXES:
+            if self.space == "default":
+                return self.path
+            return self.path.with_name(f"{self.path.stem}-{self.space}{self.path.suffix}")
         return self.path / f"{self.space}.sqlite3"
 
     def __repr__(self) -> str:

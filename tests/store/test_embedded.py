@@ -31,6 +31,21 @@ async def test_each_space_is_its_own_database_file(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.glob("*.sqlite3")) == ["alpha.sqlite3", "beta.sqlite3"]
 
 
+async def test_a_database_file_path_holds_the_default_space(tmp_path: Path) -> None:
+    default = EmbeddedStore(tmp_path / "memory.db")
+    other = EmbeddedStore(tmp_path / "memory.db", "work")
+    assert (default.file, other.file) == (tmp_path / "memory.db", tmp_path / "memory-work.db")
+    await default.open()
+    await other.open()
+    try:
+        await save_one(default, axis(0))
+        assert (await other.counts()).events == 0
+    finally:
+        await default.close()
+        await other.close()
+    assert (tmp_path / "memory.db").is_file()
+
+
 async def test_the_database_uses_wal_and_foreign_keys(tmp_path: Path) -> None:
     store = EmbeddedStore(tmp_path)
     await store.open()
