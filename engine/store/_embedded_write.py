@@ -20,6 +20,7 @@ from engine.models import (
     EventDraft,
     MemoryMeta,
     NodeLabel,
+    RelationDraft,
     SavePlan,
     SaveResult,
     VectorSet,
@@ -158,7 +159,7 @@ def apply_save(conn: sqlite3.Connection, plan: SavePlan) -> Written:
         labels[node_id] = ent.label
     out.result.merged = list(merged.items())
     for rel in plan.relations:
-        _insert_relation(conn, rel.type, rel.source, rel.target, rel.props, out.result.refs, labels)
+        _insert_relation(conn, rel, out.result.refs, labels)
     if plan.idempotency_key is not None:
         conn.execute(
             "INSERT INTO idempotency (key, result, created_at) VALUES (?, ?, ?)",
@@ -303,13 +304,11 @@ def _merge_entity(
 
 def _insert_relation(
     conn: sqlite3.Connection,
-    rel_type: str,
-    source: str,
-    target: str,
-    props: dict[str, Any],
+    draft: RelationDraft,
     refs: dict[str, str],
     labels: dict[str, NodeLabel],
 ) -> None:
+    rel_type, source, target = draft.type, draft.source, draft.target
     if rel_type not in REL_TYPES:
         raise InvalidInput(f"unknown relationship type {rel_type!r}")
     ends = []
@@ -328,11 +327,14 @@ def _insert_relation(
     allowed_src, allowed_dst = REL_ENDS[rel_type]
     if labels[ends[0]] not in allowed_src or labels[ends[1]] not in allowed_dst:
         raise InvalidInput(f"{rel_type} cannot connect a {labels[ends[0]]} to a {labels[ends[1]]}")
-    clean = {k: v for k, v in props.items() if v is not None}
+    clean = {k: v for k, v in draft.props.items() if v is not None}
     event_key = ""
-    if rel_type == "HAS_ATTITUDE" and "event_id" in clean:
-        clean["event_id"] = refs.get(str(clean["event_id"]), str(clean["event_id"]))
-        event_key = clean["event_id"]
+    if rel_type == "HAS_ATTITUDE":
+        # event_ref names the event by draft ref (or existing id); a ref left in
+        # props["event_id"] is resolved the same way
+        stated_in = draft.event_ref if draft.event_ref is not None else clean.get("event_id")
+        if stated_in is not None:
+            clean["event_id"] = event_key = refs.get(str(stated_in), str(stated_in))
     conn.execute(
         "INSERT INTO relations (type, source, target, event_key, props) VALUES (?, ?, ?, ?, ?) "
         "ON CONFLICT DO NOTHING",

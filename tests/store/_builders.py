@@ -111,8 +111,11 @@ def location(
     return entity(ref, "Location", name, aliases, vector, **kw)
 
 
-def rel(kind: RelType, source: str, target: str, **props: Any) -> RelationDraft:
-    return RelationDraft(kind, source, target, dict(props))
+def rel(
+    kind: RelType, source: str, target: str, *, event_ref: str | None = None, **props: Any
+) -> RelationDraft:
+    """A relation draft; ``event_ref`` names the event a HAS_ATTITUDE was stated in."""
+    return RelationDraft(kind, source, target, dict(props), event_ref=event_ref)
 
 
 def plan(

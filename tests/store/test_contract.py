@@ -240,9 +240,9 @@ async def test_repeated_relations_are_stored_once(store: Store) -> None:
                 rel("PARTICIPATED_IN", "p", "e1", role="host"),
                 rel("PARTICIPATED_IN", "p", "e1", role="host"),
                 # one attitude per event it was stated in
-                rel("HAS_ATTITUDE", "p", "c", attitude="likes", event_id="e1"),
-                rel("HAS_ATTITUDE", "p", "c", attitude="likes", event_id="e1"),
-                rel("HAS_ATTITUDE", "p", "c", attitude="loves", event_id="e2"),
+                rel("HAS_ATTITUDE", "p", "c", attitude="likes", event_ref="e1"),
+                rel("HAS_ATTITUDE", "p", "c", attitude="likes", event_ref="e1"),
+                rel("HAS_ATTITUDE", "p", "c", attitude="loves", event_ref="e2"),
             ],
         )
     )
@@ -250,7 +250,7 @@ async def test_repeated_relations_are_stored_once(store: Store) -> None:
     attitudes = (await store.neighbours([result.refs["p"]], "HAS_ATTITUDE", "out", 10))[
         result.refs["p"]
     ]
-    # the event ref inside the props is resolved to the event's id
+    # event_ref is resolved to the id allocated for that event
     assert sorted(n.rel.properties["event_id"] for n in attitudes) == ["event_1", "event_2"]
     assert {n.rel.properties["attitude"] for n in attitudes} == {"likes", "loves"}
 
@@ -437,8 +437,8 @@ async def test_forget_deletes_the_event_and_prunes_orphaned_entities(store: Stor
                 rel("MENTIONS", "e1", "c"),
                 rel("OCCURRED_AT", "e1", "l"),
                 # attitudes stated in e1 go with it, whether or not their ends survive
-                rel("HAS_ATTITUDE", "alice", "bob", attitude="trusts", event_id="e1"),
-                rel("HAS_ATTITUDE", "alice", "carol", attitude="admires", event_id="e1"),
+                rel("HAS_ATTITUDE", "alice", "bob", attitude="trusts", event_ref="e1"),
+                rel("HAS_ATTITUDE", "alice", "carol", attitude="admires", event_ref="e1"),
             ],
         )
     )

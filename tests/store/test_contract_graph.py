@@ -277,8 +277,8 @@ async def _star(store: Store) -> dict[str, str]:
                 rel("MENTIONS", "e1", "g"),
                 rel("OCCURRED_AT", "e1", "l"),
                 rel("PARTICIPATED_IN", "a", "e2"),
-                rel("HAS_ATTITUDE", "a", "g", attitude="likes", event_id="e1"),
-                rel("HAS_ATTITUDE", "a", "b", attitude="trusts", event_id="e2"),
+                rel("HAS_ATTITUDE", "a", "g", attitude="likes", event_ref="e1"),
+                rel("HAS_ATTITUDE", "a", "b", attitude="trusts", event_ref="e2"),
             ],
         )
     )

@@ -136,7 +136,7 @@ async def _entity_world(store: Store) -> dict[str, str]:
                 rel("MENTIONS", "e3", "g"),
                 rel("PARTICIPATED_IN", "b", "e4"),
                 # an attitude is not adjacency: it must not make e4 pass a Graph filter
-                rel("HAS_ATTITUDE", "b", "g", attitude="dislikes", event_id="e4"),
+                rel("HAS_ATTITUDE", "b", "g", attitude="dislikes", event_ref="e4"),
             ],
         )
     )
