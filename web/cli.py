@@ -128,6 +128,12 @@ def cmd_import(args: argparse.Namespace) -> int:
     return asyncio.run(_import(_settings(args), Path(args.file), args.concurrency))
 
 
+def cmd_demo(args: argparse.Namespace) -> int:
+    from web.demo import serve_demo
+
+    return serve_demo(args)
+
+
 def cmd_neo4j(args: argparse.Namespace) -> int:
     from engine.store.neo4j.managed import main as managed_main
 
@@ -156,6 +162,12 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("file")
     i.add_argument("--concurrency", type=int, default=4)
     i.set_defaults(func=cmd_import)
+
+    d = sub.add_parser("demo", help="load a small sample memory into its own data dir and serve it")
+    d.add_argument("--data-dir", help="where the demo memory lives (default: <data dir>/demo)")
+    d.add_argument("--port", type=int)
+    d.add_argument("--log-level", default="warning")
+    d.set_defaults(func=cmd_demo)
 
     n = sub.add_parser("neo4j", help="a managed local Neo4j: install | start | stop | status")
     common(n)
