@@ -62,16 +62,14 @@ def offline_settings(data_dir: Path, **overrides: Any) -> Settings:
 
 def fake_model_settings(data_dir: Path, url: str, **overrides: Any) -> Settings:
     """Every model call goes over HTTP to the fake OpenAI-compatible server at ``url``."""
-    return load_settings(
-        {},
-        data_dir=data_dir,
-        extraction={
+    groups: dict[str, Any] = {
+        "extraction": {
             "base_url": f"{url}/v1",
             "api_key": "sk-extract-SECRET",
             "timeout_s": 0.5,
             "retries": 1,
         },
-        embedding={
+        "embedding": {
             "provider": "openai",
             "base_url": f"{url}/v1",
             "api_key": "sk-embed-SECRET",
@@ -80,9 +78,14 @@ def fake_model_settings(data_dir: Path, url: str, **overrides: Any) -> Settings:
             "timeout_s": 0.5,
             "retries": 1,
         },
-        alignment={"enabled": False},
-        **overrides,
-    )
+        "alignment": {"enabled": False},
+    }
+    for key, value in overrides.items():
+        if isinstance(value, dict) and key in groups:
+            groups[key] = {**groups[key], **value}
+        else:
+            groups[key] = value
+    return load_settings({}, data_dir=data_dir, **groups)
 
 
 @pytest.fixture

@@ -1,0 +1,52 @@
+"""The mnemoql command: import with a progress bar."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _run(*args: str, data_dir: Path) -> subprocess.CompletedProcess[str]:
+    env = {
+        **os.environ,
+        "MNEMOQL_EMBEDDING__PROVIDER": "hashing",
+        "MNEMOQL_DATA_DIR": str(data_dir),
+    }
+    env.pop("DEEPSEEK_API_KEY", None)
+    return subprocess.run(
+        [sys.executable, "-m", "web.cli", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_import_saves_every_line_and_reports_progress(tmp_path: Path) -> None:
+    lines = [
+        {"content": f"Alice wrote note {i} in Berlin.", "idempotency_key": f"k{i}"}
+        for i in range(12)
+    ]
+    lines.append({"content": "第三章第二条", "id": "book_ch3_e02"})
+    src = tmp_path / "in.jsonl"
+    src.write_text("\n".join(json.dumps(x, ensure_ascii=False) for x in lines), encoding="utf-8")
+    data = tmp_path / "data"
+    first = _run("import", str(src), data_dir=data)
+    assert first.returncode == 0, first.stderr
+    assert "13/13 saved, 0 failed" in first.stderr
+    again = _run("import", str(src), data_dir=data)  # idempotency keys: no duplicates
+    assert again.returncode == 1  # the caller id exists already: reported, not fatal for the rest
+    assert "CONFLICT" in again.stderr and "12/13" not in again.stderr
+
+
+def test_import_rejects_a_malformed_line_before_writing(tmp_path: Path) -> None:
+    src = tmp_path / "bad.jsonl"
+    src.write_text('{"content": "ok"}\n{"contnt": "typo"}\n', encoding="utf-8")
+    out = _run("import", str(src), data_dir=tmp_path / "d")
+    assert out.returncode == 2 and "bad.jsonl:2" in out.stderr
