@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from engine.text import chunk_ranges, content_hash, normalise_name, text_hash
@@ -33,7 +35,7 @@ def test_chunks_count_code_points_not_bytes_or_utf16_units() -> None:
 def test_every_chunk_overlaps_the_next_by_120() -> None:
     ranges = chunk_ranges(10_000)
     assert ranges[0][0] == 0 and ranges[-1][1] == 10_000
-    for (s1, e1), (s2, _) in zip(ranges, ranges[1:], strict=False):
+    for (s1, e1), (s2, _) in itertools.pairwise(ranges):
         assert e1 - s2 == 120 and e1 - s1 == 800
 
 
