@@ -131,7 +131,10 @@ def main(argv: list[str] | None = None) -> int:
     r = asyncio.run(run(args))
     cmd = "python -m bench.save_throughput " + " ".join(argv or sys.argv[1:])
     print(f"`{cmd}`\n")
-    print("| embedder | saves | events | saves/s | events/s | embedder alone, saves/s | save / embedder-alone |")
+    print(
+        "| embedder | saves | events | saves/s | events/s "
+        "| embedder alone, saves/s | save / embedder-alone |"
+    )
     print("|---|---|---|---|---|---|---|")
     print(
         f"| {args.embedder} | {r['saves']} | {r['events']} | {r['saves_per_s']:.1f} | "
