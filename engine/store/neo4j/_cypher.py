@@ -8,9 +8,10 @@ through ``label()`` / ``entity_label()``, which reject anything outside those li
 Every node carries a ``space`` property; ``(space, id)`` is unique per label, so one database
 holds many memory spaces. Helper properties: ``num`` (N of an allocated ``prefix_N`` id, what
 the allocator takes max() of), ``seq`` (insertion order within the space), ``norm_names``
-(normalised name and aliases, for entity merging and ``entity_filter``) and ``embedding_zero``
-(set when a vector has no direction: ``vector.similarity.cosine`` rejects those, and they
-score as raw cosine 0, as in the embedded store).
+(normalised name and aliases, for entity merging and ``entity_filter``), ``embedding_dims``
+(the vector's width: checking an integer is much cheaper than ``size()`` of a list property)
+and ``embedding_zero`` (set when a vector has no direction: ``vector.similarity.cosine``
+rejects those, and they score as raw cosine 0, as in the embedded store).
 """
 
 from __future__ import annotations
@@ -200,7 +201,8 @@ UNWIND $rows AS r
 CREATE (e:Event {space: $space, id: r.id, num: r.num, seq: r.seq, summary: r.summary,
                  content: r.content, time: r.time, create_time: $create_time,
                  create_date: $create_date, content_hash: r.content_hash,
-                 embedding: r.embedding, embedding_zero: r.zero})
+                 embedding: r.embedding, embedding_zero: r.zero,
+                 embedding_dims: r.dims})
 """
 CREATE_CHUNKS: Final = """
 UNWIND $rows AS r
@@ -208,14 +210,16 @@ MATCH (e:Event {space: $space, id: r.event_id})
 CREATE (c:EventSource {space: $space, id: r.event_id + '#' + toString(r.chunk_index),
                        event_id: r.event_id, chunk_index: r.chunk_index, start: r.start,
                        end: r.end, text: r.text, text_hash: r.text_hash,
-                       embedding: r.embedding, embedding_zero: r.zero})
+                       embedding: r.embedding, embedding_zero: r.zero,
+                 embedding_dims: r.dims})
 """
 CREATE_ENTITIES: Final[dict[EntityLabel, str]] = {
     lbl: f"""
 UNWIND $rows AS r
 CREATE (n:{lbl} {{space: $space, id: r.id, num: r.num, seq: r.seq, name: r.name,
                  aliases: r.aliases, norm_names: r.norm_names, description: r.description,
-                 create_time: $create_time, embedding: r.embedding, embedding_zero: r.zero}})
+                 create_time: $create_time, embedding: r.embedding, embedding_zero: r.zero,
+                 embedding_dims: r.dims}})
 """
     for lbl in ENTITY_LABELS
 }
@@ -231,7 +235,7 @@ SET n.aliases = $aliases, n.norm_names = $norm_names
 FILL_VECTOR: Final = """
 MATCH (n:Person|Concept|Location {space: $space, id: $id})
 WHERE n.embedding IS NULL
-SET n.embedding = $embedding, n.embedding_zero = $zero
+SET n.embedding = $embedding, n.embedding_zero = $zero, n.embedding_dims = $dims
 """
 
 
@@ -278,12 +282,12 @@ MERGE_REL: Final[dict[tuple[NodeLabel, RelType, NodeLabel], str]] = {
 
 CLEAR_VECTORS: Final[dict[NodeLabel, str]] = {
     lbl: f"MATCH (n:{lbl}) WHERE n.space = $space AND n.embedding IS NOT NULL "
-    "REMOVE n.embedding, n.embedding_zero"
+    "REMOVE n.embedding, n.embedding_zero, n.embedding_dims"
     for lbl in NODE_LABELS
 }
 SET_VECTORS: Final[dict[NodeLabel, str]] = {
     lbl: f"UNWIND $rows AS r MATCH (n:{lbl} {{space: $space, id: r.id}}) "
-    "SET n.embedding = r.embedding, n.embedding_zero = r.zero"
+    "SET n.embedding = r.embedding, n.embedding_zero = r.zero, n.embedding_dims = r.dims"
     for lbl in NODE_LABELS
 }
 DELETE_CHUNKS: Final = (
@@ -318,7 +322,7 @@ ENTITY_TOP: Final[dict[EntityLabel, str]] = {
     lbl: f"""
 MATCH (n:{lbl})
 WHERE n.space = $space AND n.id IS NOT NULL
-  AND n.embedding IS NOT NULL AND size(n.embedding) = $d
+  AND n.embedding_dims = $d
 WITH n, 2 * ({_SCORE_ENTITY}) - 1 AS s
 WHERE $min IS NULL OR s >= $min
 ORDER BY s DESC, n.id
@@ -348,7 +352,7 @@ _SCORE = (
 def _summary_route(head: str) -> str:
     return f"""
 {head}
-  AND e.embedding IS NOT NULL AND size(e.embedding) = $d{_EVENT_FILTERS}
+  AND e.embedding_dims = $d{_EVENT_FILTERS}
 WITH e, {_SCORE.format(v="e")} AS s
 ORDER BY s DESC, e.id
 LIMIT $limit
@@ -360,7 +364,7 @@ def _chunk_route(head: str) -> str:
     return f"""
 {head}{_EVENT_FILTERS}
 MATCH (c:EventSource {{space: $space, event_id: e.id}})
-WHERE c.embedding IS NOT NULL AND size(c.embedding) = $d
+WHERE c.embedding_dims = $d
 WITH e, c, {_SCORE.format(v="c")} AS s
 ORDER BY s DESC, c.chunk_index
 WITH e, collect({{i: c.chunk_index, start: c.start, end: c.end, s: s}})[0] AS best

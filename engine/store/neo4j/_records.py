@@ -60,6 +60,12 @@ def vec_param(vector: Any) -> tuple[list[float] | None, bool | None]:
     return v.astype(np.float64).tolist(), True
 
 
+def vector_fields(vector: Any) -> dict[str, Any]:
+    """The row fields a stored vector is written from: embedding, zero flag, dims."""
+    values, zero = vec_param(vector)
+    return {"embedding": values, "zero": zero, "dims": None if values is None else len(values)}
+
+
 def to_vector(value: Any) -> Vector | None:
     return None if value is None else np.asarray(value, dtype=np.float32)
 

@@ -60,11 +60,10 @@ async def create_chunks(
     """EventSource nodes for (event id, chunk) pairs; chunks of unknown events are skipped."""
     rows = []
     for event_id, c in chunks:
-        values, zero = rec.vec_param(c.embedding)
         rows.append({
             "event_id": event_id, "chunk_index": c.chunk_index, "start": c.start,
             "end": c.end, "text": c.text, "text_hash": c.text_hash,
-            "embedding": values, "zero": zero,
+            **rec.vector_fields(c.embedding),
         })  # fmt: skip
     for batch in rec.batches(rows):
         await run(tx, space, q.CREATE_CHUNKS, rows=batch)
@@ -167,11 +166,10 @@ class SaveTx:
                 node_id, num = ev.given_id, rec.allocation_number(ev.given_id)
             else:
                 node_id, num = await self._take("Event")
-            values, zero = rec.vec_param(ev.embedding)
             rows.append({
                 "id": node_id, "num": num, "seq": self._take_seq(), "summary": ev.summary,
                 "content": ev.content, "time": ev.time, "content_hash": ev.content_hash,
-                "embedding": values, "zero": zero,
+                **rec.vector_fields(ev.embedding),
             })  # fmt: skip
             chunks += [(node_id, c) for c in ev.chunks]
             self.result.event_ids.append(node_id)
@@ -193,11 +191,10 @@ class SaveTx:
             else:
                 node_id, num = await self._take(ent.label)
                 aliases = rec.clean_aliases(ent.name, ent.aliases, set())
-                values, zero = rec.vec_param(ent.embedding)
                 rows[ent.label].append({
                     "id": node_id, "num": num, "seq": self._take_seq(), "name": ent.name,
                     "aliases": aliases, "norm_names": rec.norm_names([ent.name, *aliases]),
-                    "description": ent.description, "embedding": values, "zero": zero,
+                    "description": ent.description, **rec.vector_fields(ent.embedding),
                 })  # fmt: skip
                 self.result.created.setdefault(ent.label, []).append(node_id)
             self.result.refs[ent.ref] = node_id
@@ -229,9 +226,8 @@ class SaveTx:
                 aliases=aliases,
                 norm_names=rec.norm_names([row["name"] or "", *aliases]),
             )
-        values, zero = rec.vec_param(ent.embedding)
-        if row["no_vector"] and values is not None:  # merged nodes keep their vector
-            await self._q(q.FILL_VECTOR, id=node_id, embedding=values, zero=zero)
+        if row["no_vector"] and ent.embedding is not None:  # merged nodes keep their vector
+            await self._q(q.FILL_VECTOR, id=node_id, **rec.vector_fields(ent.embedding))
         merged.setdefault(node_id, []).extend(added)
         return node_id
 
@@ -287,13 +283,11 @@ async def replace_vectors(tx: AsyncManagedTransaction, space: str, vectors: Vect
     labels = await labels_of(tx, space, list(vectors.entities))
     by_label: dict[NodeLabel, list[dict[str, Any]]] = {lbl: [] for lbl in NODE_LABELS}
     for node_id, v in vectors.events.items():
-        values, zero = rec.vec_param(v)
-        by_label["Event"].append({"id": node_id, "embedding": values, "zero": zero})
+        by_label["Event"].append({"id": node_id, **rec.vector_fields(v)})
     for node_id, v in vectors.entities.items():
         lbl = labels.get(node_id)
         if lbl is not None and lbl != "Event":
-            values, zero = rec.vec_param(v)
-            by_label[lbl].append({"id": node_id, "embedding": values, "zero": zero})
+            by_label[lbl].append({"id": node_id, **rec.vector_fields(v)})
     for lbl, rows in by_label.items():
         for batch in rec.batches(rows):
             await run(tx, space, q.SET_VECTORS[lbl], rows=batch)
