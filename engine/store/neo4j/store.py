@@ -29,7 +29,13 @@ import re
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
-from neo4j import AsyncDriver, AsyncGraphDatabase, AsyncManagedTransaction, RoutingControl
+from neo4j import (
+    AsyncDriver,
+    AsyncGraphDatabase,
+    AsyncManagedTransaction,
+    AsyncSession,
+    RoutingControl,
+)
 from neo4j.exceptions import AuthError, ClientError, ServiceUnavailable, SessionExpired
 
 from engine.errors import InvalidInput, StoreUnavailable
@@ -159,17 +165,24 @@ class Neo4jStore:
             raise self._unavailable(exc) from exc
         return [r.data() for r in result.records]
 
+    def _session(self) -> AsyncSession:
+        # Share execute_query's bookmarks: on a cluster, a read after a write sees the write.
+        driver = self.driver
+        return driver.session(
+            database=self.database, bookmark_manager=driver.execute_query_bookmark_manager
+        )
+
     async def _write(self, fn: TxFn[T]) -> T:
         """``fn`` as one write transaction; any exception rolls everything back."""
         try:
-            async with self.driver.session(database=self.database) as session:
+            async with self._session() as session:
                 return await session.execute_write(fn)
         except (ServiceUnavailable, SessionExpired, AuthError) as exc:
             raise self._unavailable(exc) from exc
 
     async def _read(self, fn: TxFn[T]) -> T:
         try:
-            async with self.driver.session(database=self.database) as session:
+            async with self._session() as session:
                 return await session.execute_read(fn)
         except (ServiceUnavailable, SessionExpired, AuthError) as exc:
             raise self._unavailable(exc) from exc
@@ -177,7 +190,7 @@ class Neo4jStore:
     async def _schema(self, statement: str, params: dict[str, Any] | None = None) -> None:
         """A schema statement in its own auto-commit transaction."""
         try:
-            async with self.driver.session(database=self.database) as session:
+            async with self._session() as session:
                 result = await session.run(statement, params or {})
                 await result.consume()
         except ClientError as exc:
