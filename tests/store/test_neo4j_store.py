@@ -231,3 +231,12 @@ async def test_wrong_credentials_surface_as_store_unavailable(neo4j_available: N
     with pytest.raises(StoreUnavailable) as err:
         await store.open()
     assert "credentials" in err.value.message and "wrong" not in err.value.message
+
+
+async def test_an_unknown_database_is_store_unavailable(neo4j_available: None) -> None:
+    target = factory_neo4j.target()
+    assert target is not None
+    store = Neo4jStore(target.uri, target.user, target.password, "nosuchdb", space="x")
+    with pytest.raises(StoreUnavailable) as err:
+        await store.open()
+    assert "nosuchdb" in err.value.message

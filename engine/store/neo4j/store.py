@@ -220,6 +220,15 @@ class Neo4jStore:
         except (ServiceUnavailable, SessionExpired, AuthError, OSError) as exc:
             await self.close()
             raise self._unavailable(exc) from exc
+        except ClientError as exc:
+            await self.close()
+            if exc.code == "Neo.ClientError.Database.DatabaseNotFound":
+                raise StoreUnavailable(
+                    f"Neo4j at {self.uri} has no database {self.database!r}; create it or "
+                    "leave the database unset to use the server's default",
+                    zh="Neo4j 数据库不存在",
+                ) from exc
+            raise
         except BaseException:
             await self.close()
             raise
