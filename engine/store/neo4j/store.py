@@ -5,9 +5,10 @@ Layout
     node so one database holds many memory spaces: uniqueness is on ``(space, id)`` per label
     (composite uniqueness constraints exist in Community Edition) and every query is scoped
     by space. Vectors are LIST<FLOAT> properties, L2-normalised on write like the embedded
-    store. The four vector indexes of SPEC §1.2 are database-wide (one per label/property);
-    retrieval never uses them -- it scores exactly with ``vector.similarity.cosine`` and
-    converts its (1+cos)/2 back to raw cosine.
+    store. Retrieval scores exactly with ``vector.similarity.cosine`` and converts its
+    (1+cos)/2 back to raw cosine. The four vector indexes of SPEC §1.2 exist (created at the
+    first save, rebuilt by re-vectorize) but retrieval does not use them; they are
+    database-wide, so with spaces of different widths the last re-vectorize sets their width.
 
 Transactions
     Each write is one managed transaction (``execute_write`` retries transient failures, so
