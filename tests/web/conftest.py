@@ -2,7 +2,8 @@
 
 Browser tests need Playwright for Python (``pip install playwright``; never ``playwright
 install``) and a system Chromium at ``/usr/bin/chromium`` (Debian: ``apt-get install chromium``).
-Without them they skip, except when ``CI=true`` or ``MNEMOQL_REQUIRE_BROWSER=1``: then they fail.
+A Chinese font (Debian: ``fonts-wqy-microhei``) makes the screenshots legible; without one the
+tests still pass and warn. Without Playwright or Chromium they skip, except when ``CI=true`` or ``MNEMOQL_REQUIRE_BROWSER=1``: then they fail.
 """
 
 from __future__ import annotations
@@ -10,8 +11,10 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import subprocess
 import threading
 import time
+import warnings
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -67,10 +70,38 @@ def need_browser() -> None:
     pytest.skip(reason)
 
 
+def cjk_font_missing() -> bool:
+    """True when fontconfig knows no Chinese font: screenshots then show CJK text as boxes."""
+    fc_list = shutil.which("fc-list")
+    if fc_list is None:
+        return False
+    found = subprocess.run([fc_list, ":lang=zh"], capture_output=True, text=True, check=False)
+    return not found.stdout.strip()
+
+
 def record_screenshot(path: Path) -> None:
     """Remember a screenshot for the end-of-run summary, and print it with the test's output."""
     _screenshots.append(path)
     print(f"screenshot: {path}")
+    if len(_screenshots) == 1 and cjk_font_missing():
+        warnings.warn(
+            "no Chinese font is installed, so the screenshots show CJK text as boxes "
+            "(Debian: apt-get install fonts-wqy-microhei)",
+            stacklevel=2,
+        )
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """Keep each phase's report on the item, so a fixture can tell that its test failed."""
+    outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    setattr(item, f"report_{report.when}", report)
+
+
+def call_failed(request: pytest.FixtureRequest) -> bool:
+    report = getattr(request.node, "report_call", None)
+    return report is None or report.failed
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
