@@ -8,7 +8,9 @@ Our own variables are ``MNEMOQL_*`` with ``__`` between group and field
 
 from __future__ import annotations
 
+import json
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -79,7 +81,58 @@ class Limits(BaseModel):
     max_save_many: int = Field(default=500, ge=1)
     max_query_depth: int = Field(default=12, ge=2)
     max_aliases: int = Field(default=30, ge=1)
-    max_body_bytes: int = Field(default=8 * 1024 * 1024, ge=1024)
+    # 16 MiB: room for max_content_chars of CJK text even when a client \u-escapes it.
+    max_body_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
+    max_query_tokens: int = Field(default=5000, ge=10)
+    # Per-request time limits; mutations (save with slow models, revectorize) get longer.
+    query_timeout_s: float = Field(default=30.0, gt=0)
+    mutation_timeout_s: float = Field(default=600.0, gt=0)
+
+
+SPACE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+Scope = Literal["read", "write"]
+
+
+class TokenGrant(BaseModel):
+    """One bearer token: the memory space it belongs to and what it may do there."""
+
+    token: SecretStr
+    space: str = "default"
+    scopes: frozenset[Scope] = frozenset({"read"})
+
+    @field_validator("token")
+    @classmethod
+    def _long_enough(cls, v: SecretStr) -> SecretStr:
+        if len(v.get_secret_value().strip()) < 16:
+            raise ValueError("a token must have at least 16 characters")
+        return SecretStr(v.get_secret_value().strip())
+
+    @field_validator("scopes")
+    @classmethod
+    def _some_scope(cls, v: frozenset[Scope]) -> frozenset[Scope]:
+        if not v:
+            raise ValueError("a token needs at least one scope: read, write or both")
+        return v
+
+    @field_validator("space")
+    @classmethod
+    def _space_name(cls, v: str) -> str:
+        if not SPACE_NAME.match(v):
+            raise ValueError(f"space {v!r} is not allowed: use 1-64 letters, digits, '_' or '-'")
+        return v
+
+
+class AuthSettings(BaseModel):
+    """Bearer tokens (``MNEMOQL_AUTH__TOKENS`` as JSON, or a JSON file); none means open access
+    on loopback only."""
+
+    tokens: list[TokenGrant] = Field(default_factory=list)
+    tokens_file: Path | None = None
+
+    @field_validator("tokens", mode="before")
+    @classmethod
+    def _json(cls, v: Any) -> Any:
+        return json.loads(v) if isinstance(v, str) else v
 
 
 class Settings(BaseSettings):
@@ -92,6 +145,8 @@ class Settings(BaseSettings):
     data_dir: Path = Field(default_factory=default_data_dir)
     host: str = "127.0.0.1"
     port: int = 8000
+    # Serving on a non-loopback address without tokens needs this (``--allow-public``).
+    allow_public: bool = False
     store: Literal["embedded", "neo4j"] = "embedded"
     timezone: str = "Asia/Shanghai"
     extraction: ExtractionSettings = Field(default_factory=ExtractionSettings)
@@ -99,6 +154,7 @@ class Settings(BaseSettings):
     alignment: AlignmentSettings = Field(default_factory=AlignmentSettings)
     neo4j: Neo4jSettings = Field(default_factory=Neo4jSettings)
     limits: Limits = Field(default_factory=Limits)
+    auth: AuthSettings = Field(default_factory=AuthSettings)
 
 
 # alias name -> (group, field); group None means a top-level field

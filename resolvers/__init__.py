@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
-import strawberry
-from strawberry.extensions import MaxAliasesLimiter, QueryDepthLimiter
+from collections.abc import Callable, Sequence
 
+import strawberry
+from strawberry.extensions import (
+    MaxAliasesLimiter,
+    MaxTokensLimiter,
+    QueryDepthLimiter,
+    SchemaExtension,
+)
+
+from resolvers.context import ScopeGuard
 from resolvers.evidence import EvidenceQuery
 from resolvers.mutation import MemoryMutation, MemorySubscription
 from resolvers.query import GraphQuery
@@ -27,7 +35,17 @@ class Subscription(MemorySubscription):
     pass
 
 
-def build_schema(*, max_depth: int = 12, max_aliases: int = 30) -> strawberry.Schema:
+def build_schema(
+    *,
+    max_depth: int = 12,
+    max_aliases: int = 30,
+    max_tokens: int = 5000,
+    extensions: Sequence[Callable[[], SchemaExtension]] = (),
+) -> strawberry.Schema:
+    """The schema with its guards: depth, alias and token limits, the scope check, coded errors.
+
+    ``extensions`` are added before the error mapping (the web layer adds its deadline).
+    """
     return strawberry.Schema(
         query=Query,
         mutation=Mutation,
@@ -36,6 +54,9 @@ def build_schema(*, max_depth: int = 12, max_aliases: int = 30) -> strawberry.Sc
         extensions=[
             lambda: QueryDepthLimiter(max_depth=max_depth),
             lambda: MaxAliasesLimiter(max_alias_count=max_aliases),
+            lambda: MaxTokensLimiter(max_token_count=max_tokens),
+            ScopeGuard,
+            *extensions,
             CodedErrors,
         ],
     )

@@ -1,13 +1,17 @@
-"""The per-request context: the memory of the caller's space and fresh DataLoaders."""
+"""The per-request context -- the memory of the caller's space, its scopes, fresh DataLoaders --
+and the one check of those scopes."""
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Sequence
 
+from graphql import ExecutionResult, GraphQLError
 from strawberry.dataloader import DataLoader
+from strawberry.extensions import SchemaExtension
+from strawberry.types.graphql import OperationType
 
+from engine.errors import Forbidden, MnemoError, Unauthorized
 from engine.memory import Memory
 from engine.models import Chunk, Direction, Neighbour, Node, RelType
 
@@ -54,12 +58,90 @@ class RequestLoaders:
         return [rows.get(i, []) for i in ids]
 
 
-@dataclass
-class RequestContext:
-    memory: Memory
-    session: str | None = None
-    scopes: frozenset[str] = frozenset({"read", "write"})
-    loaders: RequestLoaders = field(init=False)
+ALL_SCOPES: frozenset[str] = frozenset({"read", "write"})
 
-    def __post_init__(self) -> None:
-        self.loaders = RequestLoaders(self.memory)
+
+class RequestContext:
+    """What one request may use: the memory of its space, its scopes and its DataLoaders.
+
+    A context can start unbound (a websocket before ``connection_init``, the GraphiQL page);
+    ``bind`` attaches the memory once the caller is known. ``failure`` holds an error met while
+    binding (a space whose store cannot be opened); ``ScopeGuard`` returns it instead of running
+    the operation.
+    """
+
+    def __init__(
+        self,
+        memory: Memory | None,
+        session: str | None = None,
+        *,
+        space: str = "default",
+        scopes: frozenset[str] = ALL_SCOPES,
+        failure: MnemoError | None = None,
+    ) -> None:
+        self._memory = memory
+        self.session = session
+        self.space = space
+        self.scopes = scopes if memory is not None else frozenset()
+        self.failure = failure
+        # filled in by strawberry's websocket handlers from the connection_init payload
+        self.connection_params: dict[str, object] | None = None
+        self._loaders: RequestLoaders | None = None
+
+    @property
+    def memory(self) -> Memory:
+        if self._memory is None:
+            raise self.failure or _unauthenticated()
+        return self._memory
+
+    @property
+    def loaders(self) -> RequestLoaders:
+        if self._loaders is None:
+            self._loaders = RequestLoaders(self.memory)
+        return self._loaders
+
+    def bind(self, memory: Memory, space: str, scopes: frozenset[str]) -> None:
+        self._memory, self.space, self.scopes = memory, space, scopes
+        self.failure, self._loaders = None, None
+
+    def refusal(self, operation: OperationType) -> MnemoError | None:
+        """Why this context may not run ``operation`` (None when it may)."""
+        if self.failure is not None:
+            return self.failure
+        if self._memory is None or not self.scopes:
+            return _unauthenticated()
+        need = "read" if operation is OperationType.QUERY else "write"
+        if need in self.scopes:
+            return None
+        return Forbidden(
+            f"this token may not run a {operation.value}: it needs the {need!r} scope",
+            zh=f"令牌权限不足：需要 {need} 权限",
+            required_scope=need,
+        )
+
+
+def _unauthenticated() -> Unauthorized:
+    return Unauthorized(
+        "missing or invalid bearer token: send 'Authorization: Bearer <token>'",
+        zh="缺少或无效的访问令牌",
+    )
+
+
+class ScopeGuard(SchemaExtension):
+    """Refuses an operation the request's token may not run, before any resolver runs.
+
+    Queries need ``read``; mutations and subscriptions need ``write``. The one place scopes are
+    checked, so a new mutation is covered without touching its resolver.
+    """
+
+    def on_execute(self) -> Iterator[None]:
+        ctx = self.execution_context.context
+        refusal = ctx.refusal(self.execution_context.operation_type) if isinstance(
+            ctx, RequestContext
+        ) else None
+        if refusal is not None:
+            if self.execution_context.operation_type is OperationType.SUBSCRIPTION:
+                raise refusal  # the streaming path reports errors raised here
+            error = GraphQLError(refusal.message, original_error=refusal)
+            self.execution_context.result = ExecutionResult(data=None, errors=[error])
+        yield

@@ -1,12 +1,15 @@
 """The edge: a Starlette app serving GraphQL, GraphiQL, the explorer and health checks.
 
-``create_app`` builds nothing at import time; the lifespan opens the store and the HTTP client
-for model providers, and closes them on shutdown.
+``create_app`` builds nothing at import time; the lifespan opens the HTTP client for model
+providers and the memory spaces (``engine.spaces``: the ``default`` space at start-up, others on
+first use), and closes them on shutdown. Bearer tokens (``web.auth``) pick the caller's space
+and scopes; ``web.guards`` limits body sizes and operation times.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -14,51 +17,105 @@ from typing import Any
 
 import httpx
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
 from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
+from strawberry.exceptions import ConnectionRejectionError
+from strawberry.http import GraphQLHTTPResponse
+from strawberry.types import ExecutionResult
+from strawberry.types.unset import UNSET, UnsetType
 
 from engine.config import Settings
-from engine.memory import Memory
+from engine.errors import MnemoError
 from engine.providers.base import Embedder
+from engine.spaces import DEFAULT_SPACE, Spaces
 from engine.store.base import Store
 from resolvers import build_schema
 from resolvers.context import RequestContext
+from web.auth import BearerAuth, Grant, TokenTable, grant_of, token_from_params
+from web.guards import BodyLimit, MutationDeadline, within_deadline
 
 log = logging.getLogger("mnemoql")
 STATIC = Path(__file__).parent / "static"
 SESSION_HEADER = "x-memory-session"
 
 
-def open_store(settings: Settings) -> Store:
-    """The configured store, not yet opened."""
+def open_store(settings: Settings, space: str = DEFAULT_SPACE) -> Store:
+    """The configured store of one memory space, not yet opened."""
     if settings.store == "neo4j":
         from web.neo4j_boot import neo4j_store
 
-        return neo4j_store(settings)
+        return neo4j_store(settings, space=space)
     from engine.store.embedded import EmbeddedStore
 
     settings.data_dir.mkdir(parents=True, exist_ok=True)
-    return EmbeddedStore(settings.data_dir / "memory.db")
+    return EmbeddedStore(settings.data_dir / "memory.db", space=space)
 
 
 class MemoryGraphQL(GraphQL[RequestContext, None]):
-    """Strawberry's ASGI app with our context and the vendored GraphiQL page."""
+    """Strawberry's ASGI app with our context, guards and the vendored GraphiQL page."""
 
     def __init__(self, app_state: Any, **kwargs: Any) -> None:
         limits = kwargs.pop("limits")
+        self.tokens: TokenTable = kwargs.pop("tokens")
         super().__init__(
-            build_schema(max_depth=limits.max_query_depth, max_aliases=limits.max_aliases),
+            build_schema(
+                max_depth=limits.max_query_depth,
+                max_aliases=limits.max_aliases,
+                max_tokens=limits.max_query_tokens,
+                extensions=[MutationDeadline],
+            ),
             **kwargs,
         )
         self.app_state = app_state
+        self.limits = limits
 
     async def get_context(self, request: Request | WebSocket, response: Any) -> RequestContext:
-        memory: Memory = self.app_state.memory
-        return RequestContext(memory=memory, session=request.headers.get(SESSION_HEADER))
+        context = RequestContext(None, session=request.headers.get(SESSION_HEADER))
+        grant = grant_of(request.scope)
+        if grant is not None:
+            await self._bind(context, grant)
+        return context
+
+    async def _bind(self, context: RequestContext, grant: Grant) -> None:
+        spaces: Spaces = self.app_state.spaces
+        try:
+            memory = await spaces.get(grant.space)
+        except MnemoError as exc:
+            context.failure = exc
+            return
+        context.bind(memory, grant.space, grant.scopes)
+
+    async def on_ws_connect(self, context: RequestContext) -> UnsetType | dict[str, object] | None:
+        if context.scopes or context.failure is not None:
+            return UNSET
+        grant = self.tokens.lookup(token_from_params(context.connection_params))
+        if grant is None:
+            raise ConnectionRejectionError({"code": "UNAUTHENTICATED"})
+        await self._bind(context, grant)
+        return UNSET
+
+    async def execute_single(self, *args: Any, **kwargs: Any) -> ExecutionResult:
+        return await within_deadline(
+            lambda: super(MemoryGraphQL, self).execute_single(*args, **kwargs),
+            self.limits.query_timeout_s,
+            self.limits.mutation_timeout_s,
+        )
+
+    async def process_result(
+        self, request: Request, result: ExecutionResult
+    ) -> GraphQLHTTPResponse:
+        codes = {(e.extensions or {}).get("code") for e in result.errors or []}
+        if "STORE_UNAVAILABLE" in codes:
+            # the next request of this space (or /readyz) tries to reopen its store
+            grant = grant_of(request.scope)
+            if grant is not None:
+                self.app_state.spaces.mark_down(grant.space)
+        return await super().process_result(request, result)
 
     async def render_graphql_ide(self, request: Request) -> Response:
         return FileResponse(STATIC / "graphiql.html")
@@ -71,7 +128,18 @@ def create_app(
     embedder: Embedder | None = None,
     http_client: httpx.AsyncClient | None = None,
 ) -> Starlette:
-    """The whole service. ``store``/``embedder``/``http_client`` may be injected (tests)."""
+    """The whole service. ``store`` (the default space's), ``embedder`` and ``http_client`` may
+    be injected (tests).
+
+    Raises:
+        ValueError: the tokens file is missing or invalid.
+    """
+    tokens = TokenTable.from_settings(settings.auth)
+
+    def store_for(space: str) -> Store:
+        if store is not None and space == DEFAULT_SPACE:
+            return store
+        return open_store(settings, space)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -79,13 +147,14 @@ def create_app(
 
         async with contextlib.AsyncExitStack() as stack:
             client = http_client or await stack.enter_async_context(httpx.AsyncClient())
-            the_store = store or open_store(settings)
-            await the_store.open()
-            stack.push_async_callback(the_store.close)
             providers = build_providers(settings, client)
             if embedder is not None:
-                providers.embedder = embedder
-            app.state.memory = Memory(settings, the_store, providers)
+                providers = dataclasses.replace(providers, embedder=embedder)
+            spaces = Spaces(settings, providers, store_for)
+            stack.push_async_callback(spaces.close)
+            # the default space opens now, so a store that cannot open stops the start-up
+            app.state.memory = await spaces.get(DEFAULT_SPACE)
+            app.state.spaces = spaces
             log.info("mnemoql ready: %s", providers.describe())
             yield
 
@@ -93,8 +162,8 @@ def create_app(
         return JSONResponse({"status": "ok"})
 
     async def readyz(request: Request) -> Response:
-        memory: Memory | None = getattr(request.app.state, "memory", None)
-        ok = memory is not None and await memory.store.ping()
+        spaces: Spaces | None = getattr(request.app.state, "spaces", None)
+        ok = spaces is not None and await spaces.ready()
         return JSONResponse(
             {"status": "ready" if ok else "unavailable"}, status_code=200 if ok else 503
         )
@@ -102,8 +171,16 @@ def create_app(
     async def explorer(request: Request) -> Response:
         return FileResponse(STATIC / "explorer.html")
 
-    app = Starlette(lifespan=lifespan)
-    graphql = MemoryGraphQL(app.state, limits=settings.limits, graphql_ide="graphiql")
+    app = Starlette(
+        lifespan=lifespan,
+        middleware=[
+            Middleware(BearerAuth, tokens=tokens),
+            Middleware(BodyLimit, max_bytes=settings.limits.max_body_bytes),
+        ],
+    )
+    graphql = MemoryGraphQL(
+        app.state, limits=settings.limits, tokens=tokens, graphql_ide="graphiql"
+    )
     app.router.routes.extend(
         [
             Route("/healthz", healthz),

@@ -23,6 +23,8 @@ def _settings(args: argparse.Namespace) -> Settings:
         overrides["host"] = args.host
     if getattr(args, "port", None):
         overrides["port"] = args.port
+    if getattr(args, "allow_public", False):
+        overrides["allow_public"] = True
     return load_settings(**overrides)
 
 
@@ -30,9 +32,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from web.app import create_app
+    from web.auth import TokenTable, check_bind
 
     settings = _settings(args)
-    app = create_app(settings)
+    try:
+        check_bind(settings, TokenTable.from_settings(settings.auth))
+        app = create_app(settings)
+    except ValueError as exc:
+        print(f"mnemoql: {exc}", file=sys.stderr)
+        return 2
     print(
         f"mnemoql on http://{settings.host}:{settings.port}/graphql "
         f"(store: {settings.store}, data: {settings.data_dir})",
@@ -152,8 +160,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("serve", help="serve GraphQL on 127.0.0.1:8000")
     common(s)
-    s.add_argument("--host")
+    s.add_argument("--host", help="address to bind (default 127.0.0.1)")
     s.add_argument("--port", type=int)
+    s.add_argument(
+        "--allow-public",
+        action="store_true",
+        help="serve a non-loopback address even with no access tokens configured",
+    )
     s.add_argument("--log-level", default="info")
     s.set_defaults(func=cmd_serve)
 

@@ -1,0 +1,165 @@
+"""Request guards at the edge: a body size limit and per-operation time limits.
+
+- ``BodyLimit`` (ASGI middleware): a body over ``max_body_bytes`` -- announced by
+  ``Content-Length`` or found while streaming -- is an HTTP 413 with a GraphQL-shaped
+  ``PAYLOAD_TOO_LARGE`` error; the app never sees the rest of it.
+- ``within_deadline`` runs one GraphQL operation under ``query_timeout_s``; ``MutationDeadline``
+  (a schema extension) moves the deadline to ``mutation_timeout_s`` once the operation turns out
+  to be a mutation. Running out gives a ``TIMEOUT`` error. Subscriptions are not limited.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Awaitable, Callable, Iterator
+from contextvars import ContextVar
+from dataclasses import dataclass
+
+from graphql import GraphQLError
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from strawberry.extensions import SchemaExtension
+from strawberry.types import ExecutionResult
+from strawberry.types.graphql import OperationType
+
+log = logging.getLogger("mnemoql.guards")
+
+
+def _graphql_error_body(message: str, code: str) -> bytes:
+    payload = {"data": None, "errors": [{"message": message, "extensions": {"code": code}}]}
+    return json.dumps(payload).encode("utf-8")
+
+
+class _TooLarge(Exception):
+    pass
+
+
+class BodyLimit:
+    """ASGI middleware: refuse HTTP bodies larger than ``max_bytes`` with a 413."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = self._declared_length(scope)
+        if declared is not None and declared > self.max_bytes:
+            await self._refuse(send)
+            return
+        seen = 0
+        started = False
+
+        async def limited_receive() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.max_bytes:
+                    raise _TooLarge
+            return message
+
+        async def watched_send(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, limited_receive, watched_send)
+        except _TooLarge:
+            if not started:
+                await self._refuse(send)
+
+    @staticmethod
+    def _declared_length(scope: Scope) -> int | None:
+        for key, value in scope.get("headers", []):
+            if key == b"content-length":
+                try:
+                    return int(value)
+                except ValueError:
+                    return None
+        return None
+
+    async def _refuse(self, send: Send) -> None:
+        body = _graphql_error_body(
+            f"the request body is larger than {self.max_bytes} bytes "
+            "(MNEMOQL_LIMITS__MAX_BODY_BYTES); send less, or split a saveMany",
+            "PAYLOAD_TOO_LARGE",
+        )
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 413,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode()),
+                    (b"connection", b"close"),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})
+
+
+# ---------------------------------------------------------------- deadlines
+
+
+@dataclass(slots=True)
+class _Deadline:
+    timeout: asyncio.Timeout
+    query_s: float
+    mutation_s: float
+    mutation: bool = False
+
+    @property
+    def seconds(self) -> float:
+        return self.mutation_s if self.mutation else self.query_s
+
+
+_CURRENT: ContextVar[_Deadline | None] = ContextVar("mnemoql_deadline", default=None)
+
+
+class MutationDeadline(SchemaExtension):
+    """Gives a mutation the longer ``mutation_timeout_s`` once its type is known."""
+
+    def on_execute(self) -> Iterator[None]:
+        deadline = _CURRENT.get()
+        if deadline is not None and (
+            self.execution_context.operation_type is OperationType.MUTATION
+        ):
+            deadline.mutation = True
+            loop = asyncio.get_running_loop()
+            deadline.timeout.reschedule(loop.time() + deadline.mutation_s)
+        yield
+
+
+def timeout_result(seconds: float) -> ExecutionResult:
+    error = GraphQLError(
+        f"the request took longer than {seconds:g} s and was stopped "
+        "(MNEMOQL_LIMITS__QUERY_TIMEOUT_S / __MUTATION_TIMEOUT_S); ask for less, or retry "
+        "a save with the same idempotencyKey",
+        extensions={"code": "TIMEOUT", "zh": "请求超时"},
+    )
+    return ExecutionResult(data=None, errors=[error])
+
+
+async def within_deadline(
+    run: Callable[[], Awaitable[ExecutionResult]], query_s: float, mutation_s: float
+) -> ExecutionResult:
+    """``run()`` under the query deadline (a mutation's is moved by ``MutationDeadline``)."""
+    timeout = asyncio.timeout(query_s)
+    deadline = _Deadline(timeout, query_s, mutation_s)
+    token = _CURRENT.set(deadline)
+    try:
+        async with timeout:
+            return await run()
+    except TimeoutError:
+        if not timeout.expired():
+            raise
+        kind = "mutation" if deadline.mutation else "query"
+        log.warning("a GraphQL %s ran out of time (%g s) and was cancelled", kind, deadline.seconds)
+        return timeout_result(deadline.seconds)
+    finally:
+        _CURRENT.reset(token)
