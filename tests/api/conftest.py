@@ -66,7 +66,7 @@ def fake_model_settings(data_dir: Path, url: str, **overrides: Any) -> Settings:
         "extraction": {
             "base_url": f"{url}/v1",
             "api_key": "sk-extract-SECRET",
-            "timeout_s": 0.5,
+            "timeout_s": 3.0,
             "retries": 1,
         },
         "embedding": {
@@ -75,7 +75,7 @@ def fake_model_settings(data_dir: Path, url: str, **overrides: Any) -> Settings:
             "api_key": "sk-embed-SECRET",
             "model": "fake-embedding",
             "dimensions": 64,
-            "timeout_s": 0.5,
+            "timeout_s": 3.0,
             "retries": 1,
         },
         "alignment": {"enabled": False},

@@ -73,6 +73,7 @@ async def test_model_faults_give_a_clear_error_and_write_nothing(
 ) -> None:
     caplog.set_level(logging.DEBUG)
     async with running(fake_model_settings(tmp_path, fake_models.url)) as api:
+        fake_models.timeout_sleep_s = 4.0  # past the client's 3 s timeout
         fake_models.fail(endpoint, mode, times=5)  # type: ignore[arg-type]
         body = await api.post(SAVE, {"input": {"content": TEXT}})
         err = body["errors"][0]
