@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from datetime import datetime
+from typing import Any, Final, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -29,6 +30,15 @@ ID_PREFIX: dict[NodeLabel, str] = {
     "Concept": "concept",
     "Location": "location",
 }
+# Partner's topic memory as graph data (SPEC §2): Topic nodes, (:Topic)-[:SUBTOPIC]->(:Topic)
+# parent links and (:Topic)-[:BINDS]->(:Event) bindings carrying the activation profile. They
+# are not among NODE_LABELS / REL_TYPES: entity queries, neighbours and counts never see them.
+TOPIC_LABEL: Final = "Topic"
+TOPIC_ID_PREFIX: Final = "topic:"
+TOPIC_SEPARATOR: Final = "->"
+TopicRelType = Literal["SUBTOPIC", "BINDS"]
+TOPIC_REL_TYPES: tuple[TopicRelType, ...] = ("SUBTOPIC", "BINDS")
+
 # Relations that make an Event adjacent to an entity for entity_filter (SPEC §1.4).
 ADJACENCY: tuple[RelType, ...] = ("PARTICIPATED_IN", "OCCURRED_AT", "MENTIONS")
 
@@ -102,7 +112,7 @@ Node = Event | Entity
 
 @dataclass(slots=True, frozen=True)
 class Relation:
-    type: RelType
+    type: RelType | TopicRelType  # topic types only in graph snapshots that ask for topics
     source: str
     target: str
     props: tuple[tuple[str, Any], ...] = ()
@@ -149,6 +159,26 @@ class RelationDraft:
     event_ref: str | None = None
 
 
+@dataclass(slots=True, frozen=True)
+class TopicDraft:
+    """The topic binding of one save: every event it creates is bound to ``path``.
+
+    ``path`` and ``related`` are already fixed (``engine.topics.fix_topic_path``) and the
+    weights normalised to float32 in [0, 1]; the store writes them as given.
+    """
+
+    path: str
+    related: list[str]
+    activation: float
+    diffusion: float
+    context_independence: float
+
+    def node_paths(self) -> list[str]:
+        """Topic nodes the binding needs, in creation order: the path's lineage from its root,
+        then each related path's."""
+        return list(dict.fromkeys(p for q in (self.path, *self.related) for p in lineage(q)))
+
+
 @dataclass(slots=True)
 class SavePlan:
     events: list[EventDraft]
@@ -158,6 +188,7 @@ class SavePlan:
     create_date: str
     meta: MemoryMeta
     idempotency_key: str | None = None
+    topic: TopicDraft | None = None  # None: the save is only in the date index
 
 
 @dataclass(slots=True)
@@ -261,6 +292,74 @@ class GraphSnapshot:
     relations: list[Relation]
     truncated_nodes: bool
     truncated_relations: bool
+    topics: list[Topic] = field(default_factory=list)  # after ``nodes``, within the same cap
+
+
+# ---- topics (SPEC §2) ----
+
+
+def topic_id(path: str) -> str:
+    """The node id of a topic path: ``topic:a->b``."""
+    return TOPIC_ID_PREFIX + path
+
+
+def lineage(path: str) -> list[str]:
+    """``a``, ``a->b``, ``a->b->c`` for ``a->b->c`` (a fixed path: no empty segments)."""
+    parts = path.split(TOPIC_SEPARATOR)
+    return [TOPIC_SEPARATOR.join(parts[: i + 1]) for i in range(len(parts))]
+
+
+def epoch_ms(iso: str) -> int:
+    """Milliseconds since the epoch of an ISO-8601 instant with an offset (a create_time)."""
+    return int(datetime.fromisoformat(iso).timestamp() * 1000)
+
+
+@dataclass(slots=True, frozen=True)
+class Topic:
+    """A node of the topic tree. ``parent`` is the parent's path (None for a root); ``seq``
+    orders nodes by creation, which is the tree's sibling order."""
+
+    path: str
+    name: str
+    parent: str | None
+    seq: int
+
+    @property
+    def id(self) -> str:
+        return topic_id(self.path)
+
+    def subtopic_relation(self) -> Relation | None:
+        """``(parent)-[:SUBTOPIC]->(this)``; None for a root."""
+        if self.parent is None:
+            return None
+        return Relation("SUBTOPIC", topic_id(self.parent), self.id)
+
+
+@dataclass(slots=True, frozen=True)
+class Binding:
+    """A BINDS relationship: the event bound to a topic, with the save's time and profile."""
+
+    path: str
+    event_id: str
+    timestamp: int  # ms since the epoch
+    activation: float
+    diffusion: float
+    context_independence: float
+    related: tuple[str, ...]
+
+    def properties(self) -> dict[str, Any]:
+        return {
+            "timestamp": self.timestamp,
+            "activation_weight": self.activation,
+            "diffusion_weight": self.diffusion,
+            "context_independence_weight": self.context_independence,
+            "related_paths": list(self.related),
+        }
+
+    def relation(self) -> Relation:
+        return Relation(
+            "BINDS", topic_id(self.path), self.event_id, tuple(sorted(self.properties().items()))
+        )
 
 
 @dataclass(slots=True)

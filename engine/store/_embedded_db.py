@@ -20,6 +20,7 @@ from engine.models import (
     ENTITY_LABELS,
     NODE_LABELS,
     REL_TYPES,
+    Binding,
     Chunk,
     Counts,
     Direction,
@@ -34,10 +35,13 @@ from engine.models import (
     NodeLabel,
     NodePage,
     Page,
+    Relation,
     RelType,
     SavePlan,
     SaveResult,
     SortSpec,
+    Topic,
+    TopicDraft,
     VectorSet,
     Where,
 )
@@ -62,19 +66,23 @@ from engine.store._embedded_query import (
     sort_key,
 )
 from engine.store._embedded_schema import (
+    BINDING_COLS,
     CHUNK_COLS,
     ENTITY_COLS,
     EVENT_COLS,
     NODE_COLS,
+    TOPIC_COLS,
     blob_vec,
     connect,
     json_result,
     relation,
+    row_binding,
     row_chunk,
     row_entity,
     row_event,
     row_meta,
     row_node,
+    row_topic,
 )
 from engine.text import normalise_name
 
@@ -211,6 +219,9 @@ class Database:
     def replace_vectors(self, vectors: VectorSet) -> None:
         self._write(write.replace_vectors, vectors)
         self._load_mirrors()
+
+    def bind_topic(self, draft: TopicDraft, event_ids: list[str], timestamp: int) -> None:
+        self._write(write.bind_topic, draft, event_ids, timestamp)
 
     def forget(self, event_id: str) -> list[str]:
         deleted = self._write(write.forget, event_id)
@@ -410,7 +421,7 @@ class Database:
             out[node].append(Neighbour(node, relation(kind, src, dst, props), other, way))
         return out
 
-    def graph(self, max_nodes: int, max_relations: int) -> GraphSnapshot:
+    def graph(self, max_nodes: int, max_relations: int, topics: bool = False) -> GraphSnapshot:
         if max_nodes < 0 or max_relations < 0:
             raise InvalidInput("graph caps must not be negative")
         rows = self.conn.execute(
@@ -425,10 +436,59 @@ class Database:
             rel_sql += f" WHERE source IN {sel} AND target IN {sel}"
             args += [max_nodes, max_nodes]
         rel_sql += " ORDER BY type, source, target, event_key LIMIT ?"
-        rels = self.conn.execute(rel_sql, [*args, max_relations + 1]).fetchall()
-        return GraphSnapshot(
+        rels = [relation(*r) for r in self.conn.execute(rel_sql, [*args, max_relations + 1])]
+        snapshot = GraphSnapshot(
             nodes=[row_node(r) for r in rows],
-            relations=[relation(*r) for r in rels[:max_relations]],
+            relations=rels[:max_relations],
             truncated_nodes=truncated_nodes,
             truncated_relations=len(rels) > max_relations,
         )
+        if topics and not truncated_nodes:
+            self._add_topics(snapshot, max_nodes - len(rows), rels, max_relations)
+        return snapshot
+
+    def _add_topics(
+        self, snapshot: GraphSnapshot, room: int, rels: list[Relation], max_relations: int
+    ) -> None:
+        """Topic nodes by id into the ``room`` left, with their SUBTOPIC and BINDS links."""
+        found = self.conn.execute(
+            f"SELECT {TOPIC_COLS} FROM topics ORDER BY path LIMIT ?", (room + 1,)
+        ).fetchall()
+        kept = [row_topic(r) for r in found[:room]]
+        snapshot.topics = kept
+        snapshot.truncated_nodes = len(found) > room
+        sql = f"SELECT {BINDING_COLS} FROM topic_bindings b"
+        args: list[Any] = []
+        if snapshot.truncated_nodes:
+            sql += f" WHERE b.path IN {IN_SET}"
+            args.append(json_set(t.path for t in kept))
+        sql += " ORDER BY b.path, b.event_id LIMIT ?"
+        binds = [
+            row_binding(r).relation()
+            for r in self.conn.execute(sql, [*args, max_relations + 1])
+        ]
+        paths = {t.path for t in kept}
+        links = [
+            link
+            for t in kept
+            if t.parent in paths and (link := t.subtopic_relation()) is not None
+        ]
+        merged = sorted([*rels, *binds, *links], key=lambda r: (r.type, r.source, r.target))
+        snapshot.relations = merged[:max_relations]
+        snapshot.truncated_relations = len(merged) > max_relations
+
+    # ------------------------------------------------------------ topics
+
+    def topic_rows(self) -> tuple[list[Topic], list[Binding]]:
+        topics = self.conn.execute(f"SELECT {TOPIC_COLS} FROM topics ORDER BY seq")
+        bindings = self.conn.execute(
+            f"SELECT {BINDING_COLS} FROM topic_bindings b JOIN nodes e ON e.id = b.event_id "
+            "JOIN topics t ON t.path = b.path ORDER BY e.seq, t.seq"
+        )
+        return [row_topic(r) for r in topics], [row_binding(r) for r in bindings]
+
+    def event_dates(self) -> list[tuple[str, str]]:
+        rows = self.conn.execute(
+            "SELECT id, COALESCE(create_date, '') FROM nodes WHERE label = 'Event' ORDER BY seq"
+        )
+        return [(r[0], r[1]) for r in rows]

@@ -17,6 +17,7 @@ import numpy as np
 from engine.models import (
     ID_PREFIX,
     NODE_LABELS,
+    Binding,
     Chunk,
     Entity,
     EntityLabel,
@@ -27,6 +28,7 @@ from engine.models import (
     Relation,
     RelType,
     SaveResult,
+    Topic,
     Vector,
 )
 from engine.store._embedded_index import normalise
@@ -104,6 +106,26 @@ CREATE TABLE IF NOT EXISTS idempotency (
     result     TEXT NOT NULL,               -- JSON SaveResult
     created_at TEXT NOT NULL
 );
+
+-- Topic nodes (SPEC §2.2); the node id is 'topic:' || path. seq = creation order.
+CREATE TABLE IF NOT EXISTS topics (
+    path   TEXT PRIMARY KEY,
+    name   TEXT NOT NULL,                   -- the last segment
+    parent TEXT REFERENCES topics (path),   -- NULL for a root (the SUBTOPIC link)
+    seq    INTEGER NOT NULL UNIQUE
+);
+-- BINDS: an event bound to a topic, with the save's time (ms) and activation profile.
+CREATE TABLE IF NOT EXISTS topic_bindings (
+    path                 TEXT NOT NULL REFERENCES topics (path),
+    event_id             TEXT NOT NULL REFERENCES nodes (id) ON DELETE CASCADE,
+    timestamp            INTEGER NOT NULL,
+    activation           REAL NOT NULL,
+    diffusion            REAL NOT NULL,
+    context_independence REAL NOT NULL,
+    related              TEXT NOT NULL DEFAULT '[]',  -- JSON list of paths, in order
+    PRIMARY KEY (path, event_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS topic_bindings_event ON topic_bindings (event_id);
 """
 
 LABEL_RANK: dict[NodeLabel, int] = {label: i for i, label in enumerate(NODE_LABELS)}
@@ -119,6 +141,11 @@ NODE_COLS = (
     "create_date, content_hash, EXISTS (SELECT 1 FROM chunks c WHERE c.event_id = nodes.id)"
 )
 CHUNK_COLS = "event_id, chunk_index, start_pos, end_pos, text, text_hash, embedding"
+TOPIC_COLS = "path, name, parent, seq"
+BINDING_COLS = (
+    "b.path, b.event_id, b.timestamp, b.activation, b.diffusion, b.context_independence, "
+    "b.related"
+)
 
 
 def connect(path: str) -> sqlite3.Connection:
@@ -202,6 +229,22 @@ def row_chunk(row: sqlite3.Row | tuple[Any, ...], with_vectors: bool) -> Chunk:
         text=row[4],
         text_hash=row[5],
         embedding=blob_vec(row[6]) if with_vectors else None,
+    )
+
+
+def row_topic(row: sqlite3.Row | tuple[Any, ...]) -> Topic:
+    return Topic(path=row[0], name=row[1], parent=row[2], seq=int(row[3]))
+
+
+def row_binding(row: sqlite3.Row | tuple[Any, ...]) -> Binding:
+    return Binding(
+        path=row[0],
+        event_id=row[1],
+        timestamp=int(row[2]),
+        activation=float(row[3]),
+        diffusion=float(row[4]),
+        context_independence=float(row[5]),
+        related=tuple(json.loads(row[6] or "[]")),
     )
 
 

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import json
+import math
 import sqlite3
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -15,6 +16,7 @@ from engine.models import (
     CALLER_ID,
     ID_PREFIX,
     REL_TYPES,
+    TOPIC_SEPARATOR,
     EntityDraft,
     EntityLabel,
     EventDraft,
@@ -23,7 +25,9 @@ from engine.models import (
     RelationDraft,
     SavePlan,
     SaveResult,
+    TopicDraft,
     VectorSet,
+    epoch_ms,
     label_of,
 )
 from engine.store._embedded_index import F32, NewEvent, normalise
@@ -160,6 +164,8 @@ def apply_save(conn: sqlite3.Connection, plan: SavePlan) -> Written:
     out.result.merged = list(merged.items())
     for rel in plan.relations:
         _insert_relation(conn, rel, out.result.refs, labels)
+    if plan.topic is not None:
+        write_topic(conn, plan.topic, out.result.event_ids, epoch_ms(plan.create_time))
     if plan.idempotency_key is not None:
         conn.execute(
             "INSERT INTO idempotency (key, result, created_at) VALUES (?, ?, ?)",
@@ -346,6 +352,81 @@ def _insert_relation(
             json.dumps(clean, ensure_ascii=False, sort_keys=True),
         ),
     )
+
+
+def check_topic(draft: TopicDraft) -> None:
+    """What a store refuses to write: a blank path or segment, weights outside [0, 1]."""
+    for path in (draft.path, *draft.related):
+        if not isinstance(path, str) or not path or "" in path.split(TOPIC_SEPARATOR):
+            raise InvalidInput(f"topic path {path!r} is blank or has an empty segment")
+    for name, w in (
+        ("activation", draft.activation),
+        ("diffusion", draft.diffusion),
+        ("context_independence", draft.context_independence),
+    ):
+        if not isinstance(w, float | int) or not math.isfinite(w) or not 0.0 <= w <= 1.0:
+            raise InvalidInput(f"topic {name} weight {w!r} is not in [0, 1]")
+
+
+def write_topic(
+    conn: sqlite3.Connection, draft: TopicDraft, event_ids: list[str], timestamp: int
+) -> None:
+    """Topic nodes along the path and the related paths, then one binding per event: a
+    rebinding of the same (topic, event) refreshes time and profile and merges related paths."""
+    check_topic(draft)
+    seq = int(conn.execute("SELECT COALESCE(MAX(seq), 0) FROM topics").fetchone()[0]) + 1
+    for path in draft.node_paths():
+        parts = path.split(TOPIC_SEPARATOR)
+        parent = TOPIC_SEPARATOR.join(parts[:-1]) if len(parts) > 1 else None
+        cur = conn.execute(
+            "INSERT INTO topics (path, name, parent, seq) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (path) DO NOTHING",
+            (path, parts[-1], parent, seq),
+        )
+        seq += cur.rowcount
+    for event_id in event_ids:
+        row = conn.execute(
+            "SELECT related FROM topic_bindings WHERE path = ? AND event_id = ?",
+            (draft.path, event_id),
+        ).fetchone()
+        related = list(dict.fromkeys([*json.loads(row[0] if row else "[]"), *draft.related]))
+        conn.execute(
+            "INSERT INTO topic_bindings (path, event_id, timestamp, activation, diffusion, "
+            "context_independence, related) VALUES (?, ?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT (path, event_id) DO UPDATE SET timestamp = excluded.timestamp, "
+            "activation = excluded.activation, diffusion = excluded.diffusion, "
+            "context_independence = excluded.context_independence, related = excluded.related",
+            (
+                draft.path,
+                event_id,
+                timestamp,
+                float(draft.activation),
+                float(draft.diffusion),
+                float(draft.context_independence),
+                json.dumps(related, ensure_ascii=False),
+            ),
+        )
+
+
+def bind_topic(
+    conn: sqlite3.Connection, draft: TopicDraft, event_ids: list[str], timestamp: int
+) -> None:
+    """Bind existing events to ``draft``'s topic (NotFound if any id is not an event)."""
+    ids = list(dict.fromkeys(event_ids))
+    found = {
+        r[0]
+        for r in conn.execute(
+            "SELECT id FROM nodes WHERE label = 'Event' AND id IN "
+            "(SELECT value FROM json_each(?))",
+            (json.dumps(ids),),
+        )
+    }
+    missing = [i for i in ids if i not in found]
+    if missing:
+        raise NotFound(
+            f"cannot bind {', '.join(missing)}: no such event", zh=f"事件不存在：{missing[0]}"
+        )
+    write_topic(conn, draft, ids, timestamp)
 
 
 def forget(conn: sqlite3.Connection, event_id: str) -> list[str]:

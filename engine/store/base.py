@@ -13,6 +13,10 @@ Conventions every adapter keeps:
 - Route ties are broken by event id ascending; ``recent_events`` orders by create_time DESC,
   id DESC.
 - Ids are allocated inside the write as ``1 + max N`` over ``^prefix_(\\d+)$`` (SPEC §1.3.6).
+- Topics (SPEC §2) are graph data beside the four labels: ``Topic`` nodes with SUBTOPIC parent
+  links, written by ``apply_save`` from ``plan.topic`` with a BINDS relationship to each event
+  it creates. They appear in no entity query, neighbour list or count, only in ``topic_rows``
+  and in ``graph(..., topics=True)``. Deleting an event deletes its bindings, not its topics.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from collections.abc import Iterable, Sequence
 from typing import Protocol, runtime_checkable
 
 from engine.models import (
+    Binding,
     Chunk,
     Counts,
     Direction,
@@ -41,6 +46,8 @@ from engine.models import (
     SavePlan,
     SaveResult,
     SortSpec,
+    Topic,
+    TopicDraft,
     Vector,
     VectorSet,
     Where,
@@ -70,7 +77,8 @@ class Store(Protocol):
     # ---- writes ----
     async def apply_save(self, plan: SavePlan) -> SaveResult:
         """Allocate ids, create/merge nodes, relations, chunks and (if absent) MemoryMeta,
-        and record ``plan.idempotency_key`` -- all in one transaction."""
+        bind the new events to ``plan.topic`` (creating missing Topic nodes, upserting
+        BINDS), and record ``plan.idempotency_key`` -- all in one transaction."""
 
     async def replay(self, idempotency_key: str) -> SaveResult | None:
         """The result recorded for an idempotency key, or None."""
@@ -163,8 +171,29 @@ class Store(Protocol):
         """Relationships of each node, ordered by (type, other id), at most ``limit_per_node``
         each, starting after other id ``after`` (keyset)."""
 
-    async def graph(self, max_nodes: int, max_relations: int) -> GraphSnapshot:
-        """SPEC §1.13: nodes by label then id, relations only between returned nodes."""
+    async def graph(
+        self, max_nodes: int, max_relations: int, *, topics: bool = False
+    ) -> GraphSnapshot:
+        """SPEC §1.13: nodes by label then id, relations only between returned nodes.
+
+        With ``topics``, Topic nodes (by id) follow the four labels within ``max_nodes``, and
+        SUBTOPIC / BINDS relationships join the others, all ordered by (type, source, target)."""
+
+    # ---- topics (SPEC §2) ----
+    async def topic_rows(self) -> tuple[list[Topic], list[Binding]]:
+        """Every Topic node by creation order, and every binding by its event's insertion order
+        (then the topic's): what rebuilds the in-memory topic index."""
+
+    async def event_dates(self) -> list[tuple[str, str]]:
+        """``(event id, create_date)`` of every event in insertion order (the date index)."""
+
+    async def bind_topic(
+        self, draft: TopicDraft, event_ids: Sequence[str], timestamp: int
+    ) -> None:
+        """Bind existing events to ``draft.path`` at ``timestamp`` (ms), in one transaction:
+        missing Topic nodes are created; an existing (topic, event) binding gets the new
+        timestamp and profile and the related paths merged in order. NotFound if an id is not
+        an event of this space."""
 
     # ---- deletion ----
     async def forget(self, event_id: str) -> list[str]:

@@ -8,8 +8,8 @@ Layout
     ``<stem>-<space><suffix>``. Tables: ``nodes`` (Event / Person /
     Concept / Location, aliases as JSON, vectors as float32 BLOBs), ``relations`` (unique on
     type, source, target and -- for HAS_ATTITUDE -- the event it was stated in), ``chunks``
-    (EventSource), ``names`` (normalised name/alias -> node), ``meta`` and ``idempotency``.
-    See ``_embedded_schema.py``.
+    (EventSource), ``names`` (normalised name/alias -> node), ``meta``, ``idempotency``, and
+    the topic tree (``topics``, ``topic_bindings``: SPEC §2). See ``_embedded_schema.py``.
 
 Threads
     All SQLite work runs on one dedicated worker thread, so writes are serialised (one
@@ -35,6 +35,7 @@ from typing import ParamSpec, TypeVar
 from engine.errors import InvalidInput, StoreUnavailable
 from engine.models import (
     ENTITY_LABELS,
+    Binding,
     Chunk,
     Counts,
     Direction,
@@ -55,6 +56,8 @@ from engine.models import (
     SavePlan,
     SaveResult,
     SortSpec,
+    Topic,
+    TopicDraft,
     Vector,
     VectorSet,
     Where,
@@ -328,8 +331,23 @@ class EmbeddedStore:
             self._database.neighbours, list(node_ids), rel_type, direction, limit_per_node, after
         )
 
-    async def graph(self, max_nodes: int, max_relations: int) -> GraphSnapshot:
-        return await self._call(self._database.graph, max_nodes, max_relations)
+    async def graph(
+        self, max_nodes: int, max_relations: int, *, topics: bool = False
+    ) -> GraphSnapshot:
+        return await self._call(self._database.graph, max_nodes, max_relations, topics)
+
+    # ------------------------------------------------------------ topics
+
+    async def topic_rows(self) -> tuple[list[Topic], list[Binding]]:
+        return await self._call(self._database.topic_rows)
+
+    async def event_dates(self) -> list[tuple[str, str]]:
+        return await self._call(self._database.event_dates)
+
+    async def bind_topic(
+        self, draft: TopicDraft, event_ids: Sequence[str], timestamp: int
+    ) -> None:
+        await self._call(self._database.bind_topic, draft, list(event_ids), timestamp)
 
     # ------------------------------------------------------------ deletion
 
