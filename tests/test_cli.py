@@ -50,3 +50,16 @@ def test_import_rejects_a_malformed_line_before_writing(tmp_path: Path) -> None:
     src.write_text('{"content": "ok"}\n{"contnt": "typo"}\n', encoding="utf-8")
     out = _run("import", str(src), data_dir=tmp_path / "d")
     assert out.returncode == 2 and "bad.jsonl:2" in out.stderr
+
+
+def test_revectorize_command_switches_the_model_with_progress(tmp_path: Path) -> None:
+    src = tmp_path / "in.jsonl"
+    src.write_text('{"content": "Alice moved to Berlin."}\n{"content": "Bob stayed in Paris."}\n', encoding="utf-8")
+    data = tmp_path / "data"
+    assert _run("import", str(src), data_dir=data).returncode == 0
+    env = {**os.environ, "MNEMOQL_EMBEDDING__PROVIDER": "hashing", "MNEMOQL_DATA_DIR": str(data)}
+    out = subprocess.run(
+        [sys.executable, "-m", "web.cli", "revectorize"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    assert "embedding" in out.stderr and "revectorized with hashing-bigram-v1/384: 2 events" in out.stderr

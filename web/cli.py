@@ -132,6 +132,48 @@ async def _import(settings: Settings, path: Path, concurrency: int) -> int:
         await store.close()
 
 
+async def _revectorize(settings: Settings) -> int:
+    import httpx
+
+    from engine.errors import MnemoError
+    from engine.memory import Memory
+    from engine.providers.factory import build_providers
+    from web.app import open_store
+
+    store = open_store(settings)
+    await store.open()
+    bars: dict[str, Progress] = {}
+
+    def progress(phase: str, done: int, total: int) -> None:
+        bar = bars.get(phase)
+        if bar is None:
+            bar = bars[phase] = Progress(total, label=phase)
+        while bar.done < done:
+            bar.advance()
+
+    try:
+        async with httpx.AsyncClient() as client:
+            memory = Memory(settings, store, build_providers(settings, client))
+            try:
+                r = await memory.revectorize(progress)
+            except MnemoError as exc:
+                print(f"{exc.code}: {exc.message}", file=sys.stderr)
+                return 1
+            print(
+                f"revectorized with {r.model}/{r.dimensions}: {r.events} events, "
+                f"{r.persons} persons, {r.concepts} concepts, {r.locations} locations, "
+                f"{r.chunks} chunks",
+                file=sys.stderr,
+            )
+            return 0
+    finally:
+        await store.close()
+
+
+def cmd_revectorize(args: argparse.Namespace) -> int:
+    return asyncio.run(_revectorize(_settings(args)))
+
+
 def cmd_import(args: argparse.Namespace) -> int:
     return asyncio.run(_import(_settings(args), Path(args.file), args.concurrency))
 
@@ -181,6 +223,10 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--port", type=int)
     d.add_argument("--log-level", default="warning")
     d.set_defaults(func=cmd_demo)
+
+    r = sub.add_parser("revectorize", help="re-embed the whole memory with the configured model")
+    common(r)
+    r.set_defaults(func=cmd_revectorize)
 
     n = sub.add_parser("neo4j", help="a managed local Neo4j: install | start | stop | status")
     common(n)
