@@ -15,7 +15,7 @@ import subprocess
 import threading
 import time
 import warnings
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -91,12 +91,14 @@ def record_screenshot(path: Path) -> None:
         )
 
 
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     """Keep each phase's report on the item, so a fixture can tell that its test failed."""
-    outcome = yield
-    report = outcome.get_result()  # type: ignore[attr-defined]
+    report = yield
     setattr(item, f"report_{report.when}", report)
+    return report
 
 
 def call_failed(request: pytest.FixtureRequest) -> bool:

@@ -30,12 +30,12 @@ from tests.web.conftest import (
 from web.demo import demo_inputs
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Browser, BrowserContext, Page, Request, Route
+    from playwright.sync_api import Browser, BrowserContext, Page, Request, Route, ViewportSize
 
 pytestmark = pytest.mark.browser
 
 TIMEOUT_MS = 15_000
-VIEWPORT = {"width": 1440, "height": 900}
+VIEWPORT: ViewportSize = {"width": 1440, "height": 900}
 LONG_EVENT = "retro_2025_06"
 GRAPH = "{ graph { nodes { id label name } relationships { id type } } }"
 # A GraphQL mutation operation: `mutation {`, `mutation Name`, `mutation(` -- not the word in prose.
@@ -270,7 +270,7 @@ def test_search_lists_results_and_highlights_their_nodes(
     results.first.wait_for()
     page.wait_for_selector("#status[data-state=ok]")
 
-    ids = [results.nth(i).get_attribute("data-event-id") for i in range(results.count())]
+    ids = [results.nth(i).get_attribute("data-event-id") or "" for i in range(results.count())]
     assert 1 <= len(ids) <= 4
     drawn = [i for i in ids if page.get_attribute(f'[data-event-id="{i}"]', "data-drawn") == "true"]
     assert drawn == ids, "every demo event is in the drawing"
