@@ -1,5 +1,5 @@
-"""The save pipeline (SPEC §1.3): validate -> meta check -> extract -> chunk -> embed -> merge
-entities -> one write transaction.
+"""The save pipeline (SPEC §1.3): validate -> meta check -> extract -> choose the topic -> chunk
+-> embed -> merge entities -> one write transaction (with the topic binding, SPEC §2.3).
 
 Extraction and embedding run outside the save lock, so concurrent saves overlap on the slow
 part; entity merging, id allocation and the write happen under one process-wide lock.
@@ -13,12 +13,13 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 from zoneinfo import ZoneInfo
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from engine.binding import TopicChoice, choose_topic
 from engine.errors import (
     Conflict,
     ExtractionInvalid,
@@ -43,7 +44,7 @@ from engine.models import (
 from engine.providers.base import ConceptJudge, Embedder, Extractor
 from engine.store.base import Store
 from engine.text import chunk_ranges, content_hash, normalise_name, text_hash
-from prompts.extraction import EntityItem, EventItem, Extraction
+from prompts.extraction import EntityItem, EventItem, Extraction, ProfileItem
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +63,7 @@ class SaveInput(BaseModel):
     time: str | None = None
     topic_path: str | None = None
     related_topics: list[str] = Field(default_factory=list)
+    activation_profile: ProfileItem | None = None
     extraction: Extraction | None = None
     idempotency_key: str | None = Field(default=None, max_length=200)
     dedupe_by_hash: bool = False
@@ -71,6 +73,26 @@ class SaveInput(BaseModel):
 class SaveOutcome:
     result: SaveResult
     message: str
+    topic: TopicChoice | None = None  # None for replays and date-only records
+
+
+class TopicIndex(Protocol):
+    """What the pipeline asks of the topic index (``engine.recall.Recall``)."""
+
+    async def context(self) -> TopicContextLike: ...
+
+    def saved(self, plan: SavePlan, result: SaveResult) -> None:
+        """Index a committed save; called under the save lock."""
+
+
+class TopicContextLike(Protocol):
+    @property
+    def tree_text(self) -> str:
+        """The topic tree's text (for the extraction model)."""
+
+    @property
+    def paths(self) -> list[str]:
+        """Every known topic path (for the offline topic rule)."""
 
 
 Now = Callable[[], datetime]
@@ -107,6 +129,7 @@ class Ingestor:
         max_content_chars: int,
         now: Now | None = None,
         lock: asyncio.Lock | None = None,
+        topics: TopicIndex | None = None,
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -118,6 +141,7 @@ class Ingestor:
         self._now = now or (lambda: datetime.now(self.tz))
         # Saves, revectorize and forget share this lock (SPEC §1.3.6).
         self.lock = lock or asyncio.Lock()
+        self.topics = topics
 
     def now(self) -> datetime:
         return self._now().astimezone(self.tz)
@@ -157,11 +181,26 @@ class Ingestor:
         if item.idempotency_key and (prior := await self.store.replay(item.idempotency_key)):
             return SaveOutcome(prior, describe(prior))
         now = self.now()
-        extraction = item.extraction or await self.extractor.extract(item.content, now.isoformat())
+        tree, known = "", []
+        if self.topics is not None:
+            context = await self.topics.context()
+            tree, known = context.tree_text, context.paths
+        extraction = item.extraction or await self.extractor.extract(
+            item.content, now.isoformat(), topic_tree=tree or None
+        )
         extraction = _single_event(extraction) if item.id is not None else extraction
+        topic = choose_topic(
+            item.content,
+            extraction,
+            known,
+            now.date(),
+            topic_path=item.topic_path,
+            related_topics=item.related_topics,
+            profile=item.activation_profile,
+        )
         prepared = await self._embed(item, extraction)
         async with self.lock:
-            return await self._write(item, extraction, prepared, now)
+            return await self._write(item, extraction, prepared, now, topic)
 
     # ---- steps ----
 
@@ -194,7 +233,12 @@ class Ingestor:
         )
 
     async def _write(
-        self, item: SaveInput, ex: Extraction, prep: _Prepared, now: datetime
+        self,
+        item: SaveInput,
+        ex: Extraction,
+        prep: _Prepared,
+        now: datetime,
+        topic: TopicChoice | None = None,
     ) -> SaveOutcome:
         if item.idempotency_key and (prior := await self.store.replay(item.idempotency_key)):
             return SaveOutcome(prior, describe(prior))
@@ -230,9 +274,14 @@ class Ingestor:
             create_date=now.date().isoformat(),
             meta=MemoryMeta(self.embedder.model, self.embedder.dimensions, now.isoformat()),
             idempotency_key=item.idempotency_key,
+            topic=topic.draft if topic is not None else None,
         )
         result = await self.store.apply_save(plan)
-        return SaveOutcome(result, describe(result))
+        if result.replayed:
+            return SaveOutcome(result, describe(result))
+        if self.topics is not None:
+            self.topics.saved(plan, result)
+        return SaveOutcome(result, describe(result), topic)
 
     async def _merge_entities(
         self, ex: Extraction, prep: _Prepared

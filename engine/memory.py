@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from engine.activation import Activation, Activator
+from engine.binding import as_profile
 from engine.config import Settings
 from engine.errors import InvalidInput, NotFound, out_of_range
 from engine.ingest import Ingestor, SaveInput, SaveOutcome
@@ -27,15 +29,20 @@ from engine.models import (
     Page,
     RelType,
     SortSpec,
+    TopicDraft,
     Where,
+    epoch_ms,
 )
+from engine.recall import Recall, Recollection, TopicTree
 from engine.retrieval.pipeline import Outcome, Retriever, SearchRequest, TargetedPage
 from engine.revectorize import Progress, RevectorizeReport, revectorize
 from engine.sessions import Clock, CursorStore, SessionStore
 from engine.store.base import Store
+from engine.topics import TopicNode, fix_topic_path, normalise_related
 
 if TYPE_CHECKING:
     from engine.providers.factory import Providers
+    from prompts.extraction import ProfileItem
 
 GRAPH_MAX_NODES = 5000
 GRAPH_MAX_RELATIONS = 30000
@@ -103,6 +110,9 @@ class Memory:
             if clock
             else SessionStore(cursors=self.cursors)
         )
+        lock = asyncio.Lock()  # saves, revectorize, forget and topic binding (SPEC §1.3.6)
+        self.recall = Recall(store, lock, now=lambda: self.ingestor.now())
+        self.activator = Activator(self.recall, providers.chat)
         self.ingestor = Ingestor(
             store,
             providers.embedder,
@@ -111,6 +121,8 @@ class Memory:
             timezone=settings.timezone,
             judge_threshold=settings.alignment.threshold,
             max_content_chars=settings.limits.max_content_chars,
+            lock=lock,
+            topics=self.recall,
         )
 
         self.retriever = Retriever(
@@ -176,9 +188,70 @@ class Memory:
         return report
 
     async def forget(self, event_id: str) -> list[str]:
-        """Delete an event with its chunks and the entities only it used."""
+        """Delete an event with its chunks, topic bindings and the entities only it used."""
         async with self.ingestor.lock:
-            return await self.store.forget(event_id)
+            try:
+                return await self.store.forget(event_id)
+            finally:
+                self.recall.invalidate()
+
+    async def bind_topic(
+        self,
+        event_id: str,
+        topic_path: str,
+        related_topics: Sequence[str] = (),
+        profile: ProfileItem | None = None,
+    ) -> TopicNode:
+        """(Re)bind a saved event to a topic path, at the event's own save time.
+
+        Binding the same event to the same topic again refreshes its profile and merges the
+        related paths (SPEC §2.2). The profile takes defaults and clamps, nothing more.
+        """
+        path = fix_topic_path(topic_path)
+        if not path:
+            raise InvalidInput(
+                "topicPath is blank after cleaning; use segments like work->mnemoql",
+                zh="话题路径为空",
+                argument="topicPath",
+            )
+        p = as_profile(profile)
+        draft = TopicDraft(
+            path,
+            normalise_related(fix_topic_path(r) for r in related_topics),
+            p.activation_weight,
+            p.diffusion_weight,
+            p.context_independence_weight,
+        )
+        await self.recall.index()
+        async with self.ingestor.lock:
+            events = await self.store.get_events([event_id])
+            if not events:
+                raise NotFound(
+                    f"no event with id {event_id!r}", zh=f"事件不存在：{event_id}", id=event_id
+                )
+            stamp = epoch_ms(events[0].create_time)
+            await self.store.bind_topic(draft, [event_id], stamp)
+            self.recall.bound(draft, [event_id], stamp)
+        node = await self.recall.topic(path)
+        assert node is not None
+        return node
+
+    # ---- topics and associative recall (SPEC §2) ----
+
+    async def topics(self) -> TopicTree:
+        return await self.recall.tree()
+
+    async def topic(self, path: str) -> TopicNode | None:
+        return await self.recall.topic(path)
+
+    async def recall_topic(self, topic_path: str) -> Recollection:
+        return await self.recall.by_topic(topic_path)
+
+    async def recall_date(self, day: str) -> Recollection:
+        return await self.recall.by_date(day)
+
+    async def activate(self, lines: Sequence[str], evaluate: bool = False) -> Activation:
+        return await self.activator.activate(lines, evaluate)
 
     # ---- reads ----
 
@@ -231,13 +304,17 @@ class Memory:
         return await self.store.neighbours(node_ids, rel_type, direction, limit, after)
 
     async def graph(
-        self, max_nodes: int = GRAPH_MAX_NODES, max_relations: int = GRAPH_MAX_RELATIONS
+        self,
+        max_nodes: int = GRAPH_MAX_NODES,
+        max_relations: int = GRAPH_MAX_RELATIONS,
+        *,
+        topics: bool = False,
     ) -> GraphSnapshot:
         if not 1 <= max_nodes <= GRAPH_MAX_NODES:
             raise out_of_range("maxNodes", 1, GRAPH_MAX_NODES, max_nodes)
         if not 0 <= max_relations <= GRAPH_MAX_RELATIONS:
             raise out_of_range("maxRelationships", 0, GRAPH_MAX_RELATIONS, max_relations)
-        return await self.store.graph(max_nodes, max_relations)
+        return await self.store.graph(max_nodes, max_relations, topics=topics)
 
     async def neighbourhood(self, node_id: str, first: int = 100) -> GraphSnapshot:
         """A node with up to ``first`` direct neighbours and the relations between them."""

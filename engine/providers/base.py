@@ -4,7 +4,7 @@ injected ``httpx.AsyncClient``; offline ones run in-process."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from engine.models import Vector
 from prompts.extraction import Extraction
@@ -23,8 +23,21 @@ class Embedder(Protocol):
 
 
 class Extractor(Protocol):
-    async def extract(self, content: str, now_iso: str) -> Extraction:
-        """Events, entities and relations of one save; raises ExtractionInvalid/UpstreamFailed."""
+    async def extract(
+        self, content: str, now_iso: str, *, topic_tree: str | None = None
+    ) -> Extraction:
+        """Events, entities and relations of one save, and optionally its topic;
+        ``topic_tree`` is the current tree text, for the model to reuse its paths. Raises
+        ExtractionInvalid/UpstreamFailed."""
+
+
+class ChatModel(Protocol):
+    """A chat model answering with one JSON object (recall cues, the recall evaluator)."""
+
+    model: str
+
+    async def complete_json(self, system: str, user: str) -> dict[str, Any]:
+        """The reply decoded as a JSON object; raises a MnemoError on any failure."""
 
 
 class ConceptJudge(Protocol):

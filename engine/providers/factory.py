@@ -2,8 +2,9 @@
 
 Embeddings: ``auto`` means the OpenAI-compatible endpoint when a key is set, else the local e5
 model when this CPU can run it, else the hashing embedder; any other value forces that one.
-Extraction: the chat model when a key is set, else the offline rules. Alignment: the jev judge
-when enabled and a key is set, else none (concepts then merge by name and alias only).
+Extraction: the chat model when a key is set, else the offline rules; the same chat model
+extracts recall cues and evaluates recalled memories (none without a key). Alignment: the jev
+judge when enabled and a key is set, else none (concepts then merge by name and alias only).
 """
 
 from __future__ import annotations
@@ -14,10 +15,10 @@ import httpx
 from pydantic import SecretStr
 
 from engine.config import Settings
-from engine.providers.base import ConceptJudge, Embedder, Extractor
+from engine.providers.base import ChatModel, ConceptJudge, Embedder, Extractor
 from engine.providers.local import HashingEmbedder, LocalEmbedder, local_available
 from engine.providers.offline import OfflineExtractor
-from engine.providers.openai import ChatExtractor, JevJudge, OpenAIEmbedder
+from engine.providers.openai import ChatExtractor, ChatJson, JevJudge, OpenAIEmbedder
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,6 +26,7 @@ class Providers:
     embedder: Embedder
     extractor: Extractor
     judge: ConceptJudge | None
+    chat: ChatModel | None = None  # recall cues and the recall evaluator (extraction settings)
 
     def describe(self) -> dict[str, str | int | None]:
         """Which provider does what, for logs, ``/readyz`` and the CLI. Never holds a key."""
@@ -76,8 +78,12 @@ def build_providers(settings: Settings, client: httpx.AsyncClient) -> Providers:
     """The providers ``settings`` ask for, all sharing ``client``. Makes no request."""
     ext = settings.extraction
     extractor: Extractor
+    chat: ChatModel | None = None
     if _has_key(ext.api_key):
         extractor = ChatExtractor(
+            client, ext.base_url, ext.model, ext.api_key, ext.retries, timeout_s=ext.timeout_s
+        )
+        chat = ChatJson(
             client, ext.base_url, ext.model, ext.api_key, ext.retries, timeout_s=ext.timeout_s
         )
     else:
@@ -86,4 +92,4 @@ def build_providers(settings: Settings, client: httpx.AsyncClient) -> Providers:
     judge: ConceptJudge | None = None
     if al.enabled and _has_key(al.api_key):
         judge = JevJudge(client, al.url, al.model, al.api_key, timeout_s=al.timeout_s)
-    return Providers(build_embedder(settings, client), extractor, judge)
+    return Providers(build_embedder(settings, client), extractor, judge, chat)

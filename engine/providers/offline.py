@@ -443,6 +443,9 @@ class OfflineExtractor:
             }
         )
 
-    async def extract(self, content: str, now_iso: str) -> Extraction:
-        """``now_iso`` is unused: the rules never infer times from the clock."""
+    async def extract(
+        self, content: str, now_iso: str, *, topic_tree: str | None = None
+    ) -> Extraction:
+        """``now_iso`` and ``topic_tree`` are unused: the rules never infer times from the
+        clock, and the save picks an offline topic itself (``engine.binding``)."""
         return await asyncio.to_thread(self.extract_sync, content)

@@ -5,6 +5,7 @@
 - ``ChatExtractor``: ``POST {base}/chat/completions`` in JSON mode (DeepSeek by default), the
   reply validated by :class:`prompts.extraction.Extraction`.
 - ``JevJudge``: the TypeSafe System One ``noul`` question "are A and B the same concept?".
+- ``ChatJson``: any other JSON-mode chat call (recall cues and the recall evaluator).
 
 Transient failures (429, 5xx, timeouts, dropped connections) are retried with a doubling
 backoff; everything else fails at once. Keys live in ``SecretStr`` until the header is built
@@ -317,20 +318,25 @@ class ChatExtractor:
     def __repr__(self) -> str:
         return f"ChatExtractor(base_url={self.base_url!r}, model={self.model!r})"
 
-    def request_body(self, content: str, now_iso: str) -> dict[str, Any]:
+    def request_body(
+        self, content: str, now_iso: str, topic_tree: str | None = None
+    ) -> dict[str, Any]:
         return {
             "model": self.model,
             "messages": [
                 {"role": "system", "content": SYSTEM_PROMPT},
-                {"role": "user", "content": user_message(content, now_iso)},
+                {"role": "user", "content": user_message(content, now_iso, topic_tree)},
             ],
             "response_format": {"type": "json_object"},
             "temperature": 0,
         }
 
-    async def extract(self, content: str, now_iso: str) -> Extraction:
+    async def extract(
+        self, content: str, now_iso: str, *, topic_tree: str | None = None
+    ) -> Extraction:
         answer = await self._http.post(
-            _join(self.base_url, "/chat/completions"), self.request_body(content, now_iso)
+            _join(self.base_url, "/chat/completions"),
+            self.request_body(content, now_iso, topic_tree),
         )
         try:
             text = answer["choices"][0]["message"]["content"]
@@ -339,6 +345,57 @@ class ChatExtractor:
         if not isinstance(text, str):
             raise _invalid("the reply has no text content")
         return parse_extraction(text)
+
+
+class ChatJson:
+    """A JSON-mode chat completion: a system and a user message in, one JSON object out.
+
+    Shares the extraction settings (endpoint, model, key). Any failure -- HTTP, no text, not a
+    JSON object -- raises a MnemoError; callers decide what a failure means.
+    """
+
+    provider: ClassVar[str] = "openai-chat"
+
+    def __init__(
+        self,
+        client: httpx.AsyncClient,
+        base_url: str,
+        model: str,
+        api_key: SecretStr | None,
+        retries: int = 2,
+        *,
+        timeout_s: float | None = None,
+        sleep: Sleep = asyncio.sleep,
+    ) -> None:
+        self.base_url = base_url
+        self.model = model
+        self._http = _Http(client, "extraction", api_key, retries, timeout_s, sleep)
+
+    def __repr__(self) -> str:
+        return f"ChatJson(base_url={self.base_url!r}, model={self.model!r})"
+
+    async def complete_json(self, system: str, user: str) -> dict[str, Any]:
+        body = {
+            "model": self.model,
+            "messages": [
+                {"role": "system", "content": system},
+                {"role": "user", "content": user},
+            ],
+            "response_format": {"type": "json_object"},
+            "temperature": 0,
+        }
+        answer = await self._http.post(_join(self.base_url, "/chat/completions"), body)
+        try:
+            text = answer["choices"][0]["message"]["content"]
+        except (KeyError, IndexError, TypeError) as exc:
+            raise _upstream("extraction", "invalid_response", "no choices[0].message") from exc
+        try:
+            decoded = json.loads(strip_fences(text)) if isinstance(text, str) else None
+        except json.JSONDecodeError:
+            decoded = None
+        if not isinstance(decoded, dict):
+            raise _upstream("extraction", "invalid_response", "the reply is not a JSON object")
+        return decoded
 
 
 class JevJudge:
