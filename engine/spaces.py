@@ -56,7 +56,7 @@ class Spaces:
         self.providers = providers
         self._store_for = store_for
         self._clock = clock
-        self._revive_every_s = revive_every_s
+        self.revive_every_s = revive_every_s
         self._memories: dict[str, Memory] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._down: dict[str, float | None] = {}  # space -> last reopen attempt (None: not yet)
@@ -120,7 +120,7 @@ class Spaces:
             return
         now = self._clock()
         last = self._down[space]
-        if last is not None and now - last < self._revive_every_s:
+        if last is not None and now - last < self.revive_every_s:
             return
         self._down[space] = now
         store = memory.store

@@ -52,7 +52,7 @@ def open_store(settings: Settings, space: str = DEFAULT_SPACE) -> Store:
         return neo4j_store(settings, space=space)
     from engine.store.embedded import EmbeddedStore
 
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    # open() creates the directory; a failure there is a StoreUnavailable like any other
     return EmbeddedStore(settings.data_dir / "memory.db", space=space)
 
 

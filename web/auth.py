@@ -219,7 +219,9 @@ class BearerAuth:
             client = scope.get("client")
             log.info(
                 "unauthenticated %s %s from %s (%s)",
-                scope.get("method"), GRAPHQL_PATH, client[0] if client else "?",
+                scope.get("method"),
+                GRAPHQL_PATH,
+                client[0] if client else "?",
                 "invalid token" if header else "no token",
             )
             await send_unauthenticated(send)
