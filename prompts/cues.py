@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from xml.sax.saxutils import escape
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from prompts._xml import escape
 
 PROMPT_VERSION = "recall-cues-v1"
 
@@ -51,9 +52,7 @@ def user_message(inputs: Sequence[str], received: datetime, topic_tree: str) -> 
 
     Lines have no times of their own, so every ``interval-to-first`` is 0.
     """
-    items = "".join(
-        f'<input interval-to-first="0">{escape(line)}</input>' for line in inputs
-    )
+    items = "".join(f'<input interval-to-first="0">{escape(line)}</input>' for line in inputs)
     stamp = received.replace(tzinfo=None).isoformat(timespec="seconds")
     return (
         "<memory_input_entries>\n"

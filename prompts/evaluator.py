@@ -7,9 +7,10 @@ One call per recalled memory: does this memory help with the new inputs? The rep
 from __future__ import annotations
 
 from collections.abc import Sequence
-from xml.sax.saxutils import escape
 
 from pydantic import BaseModel, ConfigDict, StrictBool
+
+from prompts._xml import escape
 
 PROMPT_VERSION = "recall-evaluator-v1"
 

@@ -16,17 +16,18 @@ from resolvers.context import ScopeGuard
 from resolvers.evidence import EvidenceQuery
 from resolvers.mutation import MemoryMutation, MemorySubscription
 from resolvers.query import GraphQuery
+from resolvers.topics import TopicMutation, TopicQuery
 from schema.errors import CodedErrors
 from schema.graph import Concept, Event, Location, Person
 
 
 @strawberry.type
-class Query(GraphQuery, EvidenceQuery):
+class Query(GraphQuery, EvidenceQuery, TopicQuery):
     pass
 
 
 @strawberry.type
-class Mutation(MemoryMutation):
+class Mutation(MemoryMutation, TopicMutation):
     pass
 
 

@@ -28,6 +28,9 @@ def to_domain(item: SaveInput) -> ingest.SaveInput:
         time=item.time,
         topic_path=item.topic_path,
         related_topics=list(item.related_topics or []),
+        activation_profile=(
+            item.activation_profile.to_domain() if item.activation_profile is not None else None
+        ),
         extraction=extraction,
         idempotency_key=item.idempotency_key,
         dedupe_by_hash=item.dedupe_by_hash,

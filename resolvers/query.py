@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import strawberry
 
 from engine.memory import GRAPH_MAX_NODES, GRAPH_MAX_RELATIONS, READ_DEFAULT
 from engine.models import NodeLabel, NodePage, SortSpec, Where
+from resolvers.topics import is_topic_id, topic_by_id
 from schema.context import Info
 from schema.graph import (
     DEFAULT_FIRST,
@@ -50,15 +51,25 @@ async def _connection(
 
 @strawberry.type
 class GraphQuery:
-    @strawberry.field(description="Any node by id (event_1, person_2, book_ch3_e12, ...).")
+    @strawberry.field(
+        description="Any node by id (event_1, person_2, book_ch3_e12, topic:work->mnemoql, ...)."
+    )
     async def node(self, info: Info, id: strawberry.ID) -> Node | None:
+        if is_topic_id(str(id)):
+            return await topic_by_id(info, str(id))
         found = await info.context.loaders.node(str(id))
         return from_node(found) if found is not None else None
 
     @strawberry.field(description="Several nodes by id, in the order asked (null where unknown).")
     async def nodes(self, info: Info, ids: list[strawberry.ID]) -> list[Node | None]:
-        found = [await info.context.loaders.node(str(i)) for i in ids]
-        return [from_node(n) if n is not None else None for n in found]
+        out: list[Node | None] = []
+        for i in ids:
+            if is_topic_id(str(i)):
+                out.append(await topic_by_id(info, str(i)))
+            else:
+                found = await info.context.loaders.node(str(i))
+                out.append(from_node(found) if found is not None else None)
+        return out
 
     @strawberry.field
     async def events(
@@ -132,9 +143,16 @@ class GraphQuery:
         info: Info,
         max_nodes: int = GRAPH_MAX_NODES,
         max_relationships: int = GRAPH_MAX_RELATIONS,
+        include_topics: Annotated[
+            bool,
+            strawberry.argument(
+                description="Also Topic nodes (after the four labels, within maxNodes) with "
+                "their SUBTOPIC and BINDS relationships."
+            ),
+        ] = False,
     ) -> GraphSnapshot:
         return GraphSnapshot.from_domain(
-            await info.context.memory.graph(max_nodes, max_relationships)
+            await info.context.memory.graph(max_nodes, max_relationships, topics=include_topics)
         )
 
     @strawberry.field(description="A node and its direct neighbours, for expanding a graph view.")

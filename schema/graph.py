@@ -389,6 +389,13 @@ class GraphNode:
         }
         return cls(id=strawberry.ID(n.id), label=n.label, name=n.name, properties=_json(props))
 
+    @classmethod
+    def from_topic(cls, t: m.Topic) -> GraphNode:
+        props: dict[str, Any] = {"path": t.path, "name": t.name, "parent": t.parent}
+        return cls(
+            id=strawberry.ID(t.id), label=m.TOPIC_LABEL, name=t.name, properties=_json(props)
+        )
+
 
 @strawberry.type
 class GraphRelationship:
@@ -422,7 +429,8 @@ class GraphSnapshot:
     @classmethod
     def from_domain(cls, g: m.GraphSnapshot) -> GraphSnapshot:
         return cls(
-            nodes=[GraphNode.from_domain(n) for n in g.nodes],
+            nodes=[GraphNode.from_domain(n) for n in g.nodes]
+            + [GraphNode.from_topic(t) for t in g.topics],
             relationships=[GraphRelationship.from_domain(r) for r in g.relations],
             truncated_nodes=g.truncated_nodes,
             truncated_relationships=g.truncated_relations,

@@ -10,6 +10,7 @@ from strawberry.scalars import JSON
 
 from engine import models as m
 from engine.errors import InvalidInput
+from prompts.extraction import ProfileItem
 
 
 @strawberry.input(description="Conditions on one text field; several set here are ANDed.")
@@ -153,6 +154,29 @@ class EntitySort:
         return (self.field.value, self.direction.value)
 
 
+@strawberry.input(
+    description="Recall weights of a topic binding, each in [0, 1] (clamped); a missing one "
+    "takes its default: activation 0.55, diffusion 0.35, context independence 0.50."
+)
+class ActivationProfileInput:
+    activation_weight: float | None = strawberry.field(
+        default=None, description="How readily the memory comes back when its topic is recalled."
+    )
+    diffusion_weight: float | None = strawberry.field(
+        default=None, description="How far recall spreads to its related topics (0: not at all)."
+    )
+    context_independence_weight: float | None = strawberry.field(
+        default=None, description="How well it reads without the conversation around it."
+    )
+
+    def to_domain(self) -> ProfileItem:
+        return ProfileItem(
+            activation_weight=self.activation_weight,
+            diffusion_weight=self.diffusion_weight,
+            context_independence_weight=self.context_independence_weight,
+        )
+
+
 @strawberry.input(description="One memory to save.")
 class SaveInput:
     content: str = strawberry.field(description="The original text, kept verbatim.")
@@ -161,8 +185,17 @@ class SaveInput:
         description="Your own id for the event, e.g. book_ch3_e12 (enables `nearby`).",
     )
     time: str | None = strawberry.field(default=None, description="When it happened, free text.")
-    topic_path: str | None = strawberry.field(default=None, description="e.g. work->mnemoql->api")
-    related_topics: list[str] | None = None
+    topic_path: str | None = strawberry.field(
+        default=None,
+        description="The topic to bind the memory to, e.g. work->mnemoql->api (wins over the "
+        "extraction model's topic).",
+    )
+    related_topics: list[str] | None = strawberry.field(
+        default=None, description="Related topic paths, recalled alongside (RELATED)."
+    )
+    activation_profile: ActivationProfileInput | None = strawberry.field(
+        default=None, description="Recall weights of the topic binding."
+    )
     extraction: JSON | None = strawberry.field(
         default=None,
         description="A ready extraction (SPEC §1.3 JSON shape); skips the extraction model.",

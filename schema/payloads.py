@@ -33,6 +33,12 @@ class SavePayload:
         description="True when nothing new was written (idempotency key or identical content)."
     )
     message: str = strawberry.field(description="One line, as the original tool reported it.")
+    topic_path: str | None = strawberry.field(
+        default=None, description="The topic the new events were bound to; null: date only."
+    )
+    topic_source: str | None = strawberry.field(
+        default=None, description="Where that topic came from: client, model or offline."
+    )
 
     @classmethod
     def from_domain(cls, o: SaveOutcome) -> SavePayload:
@@ -50,6 +56,8 @@ class SavePayload:
             refs=[RefId(ref=k, id=strawberry.ID(v)) for k, v in r.refs.items()],
             replayed=r.replayed,
             message=o.message,
+            topic_path=o.topic.draft.path if o.topic is not None else None,
+            topic_source=o.topic.source if o.topic is not None else None,
         )
 
 

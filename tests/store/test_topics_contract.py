@@ -56,9 +56,7 @@ async def test_a_save_binds_every_new_event_and_creates_the_lineage(store: Store
     assert [t.id for t in topics][:2] == ["topic:work", "topic:work->mnemoql"]
     seqs = [t.seq for t in topics]
     assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
-    expected = Binding(
-        "work->mnemoql->api", e1, STAMP, 0.55, 0.35, 0.5, ("hiring", "work->ops")
-    )
+    expected = Binding("work->mnemoql->api", e1, STAMP, 0.55, 0.35, 0.5, ("hiring", "work->ops"))
     assert bindings == [expected, Binding(**{**_fields(expected), "event_id": e2})]
 
 

@@ -1,0 +1,82 @@
+"""The topic tree and associative recall (SPEC §2): topics, recall, recallByDate, activate,
+and the bindTopic mutation."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import strawberry
+
+from engine.models import TOPIC_ID_PREFIX
+from schema.context import Info
+from schema.inputs import ActivationProfileInput
+from schema.topics import Activation, Recollection, Topic, TopicTree
+
+
+def is_topic_id(node_id: str) -> bool:
+    return node_id.startswith(TOPIC_ID_PREFIX)
+
+
+async def topic_by_id(info: Info, node_id: str) -> Topic | None:
+    """The Topic of a ``topic:<path>`` id, or None."""
+    found = await info.context.memory.topic(node_id[len(TOPIC_ID_PREFIX) :])
+    return Topic.from_domain(found) if found is not None else None
+
+
+@strawberry.type
+class TopicQuery:
+    @strawberry.field(description="The topic tree: its text form, the roots and every node.")
+    async def topics(self, info: Info) -> TopicTree:
+        return TopicTree.from_domain(await info.context.memory.topics())
+
+    @strawberry.field(description="One topic by its exact path (e.g. work->mnemoql), or null.")
+    async def topic(self, info: Info, path: str) -> Topic | None:
+        found = await info.context.memory.topic(path)
+        return Topic.from_domain(found) if found is not None else None
+
+    @strawberry.field(
+        description="Memories of a topic path: PRIMARY, PARENT and RELATED, scored, at most 5."
+    )
+    async def recall(self, info: Info, topic_path: str) -> Recollection:
+        return Recollection.from_domain(await info.context.memory.recall_topic(topic_path))
+
+    @strawberry.field(description="Every memory saved on a day (yyyy-MM-dd), in save order.")
+    async def recall_by_date(self, info: Info, date: str) -> Recollection:
+        return Recollection.from_domain(await info.context.memory.recall_date(date))
+
+    @strawberry.field(
+        description="The memories recent conversation lines call up: cues (topics, dates, "
+        "entities), then ranked memories with exact source ranges and a quote."
+    )
+    async def activate(
+        self,
+        info: Info,
+        input: list[str],
+        evaluate: Annotated[
+            bool, strawberry.argument(description="Let the chat model keep only helpful memories.")
+        ] = False,
+    ) -> Activation:
+        return Activation.from_domain(await info.context.memory.activate(input, evaluate))
+
+
+@strawberry.type
+class TopicMutation:
+    @strawberry.mutation(
+        description="Bind a saved event to a topic path (again: refresh the profile and merge "
+        "the related paths)."
+    )
+    async def bind_topic(
+        self,
+        info: Info,
+        event_id: strawberry.ID,
+        topic_path: str,
+        related_topics: list[str] | None = None,
+        activation_profile: ActivationProfileInput | None = None,
+    ) -> Topic:
+        node = await info.context.memory.bind_topic(
+            str(event_id),
+            topic_path,
+            related_topics or [],
+            activation_profile.to_domain() if activation_profile is not None else None,
+        )
+        return Topic.from_domain(node)
