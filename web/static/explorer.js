@@ -62,6 +62,20 @@
   // all-pairs per iteration; on a busy 2-core machine without a GPU it took seconds for
   // 600 nodes and ~27 s for 1500, so the page stops using it well before 1500.
   var COSE_LIMIT = 600;
+  // Relationships between topics and to topics (the graph snapshot may not have them yet).
+  var EDGE_STYLES = {
+    SUBTOPIC: { 'line-color': '#c9a3bf', 'target-arrow-color': '#c9a3bf', width: 1.5 },
+    BINDS: { 'line-color': '#dcc5d6', 'target-arrow-color': '#dcc5d6', 'line-style': 'dashed' }
+  };
+  var EVENT_LABEL_WIDTH = 110; // px at zoom 1; longer event labels end in an ellipsis
+  // Event labels are drawn once the view is zoomed in past the default fit (EVENT_LABEL_STEP
+  // times its zoom), and never below EVENT_LABEL_ZOOM (10 px text drawn smaller than 9 px).
+  // Drawings with at most ALWAYS_LABEL_EVENTS events always show them.
+  var EVENT_LABEL_ZOOM = 0.9;
+  var EVENT_LABEL_STEP = 1.2;
+  var ALWAYS_LABEL_EVENTS = 8;
+  var LAYOUT_ROOM = 4.5; // cose gets this many times the area of the nodes and their labels
+  var MAX_FIT_ZOOM = 1.6; // a fit never blows a tiny graph up further than this
   var NEIGHBOUR_LIST_LIMIT = 200;
   var NAME_LENGTH = 32;
   var FOCUS_ZOOM = 1.4; // focusing on a few nodes never zooms in further than this
@@ -80,6 +94,7 @@
     banner: $('truncation-banner'),
     canvas: $('cy'),
     empty: $('empty-state'),
+    labelHint: $('label-hint'),
     legend: $('legend'),
     details: $('details'),
     searchForm: $('search-form'),
@@ -104,6 +119,8 @@
   var hiddenLabels = new Set();
   var truncated = { nodes: false, relationships: false };
   var selectedId = null;
+  var zoomLabels = null; // are event labels on (see updateZoomLabels)
+  var eventLabelZoom = EVENT_LABEL_ZOOM;
   var detailsRequest = 0; // discards answers for a node that is no longer shown
   var loadRequest = 0;
 
@@ -260,15 +277,40 @@
           'border-width': 1,
           'border-color': '#ffffff',
           label: 'data(short)',
-          'font-size': 9,
-          color: '#374151',
+          'font-size': large ? 9 : 12,
+          color: '#1f2937',
           'text-valign': 'bottom',
           'text-margin-y': 3,
-          'text-max-width': '140px',
+          'text-max-width': '130px',
           'text-wrap': 'ellipsis',
-          'min-zoomed-font-size': large ? 10 : 7,
+          // a halo in the canvas colour keeps labels legible where they cross edges
+          'text-outline-color': '#fafafa',
+          'text-outline-width': large ? 0 : 2,
+          'text-outline-opacity': 0.9,
+          // entity labels stay on; large graphs drop the ones too small to read
+          'min-zoomed-font-size': large ? 10 : 6,
           'text-events': 'no'
         }
+      },
+      {
+        // Event labels (long summaries) are drawn only when zoomed in (class zoom-label, set
+        // by updateZoomLabels), or for a selected, hovered or search-hit node. They keep their
+        // size while hidden, so the layout leaves room for them.
+        selector: 'node[label = "Event"]',
+        style: {
+          'font-size': 10,
+          'text-max-width': EVENT_LABEL_WIDTH + 'px',
+          'text-opacity': 0,
+          'min-zoomed-font-size': 0
+        }
+      },
+      {
+        selector: 'node[label = "Event"].zoom-label, node[label = "Event"].neighbour',
+        style: { 'text-opacity': 1, color: '#374151' }
+      },
+      {
+        selector: 'node[label = "Topic"]',
+        style: { width: 24, height: 24, 'font-weight': 'bold' }
       },
       {
         selector: 'edge',
@@ -296,22 +338,67 @@
         style: { 'background-color': labelColour(label), shape: SHAPES[label] }
       });
     });
+    Object.keys(EDGE_STYLES).forEach(function (type) {
+      style.push({ selector: 'edge[type = "' + type + '"]', style: EDGE_STYLES[type] });
+    });
     style.push(
       {
+        // Only a selected node's own relationships carry their type as a label, drawn
+        // towards the other end (the ends are spread out; the middles of short edges
+        // bunch up around the selected node). Parallel ones bend apart.
         selector: 'edge.focus',
         style: {
           width: 2,
+          'curve-style': 'bezier',
+          'control-point-step-size': 28,
+          opacity: 1,
           'line-color': '#64748b',
           'target-arrow-color': '#64748b',
-          label: 'data(type)',
-          'font-size': 8,
-          color: '#475569',
-          'text-rotation': 'autorotate',
+          'target-arrow-shape': 'triangle',
+          'arrow-scale': 0.8,
+          'font-size': 10,
+          'font-family': 'ui-monospace, SFMono-Regular, Menlo, Consolas, monospace',
+          color: '#1e293b',
           'text-background-color': '#ffffff',
-          'text-background-opacity': 0.85,
-          'text-background-padding': 1,
+          'text-background-opacity': 1,
+          'text-background-padding': 2,
+          'text-background-shape': 'round-rectangle',
+          'text-border-color': '#cbd5e1',
+          'text-border-width': 1,
+          'text-border-opacity': 1,
+          'min-zoomed-font-size': 0,
+          'text-events': 'no',
           'z-index': 5
         }
+      },
+      {
+        selector: 'edge.focus-out',
+        style: {
+          'target-label': 'data(type)',
+          'target-text-offset': 'data(labelOffset)',
+          'target-text-rotation': 'autorotate'
+        }
+      },
+      {
+        selector: 'edge.focus-in',
+        style: {
+          'source-label': 'data(type)',
+          'source-text-offset': 'data(labelOffset)',
+          'source-text-rotation': 'autorotate'
+        }
+      },
+      {
+        selector: 'node.faded',
+        style: { opacity: 0.2 }
+      },
+      {
+        // faded event labels would only be grey noise
+        selector: 'node[label = "Event"].faded',
+        style: { 'text-opacity': 0 }
+      },
+      {
+        selector: 'edge.faded',
+        style: { opacity: 0.07 }
       },
       {
         selector: 'node.search-hit',
@@ -322,6 +409,7 @@
           'underlay-padding': 6,
           'underlay-opacity': 0.35,
           'underlay-shape': 'ellipse',
+          'text-opacity': 1,
           'font-weight': 'bold',
           color: '#111827',
           'min-zoomed-font-size': 0,
@@ -329,12 +417,37 @@
         }
       },
       {
+        // a faded search hit stays findable
+        selector: 'node.search-hit.faded',
+        style: { opacity: 0.55 }
+      },
+      {
+        selector: 'node.hover',
+        style: {
+          opacity: 1,
+          'text-opacity': 1,
+          color: '#111827',
+          'text-background-color': '#ffffff',
+          'text-background-opacity': 0.95,
+          'text-background-padding': 2,
+          'text-background-shape': 'round-rectangle',
+          'min-zoomed-font-size': 0,
+          'z-index': 30
+        }
+      },
+      {
         selector: 'node:selected',
         style: {
+          opacity: 1,
           'border-width': 3,
           'border-color': '#111827',
+          'text-opacity': 1,
           'font-weight': 'bold',
           color: '#111827',
+          'text-background-color': '#ffffff',
+          'text-background-opacity': 0.95,
+          'text-background-padding': 2,
+          'text-background-shape': 'round-rectangle',
           'min-zoomed-font-size': 0,
           'z-index': 20
         }
@@ -365,8 +478,23 @@
       textureOnViewport: isLarge,
       pixelRatio: isLarge ? 1 : 'auto'
     });
+    zoomLabels = null;
+    cy.on('zoom', function () {
+      updateZoomLabels(false);
+    });
+    cy.on('mouseover', 'node', function (event) {
+      event.target.addClass('hover');
+    });
+    cy.on('mouseout', 'node', function (event) {
+      event.target.removeClass('hover');
+    });
     cy.on('tap', 'node', function (event) {
       select(event.target.id());
+    });
+    cy.on('dragfree', 'node', function () {
+      if (selectedId) {
+        applyFocus();
+      }
     });
     cy.on('tap', function (event) {
       if (event.target === cy) {
@@ -374,6 +502,81 @@
       }
     });
     return cy;
+  }
+
+  /* Event labels on from eventLabelZoom up; only touches the nodes when the zoom crosses it. */
+  function updateZoomLabels(force) {
+    var on = cy.zoom() >= eventLabelZoom;
+    if (on === zoomLabels && !force) {
+      return;
+    }
+    zoomLabels = on;
+    var events = cy.nodes('[label = "Event"]');
+    cy.batch(function () {
+      events.toggleClass('zoom-label', on);
+    });
+    ui.labelHint.hidden = on || events.empty();
+  }
+
+  /* After a load, from the zoom of the default fit. */
+  function setEventLabelZoom(fitZoom) {
+    var events = cy.nodes('[label = "Event"]').length;
+    if (large) {
+      // the grid leaves no room for long labels: only focused events show theirs
+      eventLabelZoom = Infinity;
+    } else if (events <= ALWAYS_LABEL_EVENTS) {
+      eventLabelZoom = 0;
+    } else {
+      eventLabelZoom = Math.max(EVENT_LABEL_ZOOM, (fitZoom || 1) * EVENT_LABEL_STEP);
+    }
+    ui.labelHint.textContent = large
+      ? 'Point at an event, or click it, to read its summary.'
+      : 'Zoom in, or point at an event, to read its summary.';
+    updateZoomLabels(true);
+  }
+
+  /* Where a selected node's relationship type goes, in px from the other end: clear of the
+   * other node, about a third of the way in, and never past the middle. */
+  function edgeLabelOffset(edge) {
+    var a = edge.source().position();
+    var b = edge.target().position();
+    var length = Math.max(0, Math.sqrt(Math.pow(a.x - b.x, 2) + Math.pow(a.y - b.y, 2)) - 20);
+    var halfLabel = String(edge.data('type')).length * 3 + 4;
+    return Math.round(Math.min(length / 2, Math.max(length * 0.33, halfLabel + 14)));
+  }
+
+  /* While a node is selected: its relationships are labelled, its neighbours' labels shown
+   * and, in drawings up to COSE_LIMIT nodes, everything else is faded. Only elements whose
+   * state changes are touched (a class change restyles the element): moving the selection
+   * from node to node stays cheap. Large drawings are not faded: restyling thousands of
+   * elements on every click costs too much on a small machine. */
+  function applyFocus() {
+    if (!cy) {
+      return;
+    }
+    var node = selectedId ? cy.getElementById(selectedId) : cy.collection();
+    var keep = node.nonempty() ? node.closedNeighborhood() : cy.collection();
+    var edges = node.nonempty() ? node.connectedEdges() : cy.collection();
+    var neighbours = node.nonempty() ? node.neighborhood('node') : cy.collection();
+    cy.batch(function () {
+      cy.edges('.focus').difference(edges).removeClass('focus focus-out focus-in');
+      cy.nodes('.neighbour').difference(neighbours).removeClass('neighbour');
+      edges.forEach(function (edge) {
+        edge.data('labelOffset', edgeLabelOffset(edge));
+        // a self-loop is both; it keeps the outgoing label
+        var outgoing = edge.source().same(node);
+        edge.addClass('focus').toggleClass('focus-out', outgoing).toggleClass('focus-in', !outgoing);
+      });
+      neighbours.addClass('neighbour');
+      keep.filter('.faded').removeClass('faded');
+      if (node.nonempty() && !large) {
+        cy.elements().filter(function (ele) {
+          return !ele.hasClass('faded') && !keep.has(ele);
+        }).addClass('faded');
+      } else {
+        cy.elements('.faded').removeClass('faded');
+      }
+    });
   }
 
   function nodeElement(n) {
@@ -434,6 +637,9 @@
       if (hiddenLabels.has(node.data('label'))) {
         node.addClass('filtered');
       }
+      if (zoomLabels && node.data('label') === 'Event') {
+        node.addClass('zoom-label');
+      }
     });
     return added;
   }
@@ -441,6 +647,17 @@
   function labelRank(node) {
     var rank = LABELS.indexOf(node.data('label'));
     return rank < 0 ? LABELS.length : rank;
+  }
+
+  function layoutBox(nodes) {
+    var area = 0;
+    nodes.forEach(function (node) {
+      var size = node.layoutDimensions({ nodeDimensionsIncludeLabels: true });
+      area += size.w * size.h;
+    });
+    var aspect = Math.max(0.4, Math.min(2.5, cy.width() / Math.max(cy.height(), 1)));
+    var w = Math.max(200, Math.sqrt(LAYOUT_ROOM * area * aspect));
+    return { x1: 0, y1: 0, w: w, h: w / aspect };
   }
 
   function runLayout(eles) {
@@ -464,18 +681,28 @@
       options = {
         name: 'cose',
         animate: false,
+        fit: false,
         randomize: true,
-        nodeDimensionsIncludeLabels: false,
+        // nodes are boxes that include their labels (event labels too, although they are
+        // only drawn when zoomed in), so that labels do not pile up on each other
+        nodeDimensionsIncludeLabels: true,
+        // cose starts from random positions in this box and mostly keeps its size: give it
+        // room for every label (LAYOUT_ROOM times their area) in the shape of the canvas
+        boundingBox: layoutBox(eles.nodes()),
         numIter: iterations,
         // cool down within the iterations we can afford
         coolingFactor: count <= 200 ? 0.99 : Math.pow(1 / 1000, 1 / iterations),
         idealEdgeLength: function () {
-          return 60;
+          return 80;
+        },
+        edgeElasticity: function () {
+          return 100;
         },
         nodeRepulsion: function () {
-          return 6000;
+          return 400000;
         },
-        componentSpacing: 60,
+        nodeOverlap: 10,
+        componentSpacing: 80,
         padding: 30
       };
     }
@@ -485,18 +712,22 @@
     return done;
   }
 
-  /* Pans and zooms so that eles are in view, without zooming in further than FOCUS_ZOOM. */
-  function focusOn(eles, padding) {
-    if (!eles || eles.empty()) {
-      return;
-    }
-    var pad = padding === undefined ? 60 : padding;
+  /* Zoom that shows eles with padding around them, at most maxZoom. */
+  function zoomFor(eles, pad, maxZoom) {
     var box = eles.boundingBox();
     var fitZoom = Math.min(
       (cy.width() - 2 * pad) / Math.max(box.w, 1),
       (cy.height() - 2 * pad) / Math.max(box.h, 1)
     );
-    var zoom = Math.max(cy.minZoom(), Math.min(fitZoom, FOCUS_ZOOM));
+    return Math.max(cy.minZoom(), Math.min(fitZoom, maxZoom));
+  }
+
+  /* Pans and zooms so that eles are in view, without zooming in further than FOCUS_ZOOM. */
+  function focusOn(eles, padding) {
+    if (!eles || eles.empty()) {
+      return;
+    }
+    var zoom = zoomFor(eles, padding === undefined ? 60 : padding, FOCUS_ZOOM);
     cy.stop();
     if (large) {
       cy.zoom(zoom);
@@ -504,6 +735,23 @@
     } else {
       cy.animate({ zoom: zoom, center: { eles: eles } }, { duration: 300 });
     }
+  }
+
+  /* The whole (visible) drawing in view; returns the zoom. */
+  function fitView(animate) {
+    var eles = visibleElements().nodes;
+    if (eles.empty()) {
+      return cy.zoom();
+    }
+    var zoom = zoomFor(eles, 30, MAX_FIT_ZOOM);
+    cy.stop();
+    if (animate && !large) {
+      cy.animate({ zoom: zoom, center: { eles: eles } }, { duration: 300 });
+    } else {
+      cy.zoom(zoom);
+      cy.center(eles);
+    }
+    return zoom;
   }
 
   /* ------------------------------------------------------------------ *
@@ -524,10 +772,13 @@
 
   function renderLegend() {
     var counts = labelsInGraph();
-    Array.from(ui.legend.querySelectorAll('label')).forEach(function (node) {
+    Array.from(ui.legend.querySelectorAll('label, .legend-empty')).forEach(function (node) {
       node.remove();
     });
-    Object.keys(counts).forEach(function (label) {
+    // only labels that have nodes: a "Topic (0)" entry would be a filter for nothing
+    Object.keys(counts).filter(function (label) {
+      return counts[label] > 0;
+    }).forEach(function (label) {
       var id = 'filter-' + label.replace(/[^A-Za-z0-9_-]/g, '_');
       var box = el('input', {
         type: 'checkbox',
@@ -553,6 +804,9 @@
         ])
       );
     });
+    if (!ui.legend.querySelector('label')) {
+      ui.legend.appendChild(el('p', { className: 'hint legend-empty', text: 'No nodes yet.' }));
+    }
   }
 
   function applyFilters() {
@@ -649,7 +903,7 @@
           if (request !== loadRequest) {
             return null;
           }
-          cy.fit(undefined, 30);
+          setEventLabelZoom(fitView(false));
           var skipped = relationships.length - cy.edges().length;
           setStatus(
             'ok',
@@ -683,7 +937,7 @@
     detailsRequest++;
     if (cy) {
       cy.elements(':selected').unselect();
-      cy.edges('.focus').removeClass('focus');
+      applyFocus();
     }
     ui.details.replaceChildren(
       el('p', {
@@ -705,10 +959,9 @@
       applyFilters();
     }
     cy.elements(':selected').unselect();
-    cy.edges('.focus').removeClass('focus');
     node.select();
-    node.connectedEdges().addClass('focus');
     selectedId = node.id();
+    applyFocus();
     renderDetails(node);
     if (options && options.center) {
       focusOn(node);
@@ -818,19 +1071,28 @@
           el('span', { className: 'details-id', text: label + ' · ' + id })
         ])
       ]),
-      el('div', { className: 'details-actions' }, [expandButton, centerButton]),
-      el('h3', { text: 'Properties' }),
-      propertiesTable(node.data('properties') || {}),
-      el('h3', { text: 'Neighbours (' + node.degree(false) + ')' }),
-      neighbourList(node)
+      el('div', { className: 'details-actions' }, [expandButton, centerButton])
     ];
+    var properties = node.data('properties') || {};
     var contentBox = null;
     if (isEvent) {
+      // an event reads top-down: its summary (the heading), the original text, then the rest
       contentBox = el('div', { id: 'event-content', 'data-testid': 'event-content' }, [
         el('p', { className: 'hint', text: 'Loading the original text…' })
       ]);
       children.push(el('h3', { text: 'Original text' }), contentBox);
+      if (typeof properties.summary === 'string' && properties.summary === node.data('name')) {
+        // already the heading
+        properties = Object.assign({}, properties);
+        delete properties.summary;
+      }
     }
+    children.push(
+      el('h3', { text: 'Properties' }),
+      propertiesTable(properties),
+      el('h3', { text: 'Neighbours (' + node.degree(false) + ')' }),
+      neighbourList(node)
+    );
     ui.details.replaceChildren.apply(ui.details, children);
     ui.details.setAttribute('data-node-id', id);
     if (isEvent) {
@@ -944,6 +1206,7 @@
       .then(function (data) {
         var hood = data.neighbourhood || {};
         var added = addElements(hood.nodes, hood.relationships, placeAround(String(id)));
+        applyFocus();
         renderLegend();
         renderCounts();
         var nodeCount = added.nodes().length;
@@ -1145,7 +1408,7 @@
     setStatus('ok', 'Search cleared.');
   });
   ui.fitButton.addEventListener('click', function () {
-    cy.animate({ fit: { eles: visibleElements().nodes, padding: 30 } }, { duration: 300 });
+    fitView(true);
   });
   ui.reloadButton.addEventListener('click', function () {
     load().catch(function () {});
