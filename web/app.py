@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from cross_web import HTTPException
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
@@ -98,6 +99,17 @@ class MemoryGraphQL(GraphQL[RequestContext, None]):
             raise ConnectionRejectionError({"code": "UNAUTHENTICATED"})
         await self._bind(context, grant)
         return UNSET
+
+    def parse_json(self, data: str | bytes) -> Any:
+        # strawberry answers these with a 500: bytes that are not UTF-8, nesting deeper than
+        # the parser's recursion limit, and JSON that is not an object (it calls `.get`)
+        try:
+            parsed = super().parse_json(data)
+        except (UnicodeDecodeError, RecursionError) as exc:
+            raise HTTPException(400, "Unable to parse request body as JSON") from exc
+        if not isinstance(parsed, dict | list):
+            raise HTTPException(400, "the request body must be a JSON object")
+        return parsed
 
     async def execute_single(self, *args: Any, **kwargs: Any) -> ExecutionResult:
         return await within_deadline(
