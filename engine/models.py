@@ -7,6 +7,7 @@ hot paths); what callers send in (save input, extractions) are pydantic models i
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -14,6 +15,8 @@ from typing import Any, Final, Literal
 
 import numpy as np
 import numpy.typing as npt
+
+from engine.errors import InvalidInput
 
 Vector = npt.NDArray[np.float32]
 
@@ -177,6 +180,19 @@ class TopicDraft:
         """Topic nodes the binding needs, in creation order: the path's lineage from its root,
         then each related path's."""
         return list(dict.fromkeys(p for q in (self.path, *self.related) for p in lineage(q)))
+
+    def check(self) -> None:
+        """What every store refuses to write: a blank path or segment, a weight outside [0, 1]."""
+        for path in (self.path, *self.related):
+            if not isinstance(path, str) or not path or "" in path.split(TOPIC_SEPARATOR):
+                raise InvalidInput(f"topic path {path!r} is blank or has an empty segment")
+        for name, w in (
+            ("activation", self.activation),
+            ("diffusion", self.diffusion),
+            ("context_independence", self.context_independence),
+        ):
+            if not isinstance(w, float | int) or not math.isfinite(w) or not 0.0 <= w <= 1.0:
+                raise InvalidInput(f"topic {name} weight {w!r} is not in [0, 1]")
 
 
 @dataclass(slots=True)

@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import json
-import math
 import sqlite3
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -354,26 +353,12 @@ def _insert_relation(
     )
 
 
-def check_topic(draft: TopicDraft) -> None:
-    """What a store refuses to write: a blank path or segment, weights outside [0, 1]."""
-    for path in (draft.path, *draft.related):
-        if not isinstance(path, str) or not path or "" in path.split(TOPIC_SEPARATOR):
-            raise InvalidInput(f"topic path {path!r} is blank or has an empty segment")
-    for name, w in (
-        ("activation", draft.activation),
-        ("diffusion", draft.diffusion),
-        ("context_independence", draft.context_independence),
-    ):
-        if not isinstance(w, float | int) or not math.isfinite(w) or not 0.0 <= w <= 1.0:
-            raise InvalidInput(f"topic {name} weight {w!r} is not in [0, 1]")
-
-
 def write_topic(
     conn: sqlite3.Connection, draft: TopicDraft, event_ids: list[str], timestamp: int
 ) -> None:
     """Topic nodes along the path and the related paths, then one binding per event: a
     rebinding of the same (topic, event) refreshes time and profile and merges related paths."""
-    check_topic(draft)
+    draft.check()
     seq = int(conn.execute("SELECT COALESCE(MAX(seq), 0) FROM topics").fetchone()[0]) + 1
     for path in draft.node_paths():
         parts = path.split(TOPIC_SEPARATOR)

@@ -4,6 +4,7 @@ activate (offline and with the fake chat model), bindTopic, restarts and the gra
 from __future__ import annotations
 
 import json
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,9 @@ from engine.topics.scoring import CandidateSource, score
 from engine.topics.tree import TopicBinding
 from tests.api.conftest import Api, fake_model_settings, offline_settings, running
 from tests.fake_model_server import FakeModelServer
+from tests.store.factories import STORE_FACTORIES, StoreFactory, load_factory_modules
+
+load_factory_modules()
 
 SAVE = """
 mutation($input: SaveInput!) {
@@ -444,3 +448,58 @@ async def test_the_graph_snapshot_shows_topics_on_request(api: Api) -> None:
     rels = [(r["type"], r["source"], r["target"]) for r in graph["relationships"]]
     assert rels == [("BINDS", "topic:x->y", e1), ("SUBTOPIC", "topic:x", "topic:x->y")]
     assert graph["relationships"][0]["properties"]["related_paths"] == ["z"]
+
+
+# ---------------------------------------------------------------- both stores, end to end
+
+
+@pytest.fixture(params=sorted(STORE_FACTORIES))
+def store_factory(request: pytest.FixtureRequest) -> StoreFactory:
+    factory = STORE_FACTORIES[request.param]
+    if reason := factory.skip_reason():
+        pytest.skip(f"{request.param} store unavailable: {reason}")
+    return factory
+
+
+async def test_topics_end_to_end_on_every_store(
+    tmp_path: Path, store_factory: StoreFactory
+) -> None:
+    space = f"t{uuid.uuid4().hex[:12]}"
+    settings = offline_settings(tmp_path)
+    ones = {"activationWeight": 1, "diffusionWeight": 1, "contextIndependenceWeight": 1}
+    try:
+        async with running(settings, store=store_factory.make(tmp_path / "m", space)) as api:
+            main = await save(
+                api,
+                "the main note about mnemoql",
+                topicPath="topic->main",
+                relatedTopics=["topic-related"],
+                activationProfile={
+                    "activationWeight": 0.9,
+                    "diffusionWeight": 0.1,
+                    "contextIndependenceWeight": 0.9,
+                },
+            )
+            rel = await save(api, "related", topicPath="topic-related", activationProfile=ones)
+            par = await save(api, "parent", topicPath="topic", activationProfile=ones)
+            ids = [x["eventIds"][0] for x in (main, rel, par)]
+            recalled = (await api.gql(RECALL, p="topic->main"))["recall"]
+            assert [m["event"]["id"] for m in recalled["memories"]] == ids
+            assert [m["score"] for m in recalled["memories"]] == pytest.approx(
+                [2.026, 1.95, 1.59], abs=1e-6
+            )
+            tree = (await api.gql(TOPICS))["topics"]
+            day = today(api)
+            graph = (await api.gql(GRAPH))["graph"]
+            assert {r["type"] for r in graph["relationships"]} == {"BINDS", "SUBTOPIC"}
+        async with running(settings, store=store_factory.make(tmp_path / "m", space)) as api:
+            assert (await api.gql(TOPICS))["topics"] == tree
+            assert (await api.gql(RECALL, p="topic->main"))["recall"] == recalled
+            dated = (await api.gql(BY_DATE, d=day))["recallByDate"]["memories"]
+            assert [m["event"]["id"] for m in dated] == ids
+            got = await api.gql(ACTIVATE, lines=["any news on MNEMOQL or the main topic?"])
+            assert [c["text"] for c in got["activate"]["cues"]][:1] == ["topic->main"]
+            assert got["activate"]["memories"][0]["event"]["id"] == ids[0]
+    finally:
+        if store_factory.cleanup is not None:
+            await store_factory.cleanup(tmp_path / "m", space)

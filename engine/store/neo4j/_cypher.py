@@ -24,6 +24,7 @@ from engine.models import (
     ENTITY_LABELS,
     NODE_LABELS,
     REL_TYPES,
+    TOPIC_LABEL,
     EntityLabel,
     NodeLabel,
     RelType,
@@ -80,6 +81,7 @@ _UNIQUE = {
     "concept_id_unique": "Concept",
     "location_id_unique": "Location",
     "event_source_id_unique": "EventSource",
+    "topic_id_unique": TOPIC_LABEL,
 }
 CONSTRAINTS: Final[dict[str, str]] = {
     **{
@@ -458,12 +460,12 @@ NEIGHBOURS: Final = f"""
 UNWIND $ids AS id
 MATCH (n:{ALL_LABELS} {{space: $space, id: id}})
 CALL (n) {{
-  MATCH (n)-[r]->(o)
+  MATCH (n)-[r]->(o:{ALL_LABELS})
   WHERE $out AND ($type IS NULL OR type(r) = $type) AND ($after IS NULL OR o.id > $after)
   RETURN type(r) AS type, n.id AS source, o.id AS target, properties(r) AS props,
          o.id AS other, 'out' AS dir
   UNION ALL
-  MATCH (n)<-[r]-(o)
+  MATCH (n)<-[r]-(o:{ALL_LABELS})
   WHERE $in AND ($type IS NULL OR type(r) = $type) AND ($after IS NULL OR o.id > $after)
   RETURN type(r) AS type, o.id AS source, n.id AS target, properties(r) AS props,
          o.id AS other, 'in' AS dir
@@ -504,6 +506,66 @@ LIMIT $cap
 RETURN type, source, target, props
 """
 
+# ---------------------------------------------------------------- topics (SPEC §2)
+# (:Topic {space, id: 'topic:' + path, path, name, parent, seq})-[:SUBTOPIC]->(:Topic) and
+# (:Topic)-[:BINDS {timestamp, activation_weight, diffusion_weight,
+#                   context_independence_weight, related_paths}]->(:Event)
+
+MERGE_TOPICS: Final = """
+UNWIND $rows AS r
+MERGE (t:Topic {space: $space, id: r.id})
+ON CREATE SET t.path = r.path, t.name = r.name, t.parent = r.parent, t.seq = r.seq
+"""
+MERGE_SUBTOPICS: Final = """
+UNWIND $rows AS r
+MATCH (p:Topic {space: $space, id: r.parent_id})
+MATCH (t:Topic {space: $space, id: r.id})
+MERGE (p)-[:SUBTOPIC]->(t)
+"""
+# A rebinding refreshes time and profile and appends the new related paths (no duplicates).
+BIND_TOPIC: Final = """
+MATCH (t:Topic {space: $space, id: $topic})
+UNWIND $ids AS id
+MATCH (e:Event {space: $space, id: id})
+MERGE (t)-[b:BINDS]->(e)
+SET b.timestamp = $timestamp, b.activation_weight = $activation,
+    b.diffusion_weight = $diffusion, b.context_independence_weight = $independence,
+    b.related_paths = coalesce(b.related_paths, [])
+                      + [p IN $related WHERE NOT p IN coalesce(b.related_paths, [])]
+RETURN count(b) AS bound
+"""
+EVENT_IDS: Final = (
+    "UNWIND $ids AS id MATCH (e:Event {space: $space, id: id}) RETURN e.id AS id"
+)
+_TOPIC_MAP: Final = "t {.path, .name, .parent, .seq}"
+_BINDING_MAP: Final = (
+    "{path: t.path, event_id: e.id, timestamp: b.timestamp, activation: b.activation_weight, "
+    "diffusion: b.diffusion_weight, independence: b.context_independence_weight, "
+    "related: b.related_paths}"
+)
+TOPIC_ROWS: Final = (
+    f"MATCH (t:Topic) WHERE t.space = $space WITH t ORDER BY t.seq RETURN {_TOPIC_MAP} AS t"
+)
+BINDING_ROWS: Final = (
+    "MATCH (t:Topic)-[b:BINDS]->(e:Event) WHERE t.space = $space AND e.space = $space "
+    f"WITH t, b, e ORDER BY e.seq, t.seq RETURN {_BINDING_MAP} AS b"
+)
+EVENT_DATES: Final = (
+    "MATCH (e:Event) WHERE e.space = $space AND e.id IS NOT NULL "
+    "RETURN e.id AS id, coalesce(e.create_date, '') AS day ORDER BY e.seq"
+)
+GRAPH_TOPICS: Final = (
+    "MATCH (t:Topic) WHERE t.space = $space WITH t ORDER BY t.id LIMIT $cap "
+    f"RETURN {_TOPIC_MAP} AS t"
+)
+GRAPH_BINDS: Final = f"""
+UNWIND $ids AS id
+MATCH (t:Topic {{space: $space, id: id}})-[b:BINDS]->(e:Event)
+WHERE e.space = $space
+WITH t, b, e ORDER BY t.id, e.id LIMIT $cap
+RETURN {_BINDING_MAP} AS b
+"""
+
 # ---------------------------------------------------------------- forget
 
 FORGET_TOUCHED: Final = """
@@ -528,7 +590,7 @@ DETACH DELETE n
 RETURN id, label
 """
 SPACE_LABELS: Final = (
-    *NODE_LABELS, "EventSource", "MemoryMeta", RECORD_LABEL, SPACE_LABEL,
+    *NODE_LABELS, "EventSource", "MemoryMeta", RECORD_LABEL, SPACE_LABEL, TOPIC_LABEL,
 )  # fmt: skip
 DROP_SPACE: Final = (
     "CALL () {"

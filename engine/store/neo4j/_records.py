@@ -22,6 +22,7 @@ from engine.models import (
     QUERYABLE_FIELDS,
     AllOf,
     AnyOf,
+    Binding,
     Chunk,
     Cond,
     Entity,
@@ -35,6 +36,7 @@ from engine.models import (
     Relation,
     SaveResult,
     SortSpec,
+    Topic,
     Vector,
     Where,
 )
@@ -131,6 +133,22 @@ def meta(m: dict[str, Any] | None) -> MemoryMeta | None:
         dimensions=int(m["dimensions"]),
         updated_at=m["updated_at"],
         schema_version=int(m.get("schema_version") or 1),
+    )
+
+
+def topic(t: dict[str, Any]) -> Topic:
+    return Topic(path=t["path"], name=t["name"], parent=t.get("parent"), seq=int(t["seq"]))
+
+
+def binding(b: dict[str, Any]) -> Binding:
+    return Binding(
+        path=b["path"],
+        event_id=b["event_id"],
+        timestamp=int(b["timestamp"]),
+        activation=float(b["activation"]),
+        diffusion=float(b["diffusion"]),
+        context_independence=float(b["independence"]),
+        related=tuple(b.get("related") or ()),
     )
 
 

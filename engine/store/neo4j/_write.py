@@ -8,7 +8,7 @@ outside the transaction; raising rolls everything back. Every write first locks 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -20,6 +20,7 @@ from engine.models import (
     ENTITY_LABELS,
     ID_PREFIX,
     NODE_LABELS,
+    TOPIC_SEPARATOR,
     Chunk,
     EntityDraft,
     EntityLabel,
@@ -27,8 +28,11 @@ from engine.models import (
     RelType,
     SavePlan,
     SaveResult,
+    TopicDraft,
     VectorSet,
+    epoch_ms,
     label_of,
+    topic_id,
 )
 from engine.store.neo4j import _cypher as q
 from engine.store.neo4j import _records as rec
@@ -93,6 +97,8 @@ def check_plan(plan: SavePlan) -> None:
         q.entity_label(ent.label)
     for r in plan.relations:
         q.rel_type(r.type)
+    if plan.topic is not None:
+        plan.topic.check()
 
 
 class SaveTx:
@@ -114,6 +120,8 @@ class SaveTx:
     async def run(self) -> SaveResult:
         plan = self.plan
         new_nodes = len(plan.events) + sum(1 for e in plan.entities if e.merge_into is None)
+        if plan.topic is not None:  # topic nodes take insertion numbers from the same counter
+            new_nodes += len(plan.topic.node_paths())
         lock = await self._q(q.LOCK_SPACE, n=new_nodes)
         self._seq = int(lock[0]["first"])
         if plan.idempotency_key is not None:
@@ -127,6 +135,11 @@ class SaveTx:
         await self._events()
         await self._entities()
         await self._relations()
+        if plan.topic is not None:
+            await write_topic(
+                self.tx, self.space, plan.topic, self.result.event_ids,
+                epoch_ms(plan.create_time), self._take_seq,
+            )  # fmt: skip
         if plan.idempotency_key is not None:
             await self._q(
                 q.PUT_RECORD,
@@ -269,6 +282,56 @@ class SaveTx:
         for shape, rows in groups.items():
             for batch in rec.batches(rows):
                 await self._q(q.MERGE_REL[shape], rows=batch)
+
+
+# ---------------------------------------------------------------- topics
+
+
+async def write_topic(
+    tx: AsyncManagedTransaction,
+    space: str,
+    draft: TopicDraft,
+    event_ids: Sequence[str],
+    timestamp: int,
+    take_seq: Callable[[], int],
+) -> None:
+    """Topic nodes along the path and the related paths (with SUBTOPIC links), then one BINDS
+    per event; NotFound if an id is not an event of the space."""
+    rows = []
+    for path in draft.node_paths():
+        parts = path.split(TOPIC_SEPARATOR)
+        parent = TOPIC_SEPARATOR.join(parts[:-1]) if len(parts) > 1 else None
+        rows.append({
+            "id": topic_id(path), "path": path, "name": parts[-1], "parent": parent,
+            "parent_id": topic_id(parent) if parent is not None else None, "seq": take_seq(),
+        })  # fmt: skip
+    await run(tx, space, q.MERGE_TOPICS, rows=rows)
+    await run(tx, space, q.MERGE_SUBTOPICS, rows=[r for r in rows if r["parent"] is not None])
+    ids = list(dict.fromkeys(event_ids))
+    found = await run(
+        tx, space, q.BIND_TOPIC, topic=topic_id(draft.path), ids=ids, timestamp=timestamp,
+        activation=float(draft.activation), diffusion=float(draft.diffusion),
+        independence=float(draft.context_independence), related=list(draft.related),
+    )  # fmt: skip
+    if int(found[0]["bound"]) != len(ids):
+        known = {r["id"] for r in await run(tx, space, q.EVENT_IDS, ids=ids)}
+        missing = [i for i in ids if i not in known]
+        raise NotFound(
+            f"cannot bind {', '.join(missing)}: no such event", zh=f"事件不存在：{missing[0]}"
+        )
+
+
+async def bind_topic(
+    tx: AsyncManagedTransaction,
+    space: str,
+    draft: TopicDraft,
+    event_ids: Sequence[str],
+    timestamp: int,
+) -> None:
+    draft.check()
+    lock = await run(tx, space, q.LOCK_SPACE, n=len(draft.node_paths()))
+    seq = iter(range(int(lock[0]["first"]), 1 << 62))
+    await write_topic(tx, space, draft, event_ids, timestamp, lambda: next(seq))
 
 
 # ---------------------------------------------------------------- revectorize, forget

@@ -41,6 +41,7 @@ from neo4j.exceptions import AuthError, ClientError, ServiceUnavailable, Session
 
 from engine.errors import InvalidInput, StoreUnavailable
 from engine.models import (
+    Binding,
     Chunk,
     Counts,
     Direction,
@@ -61,6 +62,8 @@ from engine.models import (
     SavePlan,
     SaveResult,
     SortSpec,
+    Topic,
+    TopicDraft,
     Vector,
     VectorSet,
     Where,
@@ -213,6 +216,8 @@ class Neo4jStore:
             connection_acquisition_timeout=self._timeout * 6,
             max_transaction_retry_time=10.0,
             notifications_min_severity="WARNING",
+            # "property key does not exist" on optional properties (embedding_zero, description)
+            notifications_disabled_classifications=["UNRECOGNIZED"],
         )
         try:
             # verify_connectivity does not retry: a server that is down fails open() at once.
@@ -529,7 +534,9 @@ class Neo4jStore:
                 out[node_id].append(Neighbour(node_id, rel, e["other"], e["dir"]))
         return out
 
-    async def graph(self, max_nodes: int, max_relations: int) -> GraphSnapshot:
+    async def graph(
+        self, max_nodes: int, max_relations: int, *, topics: bool = False
+    ) -> GraphSnapshot:
         if max_nodes < 0 or max_relations < 0:
             raise InvalidInput("graph caps must not be negative")
 
@@ -540,17 +547,67 @@ class Neo4jStore:
             rels = await write.run(
                 tx, self.space, q.GRAPH_RELATIONS, ids=[n.id for n in nodes], cap=max_relations + 1
             )
-            return GraphSnapshot(
+            snapshot = GraphSnapshot(
                 nodes=nodes,
                 relations=[
                     rec.relation(r["type"], r["source"], r["target"], r["props"] or {})
-                    for r in rels[:max_relations]
+                    for r in rels
                 ],
                 truncated_nodes=truncated_nodes,
                 truncated_relations=len(rels) > max_relations,
             )
+            if topics and not truncated_nodes:
+                await self._add_topics(tx, snapshot, max_nodes - len(nodes), max_relations)
+            snapshot.relations = snapshot.relations[:max_relations]
+            return snapshot
 
         return await self._read(work)
+
+    async def _add_topics(
+        self, tx: AsyncManagedTransaction, snapshot: GraphSnapshot, room: int, max_relations: int
+    ) -> None:
+        """Topic nodes by id into the ``room`` left, with their SUBTOPIC and BINDS links."""
+        found = await write.run(tx, self.space, q.GRAPH_TOPICS, cap=room + 1)
+        kept = [rec.topic(r["t"]) for r in found[:room]]
+        snapshot.topics = kept
+        snapshot.truncated_nodes = len(found) > room
+        binds = await write.run(
+            tx, self.space, q.GRAPH_BINDS, ids=[t.id for t in kept], cap=max_relations + 1
+        )
+        paths = {t.path for t in kept}
+        links = [
+            link for t in kept if t.parent in paths and (link := t.subtopic_relation()) is not None
+        ]
+        merged = sorted(
+            [*snapshot.relations, *(rec.binding(r["b"]).relation() for r in binds), *links],
+            key=lambda r: (r.type, r.source, r.target),
+        )
+        snapshot.relations = merged
+        snapshot.truncated_relations = len(merged) > max_relations
+
+    # ------------------------------------------------------------ topics
+
+    async def topic_rows(self) -> tuple[list[Topic], list[Binding]]:
+        async def work(tx: AsyncManagedTransaction) -> tuple[list[Topic], list[Binding]]:
+            topics = await write.run(tx, self.space, q.TOPIC_ROWS)
+            bindings = await write.run(tx, self.space, q.BINDING_ROWS)
+            return [rec.topic(r["t"]) for r in topics], [rec.binding(r["b"]) for r in bindings]
+
+        return await self._read(work)
+
+    async def event_dates(self) -> list[tuple[str, str]]:
+        rows = await self._run(q.EVENT_DATES)
+        return [(r["id"], r["day"]) for r in rows]
+
+    async def bind_topic(
+        self, draft: TopicDraft, event_ids: Sequence[str], timestamp: int
+    ) -> None:
+        draft.check()
+
+        async def work(tx: AsyncManagedTransaction) -> None:
+            await write.bind_topic(tx, self.space, draft, event_ids, timestamp)
+
+        await self._write(work)
 
     # ------------------------------------------------------------ deletion
 
