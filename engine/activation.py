@@ -61,9 +61,11 @@ MESSAGE_MAX = 400  # characters of one source message shown to the evaluator
 
 CueKind = Literal["topic", "date", "entity"]
 
-_CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]+")
-_LATIN_RUN = re.compile(r"[^\W_\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]"
-                        r"(?:[\w.+#&'’-]*[^\W_])?")  # fmt: skip
+_CJK = r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
+_CJK_RUN = re.compile(f"[{_CJK}]+")
+# letters and digits (with .+#&'’- inside) and no CJK: "berlin" in "我在berlin工作"
+_LETTER = rf"[^\W_{_CJK}]"
+_LATIN_RUN = re.compile(rf"{_LETTER}(?:(?:{_LETTER}|[.+#&'’-])*{_LETTER})?")
 _EDGE = "\"'“”‘’()[]{}<>«»,.;:!?，。；：！？、…"
 
 
@@ -180,19 +182,21 @@ class Activator:
             return []
         keys = set(candidates)
         hits: dict[str, set[str]] = {}
+        shown: dict[str, str] = {}  # normalised -> the name or alias as the entity spells it
         for label in ENTITY_LABELS:
             for ent in await self.recall.store.find_entities(label, keys):
                 for name in (ent.name, *ent.aliases):
                     key = normalise_name(name)
                     if key in keys:
                         hits.setdefault(key, set()).add(ent.id)
+                        shown.setdefault(key, name.strip())
         cues: list[ActivationCue] = []
         seen: set[frozenset[str]] = set()
         for key in candidates:  # in order of appearance, longer first at one position
             ids = frozenset(hits.get(key, ()))
             if ids and ids not in seen:
                 seen.add(ids)
-                cues.append(ActivationCue("entity", key, ids))
+                cues.append(ActivationCue("entity", shown[key], ids))
                 if len(cues) == ENTITY_CUES:
                     break
         return cues

@@ -110,14 +110,22 @@ def offline_topic(
     content: str, extraction: Extraction, known_paths: Sequence[str], today: date
 ) -> str:
     """The offline rule: a known path found in the content, else location->concept, else ""."""
-    if known_paths:
-        cues = offline_cues([content[:MATCH_SCOPE]], list(known_paths), today)
+    text = content[:MATCH_SCOPE]
+    folded = text.casefold()
+    # a cheap prefilter, so the exact matcher compiles patterns only for paths that can match
+    known = [p for p in known_paths if _last_segment(p).casefold() in folded]
+    if known:
+        cues = offline_cues([text], known, today)
         topics = [c.text for c in cues if c.type == "topic"]
         if topics:
             return topics[0]  # deepest first
     location = _first_name(extraction, "locations")
     concept = _first_name(extraction, "concepts")
     return fix_topic_path("->".join(p for p in (location, concept) if p))
+
+
+def _last_segment(path: str) -> str:
+    return path.rsplit("->", 1)[-1].strip()
 
 
 def _first_name(extraction: Extraction, kind: Literal["locations", "concepts"]) -> str:

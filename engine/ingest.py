@@ -184,7 +184,9 @@ class Ingestor:
         tree, known = "", []
         if self.topics is not None:
             context = await self.topics.context()
-            tree, known = context.tree_text, context.paths
+            # the tree is for the extraction model: not needed when the client extracted
+            tree = context.tree_text if item.extraction is None else ""
+            known = context.paths
         extraction = item.extraction or await self.extractor.extract(
             item.content, now.isoformat(), topic_tree=tree or None
         )

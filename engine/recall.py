@@ -69,12 +69,17 @@ class TopicTree:
     nodes: list[TopicNode]
 
 
-@dataclass(frozen=True, slots=True)
 class TopicContext:
-    """What a save needs of the tree: its text for the model, and the known paths."""
+    """What a save needs of the tree: the known paths, and the text for the model (built only
+    when asked for)."""
 
-    tree_text: str
-    paths: list[str]
+    def __init__(self, index: TopicRecall) -> None:
+        self._index = index
+        self.paths = index.topics.paths()
+
+    @property
+    def tree_text(self) -> str:
+        return self._index.topic_tree_text()
 
 
 class Recall:
@@ -160,8 +165,7 @@ class Recall:
     # ---- reads ----
 
     async def context(self) -> TopicContext:
-        index = await self.index()
-        return TopicContext(index.topic_tree_text(), index.topics.paths())
+        return TopicContext(await self.index())
 
     async def tree(self) -> TopicTree:
         index = await self.index()

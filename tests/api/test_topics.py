@@ -319,7 +319,7 @@ async def test_activate_offline_with_topic_entity_and_date_cues(api: Api) -> Non
     assert m["ranges"] == [{"index": 0, "start": 0, "end": len(content)}]
 
     entity = (await api.gql(ACTIVATE, lines=["Did Al call back?"]))["activate"]
-    assert entity["cues"] == [{"type": "ENTITY", "text": "al"}]
+    assert entity["cues"] == [{"type": "ENTITY", "text": "Al"}]
     assert [(x["event"]["id"], x["source"], x["score"]) for x in entity["memories"]] == [
         (e2, "ENTITY", None)
     ]

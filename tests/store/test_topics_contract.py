@@ -237,3 +237,22 @@ async def test_topics_survive_close_and_reopen(store: Store, reopen: Reopen) -> 
     topics, _ = await again.topic_rows()
     assert [t.path for t in topics] == ["a", "a->b", "c", "a->d"]
     assert topics[-1].seq > topics[-2].seq
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "a'}) MATCH (n) DETACH DELETE n //->b",
+        'x"; DROP TABLE topics; --->`Topic`',
+        "$space->{space: 'other'}->\\u0000 [x]",
+        "标签->:Topic|Event->🙂",
+    ],
+)
+async def test_topic_paths_are_data_never_query_text(store: Store, path: str) -> None:
+    (e,) = await save(store, draft(path, [path + "->child"]))
+    topics, (b,) = await store.topic_rows()
+    assert b.path == path and b.related == (path + "->child",) and b.event_id == e
+    assert topics[len(path.split("->")) - 1].path == path
+    assert (await store.counts()).events == 1
+    snap = await store.graph(5000, 30000, topics=True)
+    assert ("BINDS", "topic:" + path, e) in {(x.type, x.source, x.target) for x in snap.relations}
