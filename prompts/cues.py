@@ -13,6 +13,7 @@ from datetime import datetime
 from pydantic import BaseModel, ConfigDict, Field
 
 from prompts._xml import escape
+from prompts.extraction import tree_lines
 
 PROMPT_VERSION = "recall-cues-v1"
 
@@ -40,7 +41,8 @@ class CueMatch(BaseModel):
 
 
 class CueReply(BaseModel):
-    """The model's reply; entries that are not objects are dropped by ``fix_cues`` later."""
+    """The model's reply: null entries are dropped by ``fix_cues``; anything malformed is a
+    failure (no cues)."""
 
     model_config = ConfigDict(extra="ignore")
 
@@ -48,12 +50,14 @@ class CueReply(BaseModel):
 
 
 def user_message(inputs: Sequence[str], received: datetime, topic_tree: str) -> str:
-    """One input entry (the lines received together at ``received``) and the topic tree.
+    """One input entry (the lines received together at ``received``) and the topic tree
+    (CRLF-joined as Partner's ``getTopicTree``, cut at whole lines for very large trees).
 
     Lines have no times of their own, so every ``interval-to-first`` is 0.
     """
     items = "".join(f'<input interval-to-first="0">{escape(line)}</input>' for line in inputs)
     stamp = received.replace(tzinfo=None).isoformat(timespec="seconds")
+    tree = "\r\n".join(tree_lines(topic_tree))
     return (
         "<memory_input_entries>\n"
         "  <memory_input_entry>\n"
@@ -61,5 +65,5 @@ def user_message(inputs: Sequence[str], received: datetime, topic_tree: str) -> 
         f"    <inputs>{items}</inputs>\n"
         "  </memory_input_entry>\n"
         "</memory_input_entries>\n"
-        f"<memory_topic_tree>\n{escape(topic_tree)}\n</memory_topic_tree>"
+        f"<memory_topic_tree>\n{escape(tree)}\n</memory_topic_tree>"
     )

@@ -66,6 +66,13 @@ def user_message(content: str, now_iso: str, topic_tree: str | None = None) -> s
 def topic_tree_block(tree_text: str, max_chars: int = TOPIC_TREE_MAX_CHARS) -> str:
     """``现有话题树:`` and one tree line per line (control characters inside a path become
     spaces), cut at whole lines to ``max_chars``; empty when there is no tree."""
+    kept = tree_lines(tree_text, max_chars)
+    return "现有话题树:\n" + "\n".join(kept) if kept else ""
+
+
+def tree_lines(tree_text: str, max_chars: int = TOPIC_TREE_MAX_CHARS) -> list[str]:
+    """The lines of a ``getTopicTree`` text, cleaned, at most ``max_chars`` in all ("..." marks
+    a cut)."""
     lines = [_CONTROL.sub(" ", ln).strip() for ln in tree_text.split("\r\n")]
     kept: list[str] = []
     size = 0
@@ -75,7 +82,7 @@ def topic_tree_block(tree_text: str, max_chars: int = TOPIC_TREE_MAX_CHARS) -> s
             break
         kept.append(line)
         size += len(line) + 1
-    return "现有话题树:\n" + "\n".join(kept) if kept else ""
+    return kept
 
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]+")
