@@ -128,11 +128,13 @@ class SessionStore:
     def _expired(self, session: Session, now: float) -> bool:
         return now - session.committed_at >= self._ttl
 
-    def _sweep(self, now: float) -> None:
+    def _sweep(self, now: float, keep: str) -> None:
         for sid, session in list(self._sessions.items()):
-            if session._users == 0 and self._expired(session, now):
+            if session._users == 0 and self._expired(session, now) and sid != keep:
                 del self._sessions[sid]
-        idle = [sid for sid, s in self._sessions.items() if s._users == 0]
+        # ``keep`` is the session being handed out: with every other session busy it would be
+        # the only idle one, and evicting it would lose the call's own commit.
+        idle = [sid for sid, s in self._sessions.items() if s._users == 0 and sid != keep]
         for sid in idle[: max(0, len(self._sessions) - self._max_sessions)]:
             del self._sessions[sid]
 
@@ -150,7 +152,7 @@ class SessionStore:
             session = Session(session_id, now, self._max_ids, self._max_excerpts)
             self._sessions[session_id] = session
         self._sessions.move_to_end(session_id)
-        self._sweep(now)
+        self._sweep(now, keep=session_id)
         return session
 
     @asynccontextmanager

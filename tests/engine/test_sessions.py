@@ -164,6 +164,18 @@ async def test_a_session_in_use_is_not_evicted() -> None:
     assert "busy" not in store
 
 
+async def test_a_new_session_survives_when_every_other_is_busy() -> None:
+    # 50 concurrent callers over a cap of 32 once evicted the session being acquired itself,
+    # and its commit then failed with a KeyError (found by bench/load.py)
+    store = SessionStore(FakeClock(), max_sessions=2)
+    async with store.acquire("a"), store.acquire("b"), store.acquire("c") as c:
+        assert "c" in store
+        store.commit("c", ["event_1"])
+    assert c.excluded == {"event_1"}
+    store.get("d")  # idle again: the cap applies
+    assert len(store) == 2 and "d" in store
+
+
 async def test_a_failed_call_records_nothing() -> None:
     store = SessionStore(FakeClock())
     with pytest.raises(RuntimeError):

@@ -1,0 +1,516 @@
+"""Load: 50 searching + 10 saving clients against a real server for a bounded time.
+
+    python -m bench.load                    # 60 s, 50 searchers, 10 savers, the default embedder
+    python -m bench.load --seconds 20 --embedder hashing
+
+``mnemoql serve`` runs in a subprocess on 127.0.0.1 (a free port, a fresh data directory, access
+tokens: the savers write with a write token, the searchers read with a read token). Every client
+is its own ``httpx.AsyncClient`` with its own connection. Searchers mostly search, sometimes
+expand along a concept their last page offered, sometimes list events. Savers save distinct
+notes, each with a unique caller id and an idempotency key, and re-send every fifth save with
+the same key (it must be replayed, not saved twice).
+
+Afterwards every acknowledged save is checked by id: it exists exactly once, with the exact
+content that was sent, and the event count equals seeds + distinct saves (nothing lost, nothing
+duplicated). Latency percentiles are per operation, measured by the clients. Traffic goes to
+loopback only; every loop stops at the deadline, and the server is stopped at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import random
+import secrets
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "bench" / "results"
+HOST = "127.0.0.1"
+SPACE = "load"
+SEEDS = 40
+MAX_REQUESTS_PER_CLIENT = 100_000  # a second bound besides the deadline
+
+SEARCH = (
+    "query($q: String!, $s: String!, $r: Boolean!) { search(query: $q, session: $s, "
+    "resetSeen: $r) { cursor items { eventId quote { text } } expandConcepts text } }"
+)
+EXPAND = (
+    "query($c: String!, $id: ID!, $s: String!) { expand(cursor: $c, conceptId: $id, "
+    "session: $s) { cursor items { eventId } text } }"
+)
+EVENTS = "{ events(first: 20) { totalCount edges { node { id summary } } } }"
+SAVE = "mutation($input: SaveInput!) { save(input: $input) { eventIds replayed createdPersons } }"
+PEOPLE = ["Alice", "Bob", "Carol", "Dave", "Erin", "Frank", "Grace", "Heidi", "李雷", "韩梅梅"]
+PLACES = ["Berlin", "Hangzhou", "Lisbon", "Oslo", "Kyoto", "Toronto", "上海", "成都"]
+TOPICS = [
+    "the Neo4j migration",
+    "offline sync with CRDTs",
+    "the backup policy",
+    "vector indexes",
+    "the release checklist",
+    "search latency",
+    "the onboarding guide",
+    "cost of embeddings",
+    "图数据库的部署",
+    "周报的格式",
+]
+QUERIES = [
+    "what did we decide about the Neo4j migration?",
+    "who worked on offline sync",
+    "backup policy in Berlin",
+    "vector index latency",
+    "release checklist owner",
+    "图数据库部署在哪里",
+    "embedding cost",
+    "onboarding guide for new people",
+    "Alice Hangzhou",
+    "what happened in Kyoto",
+    "周报",
+    "CRDT conflicts",
+]
+
+
+def note(rng: random.Random, saver: int, n: int) -> str:
+    who, other = rng.sample(PEOPLE, 2)
+    return (
+        f"{who}: note {n} from saver {saver}. In {rng.choice(PLACES)} we discussed "
+        f"{rng.choice(TOPICS)} with {other}; the decision was to "
+        f"{rng.choice(['ship it', 'wait a week', 'measure first', 'ask the team'])}. "
+        f"(ref {saver}-{n}-{rng.randrange(10**6)})"
+    )
+
+
+@dataclass
+class Stats:
+    latencies: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    errors: list[str] = field(default_factory=list)
+    error_count: int = 0
+    # documented outcomes a client handles, not failures: a cursor evicted by the others'
+    # newer ones (SPEC: 32 cursors per memory space) -> "run search again"
+    expected: Counter[str] = field(default_factory=Counter)
+
+    def error(self, what: str) -> None:
+        self.error_count += 1
+        if len(self.errors) < 20:
+            self.errors.append(what[:400])
+
+
+@dataclass
+class Saved:
+    caller_id: str
+    key: str
+    content: str
+    event_ids: list[str]
+
+
+# ---------------------------------------------------------------- the server
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind((HOST, 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def start_server(data: Path, port: int, env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    cmd = [
+        sys.executable,
+        "-m",
+        "web.cli",
+        "serve",
+        "--host",
+        HOST,
+        "--port",
+        str(port),
+        "--data-dir",
+        str(data),
+        "--log-level",
+        "warning",
+    ]
+    out = log.open("wb")
+    return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+
+
+async def wait_ready(base: str, proc: subprocess.Popen[bytes], timeout_s: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    async with httpx.AsyncClient(base_url=base, timeout=2.0) as c:
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise RuntimeError(f"the server exited with {proc.returncode}")
+            try:
+                if (await c.get("/readyz")).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            await asyncio.sleep(0.2)
+    raise RuntimeError(f"the server was not ready within {timeout_s:.0f} s")
+
+
+def stop_server(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+# ---------------------------------------------------------------- clients
+
+
+async def gql(
+    c: httpx.AsyncClient, stats: Stats, op: str, query: str, variables: dict[str, Any]
+) -> dict[str, Any] | None:
+    t0 = time.perf_counter()
+    try:
+        r = await c.post("/graphql", json={"query": query, "variables": variables})
+    except httpx.HTTPError as exc:
+        stats.error(f"{op}: {type(exc).__name__}: {exc}")
+        return None
+    stats.latencies[op].append(time.perf_counter() - t0)
+    if r.status_code != 200:
+        stats.error(f"{op}: HTTP {r.status_code}: {r.text}")
+        return None
+    body: dict[str, Any] = r.json()
+    if body.get("errors"):
+        codes = {(e.get("extensions") or {}).get("code") for e in body["errors"]}
+        if op == "expand" and codes == {"CURSOR_INVALID"}:
+            stats.expected["expand: cursor evicted (CURSOR_INVALID)"] += 1
+            return None
+        stats.error(f"{op}: {json.dumps(body['errors'], ensure_ascii=False)}")
+        return None
+    data: dict[str, Any] = body["data"]
+    return data
+
+
+async def searcher(i: int, base: str, token: str, deadline: float, stats: Stats, seed: int) -> None:
+    rng = random.Random(seed * 1000 + i)
+    headers = {"Authorization": f"Bearer {token}"}
+    last: dict[str, Any] | None = None
+    async with httpx.AsyncClient(base_url=base, headers=headers, timeout=120.0) as c:
+        for n in range(MAX_REQUESTS_PER_CLIENT):
+            if time.monotonic() >= deadline:
+                return
+            roll = rng.random()
+            session = f"searcher-{i}"
+            if roll < 0.1 and last and last.get("cursor") and last.get("expandConcepts"):
+                await gql(
+                    c,
+                    stats,
+                    "expand",
+                    EXPAND,
+                    {"c": last["cursor"], "id": last["expandConcepts"][0], "s": session},
+                )
+                last = None
+            elif roll < 0.2:
+                await gql(c, stats, "events", EVENTS, {})
+            else:
+                variables = {"q": rng.choice(QUERIES), "s": session, "r": n % 4 == 0}
+                data = await gql(c, stats, "search", SEARCH, variables)
+                last = data["search"] if data else None
+
+
+async def saver(
+    i: int,
+    base: str,
+    token: str,
+    deadline: float,
+    stats: Stats,
+    run: str,
+    seed: int,
+    saved: list[Saved],
+) -> None:
+    rng = random.Random(seed * 7919 + i)
+    headers = {"Authorization": f"Bearer {token}"}
+    async with httpx.AsyncClient(base_url=base, headers=headers, timeout=660.0) as c:
+        for n in range(MAX_REQUESTS_PER_CLIENT):
+            if time.monotonic() >= deadline:
+                return
+            item = {
+                "content": note(rng, i, n),
+                "id": f"load_s{i:02d}_e{n:05d}",
+                "idempotencyKey": f"{run}:{i}:{n}",
+            }
+            data = await gql(c, stats, "save", SAVE, {"input": item})
+            if data is None:
+                continue
+            result = data["save"]
+            if result["replayed"] or result["eventIds"] != [item["id"]]:
+                stats.error(f"save {item['id']}: unexpected result {result}")
+                continue
+            saved.append(
+                Saved(item["id"], item["idempotencyKey"], item["content"], result["eventIds"])
+            )
+            if n % 5 == 4:  # the client retries: same key, must be replayed
+                again = await gql(c, stats, "save (replay)", SAVE, {"input": item})
+                if again is not None and (
+                    not again["save"]["replayed"] or again["save"]["eventIds"] != result["eventIds"]
+                ):
+                    stats.error(f"replay {item['id']}: {again['save']}")
+
+
+async def describe_models(base: str, token: str) -> str:
+    headers = {"Authorization": f"Bearer {token}"}
+    async with httpx.AsyncClient(base_url=base, headers=headers, timeout=30.0) as c:
+        q = "{ memoryIndex { model dimensions embedder extractor } }"
+        info = (await c.post("/graphql", json={"query": q})).json()["data"]["memoryIndex"]
+    return (
+        f"embedder {info['embedder']} (`{info['model']}`, {info['dimensions']} dims), "
+        f"extractor {info['extractor']}"
+    )
+
+
+async def seed_memory(base: str, token: str, n: int) -> None:
+    rng = random.Random(1)
+    headers = {"Authorization": f"Bearer {token}"}
+    async with httpx.AsyncClient(base_url=base, headers=headers, timeout=600.0) as c:
+        for k in range(n):
+            variables = {"input": {"content": note(rng, 99, k), "idempotencyKey": f"seed:{k}"}}
+            r = await c.post("/graphql", json={"query": SAVE, "variables": variables})
+            body = r.json()
+            if r.status_code != 200 or body.get("errors"):
+                raise RuntimeError(f"seeding failed: {r.status_code} {body}")
+
+
+# ---------------------------------------------------------------- verification
+
+
+async def verify(base: str, token: str, saved: list[Saved], seeds: int) -> dict[str, Any]:
+    """Every acknowledged save exists once, with its content; the totals add up."""
+    headers = {"Authorization": f"Bearer {token}"}
+    problems: list[str] = []
+    async with httpx.AsyncClient(base_url=base, headers=headers, timeout=120.0) as c:
+        all_ids: list[str] = []
+        after: str | None = None
+        total = 0
+        while True:
+            q = (
+                "query($a: String) { events(first: 100, after: $a) { totalCount "
+                "edges { node { id } } pageInfo { hasNextPage endCursor } } }"
+            )
+            body = (await c.post("/graphql", json={"query": q, "variables": {"a": after}})).json()
+            page = body["data"]["events"]
+            total = page["totalCount"]
+            all_ids += [e["node"]["id"] for e in page["edges"]]
+            if not page["pageInfo"]["hasNextPage"]:
+                break
+            after = page["pageInfo"]["endCursor"]
+        seen = Counter(all_ids)
+        dup = [i for i, k in seen.items() if k > 1]
+        if dup:
+            problems.append(f"ids listed more than once: {dup[:10]}")
+        expected = Counter(s.caller_id for s in saved)
+        if any(k > 1 for k in expected.values()):
+            problems.append("a caller id was acknowledged twice")
+        missing = [s.caller_id for s in saved if seen[s.caller_id] != 1]
+        if missing:
+            problems.append(f"{len(missing)} acknowledged saves missing: {missing[:10]}")
+        if total != seeds + len(saved) or len(all_ids) != total:
+            problems.append(
+                f"event count {total} (listed {len(all_ids)}) != {seeds} seeds + {len(saved)} saves"
+            )
+        # the exact content of every save, 100 at a time
+        q = (
+            "query($ids: [ID!]!) { nodes(ids: $ids) { id ... on Event { "
+            "content(limit: 10000) { text } } } }"
+        )
+        wrong = 0
+        for start in range(0, len(saved), 100):
+            part = saved[start : start + 100]
+            body = (
+                await c.post(
+                    "/graphql", json={"query": q, "variables": {"ids": [s.caller_id for s in part]}}
+                )
+            ).json()
+            for s, node in zip(part, body["data"]["nodes"], strict=True):
+                if node is None or node["content"]["text"] != s.content:
+                    wrong += 1
+        if wrong:
+            problems.append(f"{wrong} saves with missing or different content")
+    return {"events": total, "saves": len(saved), "problems": problems}
+
+
+# ---------------------------------------------------------------- report
+
+
+def pct(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    k = min(len(ordered) - 1, max(0, round(p / 100 * len(ordered) + 0.5) - 1))
+    return ordered[k]
+
+
+def table(stats: Stats, seconds: float) -> str:
+    rows = [
+        "| operation | requests | per second | p50 ms | p95 ms | p99 ms | max ms |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    order = ["search", "expand", "events", "save", "save (replay)"]
+    for op in order + sorted(set(stats.latencies) - set(order)):
+        lat = stats.latencies.get(op)
+        if not lat:
+            continue
+        ms = [x * 1000 for x in lat]
+        rows.append(
+            f"| {op} | {len(ms)} | {len(ms) / seconds:.1f} | {pct(ms, 50):.0f} | "
+            f"{pct(ms, 95):.0f} | {pct(ms, 99):.0f} | {max(ms):.0f} |"
+        )
+    return "\n".join(rows)
+
+
+def machine() -> str:
+    cpu = "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return (
+        f"{os.cpu_count()} cores ({cpu}), Python {platform.python_version()}, {platform.system()}"
+    )
+
+
+async def main_async(args: argparse.Namespace) -> int:
+    run = secrets.token_hex(4)
+    write_token, read_token = secrets.token_urlsafe(24), secrets.token_urlsafe(24)
+    tokens = [
+        {"token": write_token, "space": SPACE, "scopes": ["read", "write"]},
+        {"token": read_token, "space": SPACE, "scopes": ["read"]},
+    ]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MNEMOQL_", "DSH_NEO4J"))}
+    for key in ("DEEPSEEK_API_KEY", "EMBEDDING_API_KEY", "TYPESAFE_API_KEY"):
+        env.pop(key, None)  # offline models: no traffic beyond loopback
+    env["MNEMOQL_AUTH__TOKENS"] = json.dumps(tokens)
+    env["MNEMOQL_EMBEDDING__PROVIDER"] = args.embedder
+    stats = Stats()
+    saved: list[Saved] = []
+    with tempfile.TemporaryDirectory(prefix="mnemoql-load-") as tmp:
+        data, log = Path(tmp) / "data", Path(tmp) / "server.log"
+        port = free_port()
+        base = f"http://{HOST}:{port}"
+        proc = start_server(data, port, env, log)
+        try:
+            t0 = time.monotonic()
+            await wait_ready(base, proc)
+            ready_s = time.monotonic() - t0
+            await seed_memory(base, write_token, SEEDS)
+            model = await describe_models(base, read_token)
+            print(
+                f"server ready in {ready_s:.1f} s; {SEEDS} seed saves; "
+                f"{args.searchers} searchers + {args.savers} savers for {args.seconds} s",
+                file=sys.stderr,
+            )
+            started = time.monotonic()
+            deadline = started + args.seconds
+            await asyncio.gather(
+                *(
+                    searcher(i, base, read_token, deadline, stats, args.seed)
+                    for i in range(args.searchers)
+                ),
+                *(
+                    saver(i, base, write_token, deadline, stats, run, args.seed, saved)
+                    for i in range(args.savers)
+                ),
+            )
+            elapsed = time.monotonic() - started
+            check = await verify(base, read_token, saved, SEEDS)
+        finally:
+            stop_server(proc)
+        server_log = log.read_text(encoding="utf-8", errors="replace")
+        if args.server_log:
+            Path(args.server_log).write_text(server_log, encoding="utf-8")
+    tracebacks = server_log.count("Traceback")
+    ok = stats.error_count == 0 and not check["problems"] and tracebacks == 0
+    command = "python -m bench.load " + shlex.join(sys.argv[1:])
+    report = "\n".join(
+        [
+            "# Load: concurrent searching and saving",
+            "",
+            f"Command: `{command.strip()}`",
+            "",
+            f"Machine: {machine()}. Server: `mnemoql serve` (uvicorn, one process) on {HOST}, "
+            f"embedded store, `--embedder {args.embedder}`: {model}; access tokens on.",
+            f"Clients: {args.searchers} searchers (read token) + {args.savers} savers "
+            f"(write token), each its own httpx client, for {elapsed:.1f} s "
+            f"after {SEEDS} seed saves.",
+            "",
+            table(stats, elapsed),
+            "",
+            f"- errors: **{stats.error_count}** (HTTP, GraphQL or transport); server tracebacks: "
+            f"{tracebacks}",
+            *(
+                f"- expected, not errors: {what}: {n} (the cursor store keeps the newest 32 per "
+                "space, SPEC §1.9; the client runs search again)"
+                for what, n in stats.expected.items()
+            ),
+            f"- acknowledged saves: {check['saves']} (each re-sent once in five with its "
+            "idempotency key: replayed, not duplicated); events afterwards: "
+            f"{check['events']} = {SEEDS} seeds + {check['saves']} saves",
+            f"- checked by id: every save exists exactly once with the exact content sent: "
+            f"**{'yes' if not check['problems'] else 'NO'}**",
+            *(f"- problem: {p}" for p in check["problems"]),
+            *(f"- error sample: `{e}`" for e in stats.errors[:5]),
+            "",
+            "Latencies are measured by the clients (request sent to response parsed), so they "
+            "include queueing: the server is one Python process whose event loop runs the query "
+            "embeddings, the saves' extraction and embedding and the GraphQL work for all 60 "
+            "clients, and the clients share the machine's cores with it. A single search on an "
+            "idle server is far faster (bench/results/search_latency.md); this run measures "
+            "correctness and throughput under contention.",
+            "",
+        ]
+    )
+    print(report)
+    if args.out:
+        out = Path(args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(report, encoding="utf-8")
+        print(f"wrote {out}", file=sys.stderr)
+    return 0 if ok else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--seconds", type=float, default=60.0, help="duration of the load (default 60)")
+    p.add_argument("--searchers", type=int, default=50)
+    p.add_argument("--savers", type=int, default=10)
+    p.add_argument(
+        "--embedder",
+        choices=["auto", "local", "hashing"],
+        default="auto",
+        help="the server's embedder (auto: the local model where it can run)",
+    )
+    p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--server-log", help="keep the server's output in this file")
+    p.add_argument(
+        "--out", default=str(RESULTS / "load.md"), help="the markdown report ('' for none)"
+    )
+    args = p.parse_args(argv)
+    if not 1 <= args.seconds <= 3600:
+        p.error("--seconds must be between 1 and 3600")
+    return asyncio.run(main_async(args))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
