@@ -20,7 +20,7 @@
    * ------------------------------------------------------------------ */
 
   var GRAPH_QUERY =
-    'query ExplorerGraph { graph(maxNodes: 5000, maxRelationships: 30000) {' +
+    'query ExplorerGraph { graph(maxNodes: 5000, maxRelationships: 30000, includeTopics: true) {' +
     ' nodes { id label name properties }' +
     ' relationships { id type source target properties }' +
     ' truncatedNodes truncatedRelationships } }';
