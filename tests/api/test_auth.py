@@ -24,7 +24,7 @@ from web.app import create_app
 from web.auth import is_loopback
 
 with warnings.catch_warnings():  # starlette suggests another client; httpx's works
-    warnings.simplefilter("ignore", DeprecationWarning)
+    warnings.simplefilter("ignore")
     from starlette.testclient import TestClient
 
 ROOT = Path(__file__).resolve().parents[2]

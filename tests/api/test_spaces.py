@@ -158,6 +158,32 @@ async def test_another_space_cannot_change_anything(two: tuple[Api, Caller, Call
     assert (await a.gql('{ node(id: "diary_ch1_e01") { id } }'))["node"] is not None
 
 
+async def test_topic_recall_and_activation_stay_in_their_space(
+    two: tuple[Api, Caller, Caller],
+) -> None:
+    _, a, b = two
+    saved = await a.gql(
+        SAVE,
+        input={
+            "content": "Alice: the lighthouse log, day one.",
+            "topicPath": "travel/brest",
+            "extraction": extraction("lighthouse log day one", ["Alice"], ["lighthouse"]),
+        },
+    )
+    (event_id,) = saved["save"]["eventIds"]
+    recall = '{ recall(topicPath: "travel/brest") { memories { event { id } } } }'
+    mine = await a.gql(recall)
+    assert [m["event"]["id"] for m in mine["recall"]["memories"]] == [event_id]
+    assert (await b.gql(recall))["recall"]["memories"] == []
+    bind = 'mutation($id: ID!) { bindTopic(eventId: $id, topicPath: "travel/brest") { path } }'
+    assert await b.code(bind, id=event_id) == "NOT_FOUND"
+    activated = await b.gql(
+        '{ activate(input: ["Alice, what about the lighthouse in brest?"]) '
+        "{ memories { event { id } } } }"
+    )
+    assert activated["activate"]["memories"] == []
+
+
 async def test_each_space_has_its_own_store_memory_and_sessions(
     two: tuple[Api, Caller, Caller], tmp_path: Path
 ) -> None:
