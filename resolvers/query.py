@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Annotated, Any
 
 import strawberry
 
+from engine.errors import out_of_range
 from engine.memory import GRAPH_MAX_NODES, GRAPH_MAX_RELATIONS, READ_DEFAULT
 from engine.models import NodeLabel, NodePage, SortSpec, Where
 from resolvers.topics import is_topic_id, topic_by_id
@@ -62,14 +64,18 @@ class GraphQuery:
 
     @strawberry.field(description="Several nodes by id, in the order asked (null where unknown).")
     async def nodes(self, info: Info, ids: list[strawberry.ID]) -> list[Node | None]:
-        out: list[Node | None] = []
-        for i in ids:
-            if is_topic_id(str(i)):
-                out.append(await topic_by_id(info, str(i)))
-            else:
-                found = await info.context.loaders.node(str(i))
-                out.append(from_node(found) if found is not None else None)
-        return out
+        limit = info.context.memory.settings.limits.max_page_size
+        if len(ids) > limit:
+            raise out_of_range("ids", 0, limit, len(ids))
+
+        async def one(node_id: str) -> Node | None:
+            if is_topic_id(node_id):
+                return await topic_by_id(info, node_id)
+            found = await info.context.loaders.node(node_id)
+            return from_node(found) if found is not None else None
+
+        # gathered, so the DataLoader batches every id into one store call
+        return list(await asyncio.gather(*(one(str(i)) for i in ids)))
 
     @strawberry.field
     async def events(

@@ -348,3 +348,11 @@ async def test_graph_snapshot_has_no_vectors_and_respects_caps(api: Api) -> None
     )
     err = await api.error("{ graph(maxNodes: 5001) { truncatedNodes } }")
     assert err["extensions"]["code"] == "OUT_OF_RANGE"
+
+
+async def test_nodes_is_bounded_and_keeps_order(api: Api) -> None:
+    await api.gql(SAVE, input={"content": TEXT, "extraction": EXTRACTION})
+    got = (await api.gql('{ nodes(ids: ["concept_2", "nope", "event_1"]) { id } }'))["nodes"]
+    assert got == [{"id": "concept_2"}, None, {"id": "event_1"}]
+    err = await api.error("query($ids: [ID!]!) { nodes(ids: $ids) { id } }", ids=[f"event_{i}" for i in range(101)])
+    assert err["extensions"]["code"] == "OUT_OF_RANGE"
