@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from engine import dump
 from engine.activation import Activation, Activator
 from engine.binding import as_profile
 from engine.config import Settings
@@ -186,6 +187,39 @@ class Memory:
         )
         self.cursors.clear()
         return report
+
+    async def export(self, *, vectors: bool = False) -> AsyncIterator[str]:
+        """The whole space as dump lines (``engine.dump``), header and end line included."""
+        async for line in dump.export_lines(self.store, vectors=vectors):
+            yield line
+
+    async def restore(
+        self, lines: Iterable[str], *, revectorize: bool = True, progress: Progress | None = None
+    ) -> dump.RestoreReport:
+        """Load a dump into this (empty) space; nothing is written if any line is bad.
+
+        The dump's vectors are kept when it carries them and its model and dimensions are the
+        configured embedder's; otherwise, unless ``revectorize`` is False, everything is
+        re-embedded right after (``mnemoql revectorize`` does it later).
+
+        Raises:
+            InvalidInput: a line is not a valid dump record (or the file is truncated).
+            Conflict: the space is not empty.
+        """
+        reader = dump.DumpReader(lines)
+        async with self.ingestor.lock:
+            try:
+                counts = await self.store.import_records(reader.records())
+            finally:
+                self.recall.invalidate()
+                self.cursors.clear()
+        meta = await self.store.get_meta()
+        want = (self.providers.embedder.model, self.providers.embedder.dimensions)
+        stale = meta is not None and (
+            not reader.header.vectors or (meta.model, meta.dimensions) != want
+        )
+        report = await self.revectorize(progress) if stale and revectorize else None
+        return dump.RestoreReport(counts, reader.header.vectors, report)
 
     async def forget(self, event_id: str) -> list[str]:
         """Delete an event with its chunks, topic bindings and the entities only it used."""

@@ -1,12 +1,21 @@
-"""The ``mnemoql`` command: serve, import, and managing a local Neo4j."""
+"""The ``mnemoql`` command: serve, import, export / restore, and managing a local Neo4j.
+
+``import`` saves every line of a JSON-lines file through the save pipeline (new memories);
+``export`` and ``restore`` move a *whole* memory space, ids and all, as a dump
+(``engine.dump``): ``mnemoql export memory.jsonl --store embedded`` then
+``mnemoql restore memory.jsonl --store neo4j``.
+"""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import json
+import shutil
 import sys
+import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -170,6 +179,129 @@ async def _revectorize(settings: Settings) -> int:
         await store.close()
 
 
+def _phase_bars() -> Callable[[str, int, int], None]:
+    """A progress callback drawing one bar per phase (revectorize's embedding / writing)."""
+    bars: dict[str, Progress] = {}
+
+    def progress(phase: str, done: int, total: int) -> None:
+        bar = bars.get(phase)
+        if bar is None:
+            bar = bars[phase] = Progress(total, label=phase)
+        while bar.done < done:
+            bar.advance()
+
+    return progress
+
+
+async def _export(settings: Settings, target: str, space: str, vectors: bool) -> int:
+    from engine import dump
+    from engine.errors import MnemoError
+    from web.app import open_store
+
+    out = None if target == "-" else Path(target)
+    partial = None if out is None else out.with_name(out.name + ".partial")
+    try:
+        store = open_store(settings, space)
+        await store.open()
+    except MnemoError as exc:
+        print(f"{exc.code}: {exc.message}", file=sys.stderr)
+        return 1
+    kinds: dict[str, int] = {}
+    try:
+        sink: TextIO = sys.stdout if partial is None else partial.open("w", encoding="utf-8")
+        try:
+            async for line in dump.export_lines(store, vectors=vectors):
+                sink.write(line + "\n")
+                if line.startswith('{"counts":'):
+                    kinds = json.loads(line)["counts"]
+        finally:
+            if sink is not sys.stdout:
+                sink.close()
+        if partial is not None and out is not None:
+            partial.replace(out)  # a dump is either complete or absent
+    except MnemoError as exc:
+        print(f"{exc.code}: {exc.message}", file=sys.stderr)
+        return 1
+    finally:
+        if partial is not None:
+            partial.unlink(missing_ok=True)
+        await store.close()
+    shown = ", ".join(f"{kinds[k]} {k}" for k in dump.KINDS if k in kinds) or "nothing"
+    print(
+        f"exported space {space!r} ({settings.store}{', with vectors' if vectors else ''}): "
+        f"{shown} -> {target}",
+        file=sys.stderr,
+    )
+    return 0
+
+
+async def _restore(settings: Settings, source: Path, space: str, revectorize: bool) -> int:
+    import httpx
+
+    from engine import dump
+    from engine.errors import MnemoError
+    from engine.memory import Memory
+    from engine.providers.factory import build_providers
+    from web.app import open_store
+
+    try:  # a first pass checks every line: a bad dump is refused before anything is written
+        with source.open(encoding="utf-8") as f:
+            reader = dump.DumpReader(f)
+            for _ in reader.records():
+                pass
+    except MnemoError as exc:
+        print(f"{source}: {exc.message}", file=sys.stderr)
+        return 2
+    except (OSError, UnicodeDecodeError) as exc:
+        print(f"{source}: cannot read: {exc}", file=sys.stderr)
+        return 2
+    try:
+        store = open_store(settings, space)
+        await store.open()
+    except MnemoError as exc:
+        print(f"{exc.code}: {exc.message}", file=sys.stderr)
+        return 1
+    try:
+        async with httpx.AsyncClient() as client:
+            memory = Memory(settings, store, build_providers(settings, client))
+            with source.open(encoding="utf-8") as f:
+                report = await memory.restore(f, revectorize=revectorize, progress=_phase_bars())
+    except MnemoError as exc:
+        print(f"{exc.code}: {exc.message}", file=sys.stderr)
+        return 1
+    finally:
+        await store.close()
+    shown = ", ".join(f"{n} {k}" for k, n in report.counts.items()) or "nothing"
+    print(f"restored into space {space!r} ({settings.store}): {shown}", file=sys.stderr)
+    r = report.revectorized
+    if r is not None:
+        print(
+            f"re-embedded with {r.model}/{r.dimensions}: {r.events} events, {r.persons} "
+            f"persons, {r.concepts} concepts, {r.locations} locations, {r.chunks} chunks",
+            file=sys.stderr,
+        )
+    elif report.counts.get("meta") and not report.vectors:
+        print("the dump carried no vectors: run `mnemoql revectorize` before searching",
+              file=sys.stderr)  # fmt: skip
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    return asyncio.run(_export(_settings(args), args.file, args.space, args.vectors))
+
+
+def cmd_restore(args: argparse.Namespace) -> int:
+    if args.file != "-":
+        return asyncio.run(
+            _restore(_settings(args), Path(args.file), args.space, not args.no_revectorize)
+        )
+    with tempfile.TemporaryDirectory(prefix="mnemoql-restore-") as tmp:
+        spooled = Path(tmp) / "stdin.jsonl"  # read twice: checked first, then written
+        with spooled.open("w", encoding="utf-8") as f:
+            shutil.copyfileobj(sys.stdin, f)
+        return asyncio.run(_restore(_settings(args), spooled, args.space, not args.no_revectorize))
+
+
 def cmd_revectorize(args: argparse.Namespace) -> int:
     return asyncio.run(_revectorize(_settings(args)))
 
@@ -223,6 +355,33 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--port", type=int)
     d.add_argument("--log-level", default="warning")
     d.set_defaults(func=cmd_demo)
+
+    x = sub.add_parser(
+        "export", help="write a whole memory space as a JSON-lines dump (for restore)"
+    )
+    common(x)
+    x.add_argument("file", help="the dump to write ('-' for stdout)")
+    x.add_argument("--space", default="default", help="the memory space (default: default)")
+    x.add_argument(
+        "--vectors",
+        action="store_true",
+        help="include every vector (restore keeps them when the model matches)",
+    )
+    x.set_defaults(func=cmd_export)
+
+    rs = sub.add_parser(
+        "restore",
+        help="load a dump of `mnemoql export` into an empty memory space (ids kept)",
+    )
+    common(rs)
+    rs.add_argument("file", help="the dump to read ('-' for stdin)")
+    rs.add_argument("--space", default="default", help="the memory space (default: default)")
+    rs.add_argument(
+        "--no-revectorize",
+        action="store_true",
+        help="do not re-embed a dump without vectors (or of another model) right away",
+    )
+    rs.set_defaults(func=cmd_restore)
 
     r = sub.add_parser("revectorize", help="re-embed the whole memory with the configured model")
     common(r)

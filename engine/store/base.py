@@ -17,12 +17,15 @@ Conventions every adapter keeps:
   links, written by ``apply_save`` from ``plan.topic`` with a BINDS relationship to each event
   it creates. They appear in no entity query, neighbour list or count, only in ``topic_rows``
   and in ``graph(..., topics=True)``. Deleting an event deletes its bindings, not its topics.
+- A whole space moves between stores as records (``export_records`` / ``import_records``, the
+  format of ``engine.dump``): an import only goes into an empty space and, on any failure,
+  leaves it empty again.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import Protocol, runtime_checkable
+from collections.abc import AsyncIterator, Iterable, Sequence
+from typing import Any, Protocol, runtime_checkable
 
 from engine.models import (
     Binding,
@@ -198,3 +201,14 @@ class Store(Protocol):
     # ---- deletion ----
     async def forget(self, event_id: str) -> list[str]:
         """Delete an event, its chunks and entities left with no event; return deleted ids."""
+
+    # ---- whole-memory dump (engine.dump) ----
+    def export_records(self, *, vectors: bool = False) -> AsyncIterator[dict[str, Any]]:
+        """Every record of the space in the order and shape of ``engine.dump`` (no header or
+        end line; ``embedding`` a float32 vector, only with ``vectors``)."""
+
+    async def import_records(self, records: Iterable[dict[str, Any]]) -> dict[str, int]:
+        """Write checked records (``engine.dump.DumpReader.records``) into this space and
+        return how many of each kind. Conflict, with nothing written, when the space holds
+        anything; on any error the space is left empty again (one transaction, or batches
+        undone -- see the adapter)."""

@@ -27,10 +27,10 @@ import functools
 import os
 import re
 import sqlite3
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 from engine.errors import InvalidInput, StoreUnavailable
 from engine.models import (
@@ -62,6 +62,7 @@ from engine.models import (
     VectorSet,
     Where,
 )
+from engine.store import _embedded_dump as dump
 from engine.store._embedded_db import Database
 from engine.store._embedded_index import (
     EventView,
@@ -353,6 +354,16 @@ class EmbeddedStore:
 
     async def forget(self, event_id: str) -> list[str]:
         return await self._call(self._database.forget, event_id)
+
+    # ------------------------------------------------------------ whole-memory dump
+
+    async def export_records(self, *, vectors: bool = False) -> AsyncIterator[dict[str, Any]]:
+        self._database  # noqa: B018  # StoreUnavailable when not open
+        async for record in dump.export_records(self.file, vectors):
+            yield record
+
+    async def import_records(self, records: Iterable[dict[str, Any]]) -> dict[str, int]:
+        return await self._call(dump.import_records, self._database, records)
 
 
 def _check_label(label: str) -> None:

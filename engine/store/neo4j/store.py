@@ -27,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 from neo4j import (
@@ -69,6 +69,7 @@ from engine.models import (
     Where,
 )
 from engine.store.neo4j import _cypher as q
+from engine.store.neo4j import _dump as dump
 from engine.store.neo4j import _records as rec
 from engine.store.neo4j import _write as write
 from engine.text import normalise_name
@@ -616,3 +617,14 @@ class Neo4jStore:
             return await write.forget(tx, self.space, event_id)
 
         return await self._write(work)
+
+    # ------------------------------------------------------------ whole-memory dump
+
+    async def export_records(self, *, vectors: bool = False) -> AsyncIterator[dict[str, Any]]:
+        async for record in dump.export_records(self, vectors):
+            yield record
+
+    async def import_records(self, records: Iterable[dict[str, Any]]) -> dict[str, int]:
+        """Batches of one transaction each into an empty space, undone on failure (see
+        ``_dump.py``)."""
+        return await dump.Importer(self).run(records)

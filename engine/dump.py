@@ -1,0 +1,452 @@
+"""A whole memory space as JSON lines: the format of ``mnemoql export`` and ``mnemoql restore``.
+
+One JSON object per line (keys sorted, no spaces, UTF-8), so the same memory gives the same
+bytes whichever store it comes from::
+
+    {"format":"mnemoql-memory","kind":"header","vectors":false,"version":1}
+    {"dimensions":384,"kind":"meta","model":...,"schema_version":1,"updated_at":...}
+    {"content":...,"content_hash":...,"create_date":...,"create_time":...,"id":"event_1",
+     "kind":"node","label":"Event","summary":...,"time":null}
+    {"aliases":[...],"create_time":...,"description":null,"id":"person_1","kind":"node",
+     "label":"Person","name":"Alice"}
+    {"chunk_index":0,"end":800,"event_id":"event_1","kind":"chunk","start":0,"text":...,
+     "text_hash":...}
+    {"kind":"relation","props":{"role":"host"},"source":"person_1","target":"event_1",
+     "type":"PARTICIPATED_IN"}
+    {"kind":"topic","name":"api","parent":"work","path":"work->api"}
+    {"activation":0.5,"context_independence":0.5,"diffusion":0.35,"event_id":"event_1",
+     "kind":"binding","path":"work->api","related":[],"timestamp":1772330400000}
+    {"created_at":...,"key":"save-1","kind":"save_record","result":{...}}
+    {"counts":{"binding":1,"chunk":1,...},"kind":"end"}
+
+Kinds come in that order (``KINDS``). The order of ``node`` lines is the insertion order of the
+memory and the order of ``topic`` lines the creation order of the topic tree (both matter:
+recall and the topic tree read them back in that order); chunks are ordered by (event id,
+chunk index), relations by (type, source, target, the HAS_ATTITUDE event id), save records
+(idempotency keys) by key, bindings by (event, topic) insertion order. MemoryMeta is absent
+from the dump of a memory nothing was ever saved to.
+
+Vectors travel only when asked (``export --vectors``): ``embedding`` on node and chunk lines,
+base64 of little-endian float32, unit length. Without them a restored memory is re-embedded
+(``revectorize``) with the configured model. The ``end`` line counts the records of each kind;
+a dump without it, or with other counts, is refused (a truncated file).
+
+Stores speak *records*: the same dicts without the header and end lines, with ``embedding``
+as a float32 numpy vector (``Store.export_records`` / ``Store.import_records``). ``DumpReader``
+checks every line before a store sees it: shapes, types, unique ids, references (a relation's
+ends, a chunk's event and range, a binding's topic and event), the labels each relationship
+type may connect, and vector widths against MemoryMeta.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import math
+from collections import Counter
+from collections.abc import AsyncIterator, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any, Final
+
+import numpy as np
+
+from engine.errors import InvalidInput
+from engine.models import (
+    CALLER_ID,
+    NODE_LABELS,
+    REL_TYPES,
+    TOPIC_SEPARATOR,
+    NodeLabel,
+    RelType,
+    Vector,
+    label_of,
+)
+from engine.revectorize import RevectorizeReport
+from engine.store.base import Store
+
+FORMAT: Final = "mnemoql-memory"
+VERSION: Final = 1
+Record = dict[str, Any]
+# Record kinds in the order a dump holds them.
+KINDS: Final = ("meta", "node", "chunk", "relation", "topic", "binding", "save_record")
+_RANK: Final = {kind: i for i, kind in enumerate(KINDS)}
+# SPEC §1.2: which labels each relationship type connects.
+REL_ENDS: Final[dict[RelType, tuple[frozenset[NodeLabel], frozenset[NodeLabel]]]] = {
+    "PARTICIPATED_IN": (frozenset({"Person"}), frozenset({"Event"})),
+    "OCCURRED_AT": (frozenset({"Event"}), frozenset({"Location"})),
+    "MENTIONS": (frozenset({"Event"}), frozenset({"Concept"})),
+    "HAS_ATTITUDE": (frozenset({"Person"}), frozenset({"Person", "Concept"})),
+}
+_EVENT_FIELDS: Final = ("summary", "content", "create_time", "create_date", "content_hash")
+_UNIT_TOLERANCE: Final = 1e-4
+
+
+@dataclass(frozen=True, slots=True)
+class Header:
+    version: int
+    vectors: bool
+
+
+@dataclass(frozen=True, slots=True)
+class RestoreReport:
+    """What a restore wrote (records per kind), whether the dump carried vectors, and the
+    re-vectorize that followed (None when the dump's vectors were kept or it was skipped)."""
+
+    counts: dict[str, int]
+    vectors: bool
+    revectorized: RevectorizeReport | None
+
+
+# ---------------------------------------------------------------- encoding
+
+
+def encode_vector(vector: Vector) -> str:
+    """Base64 of the little-endian float32 bytes."""
+    return base64.b64encode(np.asarray(vector, dtype="<f4").tobytes()).decode("ascii")
+
+
+def decode_vector(text: object, where: str) -> Vector:
+    """The vector of a base64 field: finite, and scaled to unit length unless it is one already
+    (within 1e-4, so a stored unit vector keeps its exact bits) or zero."""
+    if not isinstance(text, str):
+        raise InvalidInput(f"{where}: embedding must be a base64 string")
+    try:
+        raw = base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise InvalidInput(f"{where}: embedding is not valid base64") from exc
+    if not raw or len(raw) % 4:
+        raise InvalidInput(f"{where}: embedding is not a whole number of float32 values")
+    v = np.frombuffer(raw, dtype="<f4").astype(np.float32)
+    if not np.isfinite(v).all():
+        raise InvalidInput(f"{where}: embedding holds values that are not finite")
+    norm = float(np.linalg.norm(v.astype(np.float64)))
+    if norm > 0.0 and abs(norm - 1.0) > _UNIT_TOLERANCE:
+        v = (v / norm).astype(np.float32)
+    return v
+
+
+def encode(record: Record) -> str:
+    """One dump line (without the newline) for a store record."""
+    out = dict(record)
+    vector = out.get("embedding")
+    if vector is not None:
+        out["embedding"] = encode_vector(vector)
+    else:
+        out.pop("embedding", None)
+    return json.dumps(out, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+def header_line(vectors: bool) -> str:
+    return encode({"kind": "header", "format": FORMAT, "version": VERSION, "vectors": vectors})
+
+
+def end_line(counts: Counter[str]) -> str:
+    return encode({"kind": "end", "counts": {k: counts[k] for k in KINDS if counts[k]}})
+
+
+async def export_lines(store: Store, *, vectors: bool = False) -> AsyncIterator[str]:
+    """Every line of the dump of ``store``'s space, header and end line included.
+
+    Each record is checked like an import would check it, so a dump that exports is a dump
+    that restores.
+    """
+    checker = Checker(vectors=vectors)
+    yield header_line(vectors)
+    async for record in store.export_records(vectors=vectors):
+        if not vectors:
+            record.pop("embedding", None)
+        checker.check(record, f"exported {record.get('kind')} record")
+        yield encode(record)
+    yield end_line(checker.counts)
+
+
+# ---------------------------------------------------------------- reading
+
+
+class DumpReader:
+    """Reads and checks a dump line by line; ``records()`` yields store records.
+
+    The header is read when the reader is made. Any problem raises ``InvalidInput`` naming the
+    line, including a missing or wrong ``end`` line -- which is only seen at the end, so a store
+    importing the records must be able to undo what it wrote (``Store.import_records``).
+    """
+
+    def __init__(self, lines: Iterable[str]) -> None:
+        self._lines = iter(enumerate(lines, 1))
+        self.header = self._header()
+        self.checker = Checker(vectors=self.header.vectors)
+        self.done = False
+
+    def _header(self) -> Header:
+        for n, line in self._lines:
+            if not line.strip():
+                continue
+            data = _parse(line, n)
+            if data.get("kind") != "header" or data.get("format") != FORMAT:
+                raise InvalidInput(
+                    f"line {n}: not a mnemoql memory dump (the first line must be the "
+                    f'{{"kind":"header","format":"{FORMAT}",...}} line of `mnemoql export`)'
+                )
+            version = data.get("version")
+            if version != VERSION:
+                raise InvalidInput(
+                    f"line {n}: dump format version {version!r} is not supported "
+                    f"(this mnemoql reads version {VERSION})"
+                )
+            if not isinstance(data.get("vectors"), bool):
+                raise InvalidInput(f"line {n}: the header's 'vectors' must be true or false")
+            return Header(VERSION, data["vectors"])
+        raise InvalidInput("the dump is empty: no header line")
+
+    @property
+    def counts(self) -> Counter[str]:
+        return self.checker.counts
+
+    def records(self) -> Iterator[Record]:
+        """The records after the header, checked, embeddings decoded; raises at a bad line."""
+        for n, line in self._lines:
+            if not line.strip():
+                continue
+            data = _parse(line, n)
+            where = f"line {n}"
+            if self.done:
+                raise InvalidInput(f"{where}: nothing may follow the end line")
+            if data.get("kind") == "end":
+                self._end(data, where)
+                continue
+            if "embedding" in data:
+                if not self.header.vectors:
+                    raise InvalidInput(f"{where}: an embedding in a dump made without vectors")
+                data["embedding"] = decode_vector(data["embedding"], where)
+            self.checker.check(data, where)
+            yield data
+        if not self.done:
+            raise InvalidInput(
+                "the dump has no end line: it is truncated (export it again)",
+                zh="导出文件不完整",
+            )
+
+    def _end(self, data: Record, where: str) -> None:
+        counts = data.get("counts")
+        if not isinstance(counts, dict):
+            raise InvalidInput(f"{where}: the end line needs a 'counts' object")
+        seen = {k: v for k, v in self.checker.counts.items() if v}
+        if {k: v for k, v in counts.items() if v} != seen:
+            raise InvalidInput(
+                f"{where}: the end line counts {counts} but the dump holds {seen}: "
+                "the file is damaged"
+            )
+        self.done = True
+
+
+def _parse(line: str, n: int) -> Record:
+    try:
+        data = json.loads(line)
+    except ValueError as exc:
+        raise InvalidInput(f"line {n}: not JSON ({exc})") from exc
+    if not isinstance(data, dict):
+        raise InvalidInput(f"line {n}: not a JSON object")
+    return data
+
+
+# ---------------------------------------------------------------- checking
+
+
+class Checker:
+    """What makes a sequence of records a memory: kinds in order, shapes, unique keys and
+    references. Keeps only ids, labels and content lengths (not the records)."""
+
+    def __init__(self, *, vectors: bool) -> None:
+        self.vectors = vectors
+        self.counts: Counter[str] = Counter()
+        self._rank = -1
+        self._dims: int | None = None
+        self._labels: dict[str, NodeLabel] = {}
+        self._lengths: dict[str, int] = {}  # event id -> content length in code points
+        self._chunks: set[tuple[str, int]] = set()
+        self._relations: set[tuple[str, str, str, str]] = set()
+        self._topics: set[str] = set()
+        self._bindings: set[tuple[str, str]] = set()
+        self._keys: set[str] = set()
+
+    def check(self, rec: Record, where: str) -> None:
+        kind = rec.get("kind")
+        if kind not in _RANK:
+            raise InvalidInput(f"{where}: unknown record kind {kind!r}; use one of {KINDS}")
+        rank = _RANK[kind]
+        if rank < self._rank:
+            raise InvalidInput(
+                f"{where}: a {kind} record after {KINDS[self._rank]} records; "
+                f"records come in the order {', '.join(KINDS)}"
+            )
+        self._rank = rank
+        getattr(self, f"_{kind}")(rec, where)
+        self.counts[kind] += 1
+
+    def _vector(self, rec: Record, where: str) -> None:
+        v = rec.get("embedding")
+        if v is None:
+            rec.pop("embedding", None)
+            return
+        if not self.vectors:
+            raise InvalidInput(f"{where}: an embedding in a dump made without vectors")
+        width = int(np.asarray(v).size)
+        if self._dims is None or width != self._dims:
+            raise InvalidInput(
+                f"{where}: a {width}-dimensional embedding, but MemoryMeta says "
+                f"{self._dims} dimensions"
+            )
+
+    def _meta(self, rec: Record, where: str) -> None:
+        if self.counts["meta"]:
+            raise InvalidInput(f"{where}: a second meta record")
+        _str(rec, "model", where)
+        _str(rec, "updated_at", where)
+        dims = _int(rec, "dimensions", where, low=1)
+        _int(rec, "schema_version", where, low=1)
+        self._dims = dims
+
+    def _node(self, rec: Record, where: str) -> None:
+        label, node_id = rec.get("label"), _str(rec, "id", where)
+        if label not in NODE_LABELS:
+            raise InvalidInput(f"{where}: unknown label {label!r}; use one of {NODE_LABELS}")
+        if not CALLER_ID.match(node_id) or label_of(node_id) not in (None, label):
+            raise InvalidInput(f"{where}: {node_id!r} is not a valid {label} id")
+        if label != "Event" and label_of(node_id) is None:
+            raise InvalidInput(f"{where}: a {label} id has the form {label.lower()}_N")
+        if node_id in self._labels:
+            raise InvalidInput(f"{where}: node {node_id!r} appears twice")
+        _str(rec, "create_time", where)
+        if label == "Event":
+            for name in _EVENT_FIELDS:
+                _str(rec, name, where)
+            _opt_str(rec, "time", where)
+            self._lengths[node_id] = len(rec["content"])
+        else:
+            _str(rec, "name", where)
+            _opt_str(rec, "description", where)
+            aliases = rec.get("aliases")
+            if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
+                raise InvalidInput(f"{where}: 'aliases' must be a list of strings")
+        self._vector(rec, where)
+        self._labels[node_id] = label
+
+    def _chunk(self, rec: Record, where: str) -> None:
+        event_id = _str(rec, "event_id", where)
+        if self._labels.get(event_id) != "Event":
+            raise InvalidInput(f"{where}: chunk of {event_id!r}, which is no event of the dump")
+        index = _int(rec, "chunk_index", where, low=0)
+        start = _int(rec, "start", where, low=0)
+        end = _int(rec, "end", where, low=start)
+        text = _str(rec, "text", where)
+        _str(rec, "text_hash", where)
+        if end > self._lengths[event_id] or len(text) != end - start:
+            raise InvalidInput(
+                f"{where}: chunk [{start}, {end}) does not fit {event_id}'s content "
+                f"({self._lengths[event_id]} code points) or its text"
+            )
+        if (event_id, index) in self._chunks:
+            raise InvalidInput(f"{where}: chunk {event_id}#{index} appears twice")
+        self._chunks.add((event_id, index))
+        self._vector(rec, where)
+
+    def _relation(self, rec: Record, where: str) -> None:
+        kind = rec.get("type")
+        if kind not in REL_TYPES:
+            raise InvalidInput(f"{where}: unknown relationship type {kind!r}")
+        source, target = _str(rec, "source", where), _str(rec, "target", where)
+        a, b = self._labels.get(source), self._labels.get(target)
+        if a is None or b is None:
+            missing = source if a is None else target
+            raise InvalidInput(f"{where}: {kind} points to {missing!r}, no node of the dump")
+        srcs, dsts = REL_ENDS[kind]
+        if a not in srcs or b not in dsts:
+            raise InvalidInput(f"{where}: {kind} cannot connect a {a} to a {b}")
+        props = rec.get("props")
+        if not isinstance(props, dict) or not all(
+            isinstance(v, str | int | float | bool) for v in props.values()
+        ):
+            raise InvalidInput(f"{where}: 'props' must be an object of plain values")
+        ek = ""
+        if kind == "HAS_ATTITUDE" and "event_id" in props:
+            ek = props["event_id"]
+            if not isinstance(ek, str):
+                raise InvalidInput(f"{where}: HAS_ATTITUDE's event_id must be a string")
+        key = (kind, source, target, ek)
+        if key in self._relations:
+            raise InvalidInput(f"{where}: relation {kind} {source} -> {target} appears twice")
+        self._relations.add(key)
+
+    def _topic(self, rec: Record, where: str) -> None:
+        path = _str(rec, "path", where)
+        parts = path.split(TOPIC_SEPARATOR)
+        if "" in parts:
+            raise InvalidInput(f"{where}: topic path {path!r} has an empty segment")
+        parent = TOPIC_SEPARATOR.join(parts[:-1]) if len(parts) > 1 else None
+        if rec.get("name") != parts[-1] or rec.get("parent") != parent:
+            raise InvalidInput(
+                f"{where}: topic {path!r} needs name {parts[-1]!r} and parent {parent!r}"
+            )
+        if parent is not None and parent not in self._topics:
+            raise InvalidInput(f"{where}: topic {path!r} comes before its parent {parent!r}")
+        if path in self._topics:
+            raise InvalidInput(f"{where}: topic {path!r} appears twice")
+        self._topics.add(path)
+
+    def _binding(self, rec: Record, where: str) -> None:
+        path, event_id = _str(rec, "path", where), _str(rec, "event_id", where)
+        if path not in self._topics or self._labels.get(event_id) != "Event":
+            raise InvalidInput(f"{where}: binding of {event_id!r} to {path!r}: no such pair")
+        if (path, event_id) in self._bindings:
+            raise InvalidInput(f"{where}: binding of {event_id!r} to {path!r} appears twice")
+        _int(rec, "timestamp", where)
+        for name in ("activation", "diffusion", "context_independence"):
+            w = rec.get(name)
+            if isinstance(w, bool) or not isinstance(w, int | float) or not math.isfinite(w):
+                raise InvalidInput(f"{where}: {name!r} must be a number")
+            if not 0.0 <= w <= 1.0:
+                raise InvalidInput(f"{where}: {name!r} must be in [0, 1]")
+            rec[name] = float(w)
+        related = rec.get("related")
+        if not isinstance(related, list) or not all(isinstance(p, str) for p in related):
+            raise InvalidInput(f"{where}: 'related' must be a list of topic paths")
+        self._bindings.add((path, event_id))
+
+    def _save_record(self, rec: Record, where: str) -> None:
+        key = _str(rec, "key", where)
+        _str(rec, "created_at", where)
+        result = rec.get("result")
+        if not (
+            isinstance(result, dict)
+            and isinstance(result.get("event_ids"), list)
+            and isinstance(result.get("created"), dict)
+            and isinstance(result.get("merged"), list)
+            and isinstance(result.get("refs"), dict)
+        ):
+            raise InvalidInput(f"{where}: 'result' must hold event_ids, created, merged, refs")
+        if key in self._keys:
+            raise InvalidInput(f"{where}: save record {key!r} appears twice")
+        self._keys.add(key)
+
+
+def _str(rec: Record, name: str, where: str) -> str:
+    value = rec.get(name)
+    if not isinstance(value, str):
+        raise InvalidInput(f"{where}: {name!r} must be a string")
+    return value
+
+
+def _opt_str(rec: Record, name: str, where: str) -> None:
+    rec.setdefault(name, None)
+    if rec[name] is not None and not isinstance(rec[name], str):
+        raise InvalidInput(f"{where}: {name!r} must be a string or null")
+
+
+def _int(rec: Record, name: str, where: str, *, low: int | None = None) -> int:
+    value = rec.get(name)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidInput(f"{where}: {name!r} must be an integer")
+    if low is not None and value < low:
+        raise InvalidInput(f"{where}: {name!r} must be at least {low}")
+    return value

@@ -1,0 +1,440 @@
+"""Whole-memory export and import of the Neo4j store (the record format of ``engine.dump``).
+
+Export
+    Node ids in insertion order (``seq``) first, then the nodes by id in pages, chunks per page
+    of events, and the relations, bindings and save records filtered to the exported nodes, so
+    a dump taken while saves go on still holds together. (Neo4j reads are read-committed, not
+    a snapshot: stop writers for an exact point-in-time dump.)
+
+Import
+    A large memory does not fit one Neo4j transaction, so it is written in batches of
+    ``BATCH`` rows, one transaction each, and made all-or-nothing another way: the import
+    only starts in an **empty** space (``Conflict`` otherwise, nothing written), marks the
+    space's ``MnemoSpace`` node ``importing`` with a token in the same transaction, checks the
+    token in every batch, and clears it in the last one. On any failure the space is dropped
+    again. If even that fails (the server went away), the marker stays, and the next import
+    into that space first deletes the unfinished one. Nothing else may write to a space while
+    it is being restored.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from collections import Counter
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Final
+
+import numpy as np
+from neo4j import AsyncManagedTransaction
+
+from engine.errors import Conflict
+from engine.models import (
+    ENTITY_LABELS,
+    NODE_LABELS,
+    EntityLabel,
+    NodeLabel,
+    RelType,
+    topic_id,
+)
+from engine.store.neo4j import _cypher as q
+from engine.store.neo4j import _records as rec
+from engine.store.neo4j._write import run
+
+if TYPE_CHECKING:
+    from engine.store.neo4j.store import Neo4jStore
+
+log = logging.getLogger(__name__)
+
+Record = dict[str, Any]
+BATCH: Final = rec.BATCH
+_EVENT_KEYS: Final = ("summary", "content", "time", "create_date", "content_hash")
+_NODE_FIELDS: Final = (
+    ".id, .name, .aliases, .description, .create_time, .summary, .content, .time, "
+    ".create_date, .content_hash, label: labels(n)[0]"
+)
+
+# ---------------------------------------------------------------- export Cypher
+
+NODE_ORDER: Final = (
+    f"MATCH (n:{q.ALL_LABELS}) WHERE n.space = $space AND n.id IS NOT NULL "
+    "RETURN n.id AS id ORDER BY n.seq"
+)
+NODES: Final = (
+    f"UNWIND $ids AS id MATCH (n:{q.ALL_LABELS} {{space: $space, id: id}}) "
+    f"RETURN n {{{_NODE_FIELDS}}} AS n"
+)
+NODES_VEC: Final = (
+    f"UNWIND $ids AS id MATCH (n:{q.ALL_LABELS} {{space: $space, id: id}}) "
+    f"RETURN n {{{_NODE_FIELDS}, .embedding}} AS n"
+)
+RELATIONS: Final = f"""
+MATCH (a:{q.ALL_LABELS})-[r:{"|".join(q.REL_ENDS)}]->(b:{q.ALL_LABELS})
+WHERE a.space = $space AND b.space = $space
+RETURN type(r) AS type, a.id AS source, b.id AS target, properties(r) AS props
+"""
+SAVE_RECORDS: Final = (
+    f"MATCH (r:{q.RECORD_LABEL}) WHERE r.space = $space "
+    "RETURN r.key AS key, r.result AS result, r.created_at AS created_at"
+)
+
+# ---------------------------------------------------------------- import Cypher
+
+# The space's lock node: an unfinished import shows as ``importing``; anything else of the
+# space means it is not empty.
+BEGIN: Final = f"""
+MERGE (s:{q.SPACE_LABEL} {{space: $space}})
+ON CREATE SET s.seq = 0
+RETURN s.importing AS importing, EXISTS {{
+  MATCH (n:{"|".join(lbl for lbl in q.SPACE_LABELS if lbl != q.SPACE_LABEL)})
+  WHERE n.space = $space
+}} AS used
+"""
+MARK: Final = f"MATCH (s:{q.SPACE_LABEL} {{space: $space}}) SET s.importing = $token"
+# Every batch re-reads the token: it write-locks the space node and proves the import is ours.
+CHECK: Final = (
+    f"MATCH (s:{q.SPACE_LABEL} {{space: $space}}) WHERE s.importing = $token "
+    "SET s.import_batches = coalesce(s.import_batches, 0) + 1 RETURN count(s) AS n"
+)
+FINISH: Final = (
+    f"MATCH (s:{q.SPACE_LABEL} {{space: $space}}) WHERE s.importing = $token "
+    "SET s.seq = $seq REMOVE s.importing, s.import_batches RETURN count(s) AS n"
+)
+IMPORT_META: Final = """
+UNWIND $rows AS r
+CREATE (m:MemoryMeta {space: $space, key: 'embedding', model: r.model, dimensions: r.dimensions,
+                      updated_at: r.updated_at, schema_version: r.schema_version})
+RETURN count(m) AS n
+"""
+IMPORT_EVENTS: Final = """
+UNWIND $rows AS r
+CREATE (e:Event {space: $space, id: r.id, num: r.num, seq: r.seq, summary: r.summary,
+                 content: r.content, time: r.time, create_time: r.create_time,
+                 create_date: r.create_date, content_hash: r.content_hash,
+                 embedding: r.embedding, embedding_zero: r.zero, embedding_dims: r.dims})
+RETURN count(e) AS n
+"""
+IMPORT_ENTITIES: Final[dict[EntityLabel, str]] = {
+    lbl: f"""
+UNWIND $rows AS r
+CREATE (n:{lbl} {{space: $space, id: r.id, num: r.num, seq: r.seq, name: r.name,
+                 aliases: r.aliases, norm_names: r.norm_names, description: r.description,
+                 create_time: r.create_time, embedding: r.embedding, embedding_zero: r.zero,
+                 embedding_dims: r.dims}})
+RETURN count(n) AS n
+"""
+    for lbl in ENTITY_LABELS
+}
+IMPORT_CHUNKS: Final = """
+UNWIND $rows AS r
+MATCH (e:Event {space: $space, id: r.event_id})
+CREATE (c:EventSource {space: $space, id: r.event_id + '#' + toString(r.chunk_index),
+                       event_id: r.event_id, chunk_index: r.chunk_index, start: r.start,
+                       end: r.end, text: r.text, text_hash: r.text_hash,
+                       embedding: r.embedding, embedding_zero: r.zero, embedding_dims: r.dims})
+RETURN count(c) AS n
+"""
+IMPORT_RELATIONS: Final[dict[tuple[NodeLabel, RelType, NodeLabel], str]] = {
+    (src, kind, dst): f"""
+UNWIND $rows AS r
+MATCH (a:{src} {{space: $space, id: r.s}})
+MATCH (b:{dst} {{space: $space, id: r.t}})
+CREATE (a)-[x:{kind}]->(b)
+SET x = r.props
+RETURN count(x) AS n
+"""
+    for src, kind, dst in q.MERGE_REL
+}
+IMPORT_TOPICS: Final = """
+UNWIND $rows AS r
+CREATE (t:Topic {space: $space, id: r.id, path: r.path, name: r.name, parent: r.parent,
+                 seq: r.seq})
+WITH t, r
+OPTIONAL MATCH (p:Topic {space: $space, id: r.parent_id})
+FOREACH (_ IN CASE WHEN p IS NULL THEN [] ELSE [1] END | CREATE (p)-[:SUBTOPIC]->(t))
+RETURN count(t) AS n
+"""
+IMPORT_BINDINGS: Final = """
+UNWIND $rows AS r
+MATCH (t:Topic {space: $space, id: r.topic})
+MATCH (e:Event {space: $space, id: r.event_id})
+CREATE (t)-[b:BINDS {timestamp: r.timestamp, activation_weight: r.activation,
+                     diffusion_weight: r.diffusion,
+                     context_independence_weight: r.independence, related_paths: r.related}]->(e)
+RETURN count(b) AS n
+"""
+IMPORT_SAVE_RECORDS: Final = f"""
+UNWIND $rows AS r
+CREATE (x:{q.RECORD_LABEL} {{space: $space, key: r.key, result: r.result,
+                            created_at: r.created_at}})
+RETURN count(x) AS n
+"""
+
+
+# ---------------------------------------------------------------- export
+
+
+async def export_records(store: Neo4jStore, vectors: bool) -> AsyncIterator[Record]:
+    """Every record of the store's space (see the module docstring for consistency)."""
+    meta = await store.get_meta()
+    if meta is not None:
+        yield {"kind": "meta", "model": meta.model, "dimensions": meta.dimensions,
+               "updated_at": meta.updated_at, "schema_version": meta.schema_version}  # fmt: skip
+    order = [r["id"] for r in await store._run(NODE_ORDER)]
+    labels: dict[str, NodeLabel] = {}
+    for ids in _pages(order):
+        rows = await store._run(NODES_VEC if vectors else NODES, {"ids": ids})
+        found = {r["n"]["id"]: r["n"] for r in rows}
+        for node_id in ids:
+            if node_id in found:  # forgotten meanwhile
+                record = _node(found[node_id])
+                labels[node_id] = record["label"]
+                yield record
+    events = sorted(i for i, lbl in labels.items() if lbl == "Event")
+    for ids in _pages(events):
+        rows = await store._run(q.GET_CHUNKS_VEC if vectors else q.GET_CHUNKS, {"ids": ids})
+        for c in sorted((r["c"] for r in rows), key=lambda c: (c["event_id"], c["chunk_index"])):
+            yield _chunk(c)
+    relations = [
+        _relation(r)
+        for r in await store._run(RELATIONS)
+        if r["source"] in labels and r["target"] in labels
+    ]
+    relations.sort(key=_relation_key)
+    for record in relations:
+        yield record
+    topics: set[str] = set()
+    for r in await store._run(q.TOPIC_ROWS):
+        topics.add(r["t"]["path"])
+        yield {"kind": "topic", "path": r["t"]["path"], "name": r["t"]["name"],
+               "parent": r["t"].get("parent")}  # fmt: skip
+    for r in await store._run(q.BINDING_ROWS):
+        b = rec.binding(r["b"])
+        if b.path in topics and b.event_id in labels:
+            yield {
+                "kind": "binding", "path": b.path, "event_id": b.event_id,
+                "timestamp": b.timestamp, "activation": b.activation,
+                "diffusion": b.diffusion, "context_independence": b.context_independence,
+                "related": list(b.related),
+            }  # fmt: skip
+    records = await store._run(SAVE_RECORDS)
+    for r in sorted(records, key=lambda r: str(r["key"])):
+        yield {"kind": "save_record", "key": r["key"], "result": _json(r["result"]),
+               "created_at": r["created_at"]}  # fmt: skip
+
+
+def _pages(ids: Sequence[str], size: int = BATCH) -> Iterator[list[str]]:
+    for i in range(0, len(ids), size):
+        yield list(ids[i : i + size])
+
+
+def _vector(value: Any) -> Any:
+    return None if value is None else np.asarray(value, dtype=np.float32)
+
+
+def _node(n: dict[str, Any]) -> Record:
+    if n["label"] == "Event":
+        return {
+            "kind": "node", "label": "Event", "id": n["id"], "summary": n.get("summary") or "",
+            "content": n.get("content") or "", "time": n.get("time"),
+            "create_time": n.get("create_time") or "", "create_date": n.get("create_date") or "",
+            "content_hash": n.get("content_hash") or "", "embedding": _vector(n.get("embedding")),
+        }  # fmt: skip
+    return {
+        "kind": "node", "label": q.label(n["label"]), "id": n["id"], "name": n.get("name") or "",
+        "aliases": list(n.get("aliases") or []), "description": n.get("description"),
+        "create_time": n.get("create_time") or "", "embedding": _vector(n.get("embedding")),
+    }  # fmt: skip
+
+
+def _chunk(c: dict[str, Any]) -> Record:
+    return {
+        "kind": "chunk", "event_id": c["event_id"], "chunk_index": int(c["chunk_index"]),
+        "start": int(c["start"]), "end": int(c["end"]), "text": c.get("text") or "",
+        "text_hash": c.get("text_hash") or "", "embedding": _vector(c.get("embedding")),
+    }  # fmt: skip
+
+
+def _relation(r: dict[str, Any]) -> Record:
+    return {"kind": "relation", "type": r["type"], "source": r["source"],
+            "target": r["target"], "props": dict(r["props"] or {})}  # fmt: skip
+
+
+def _relation_key(r: Record) -> tuple[str, str, str, str]:
+    ek = str(r["props"].get("event_id", "")) if r["type"] == "HAS_ATTITUDE" else ""
+    return r["type"], r["source"], r["target"], ek
+
+
+def _json(text: str) -> Any:
+    return json.loads(text)
+
+
+# ---------------------------------------------------------------- import
+
+
+def _vector_row(v: Any) -> dict[str, Any]:
+    """Stored as given (``engine.dump`` already made it unit length): no second scaling, so
+    the exported bits come back exactly."""
+    if v is None:
+        return {"embedding": None, "zero": None, "dims": None}
+    arr = np.asarray(v, dtype=np.float32)
+    zero = True if not arr.any() else None
+    return {"embedding": arr.astype(np.float64).tolist(), "zero": zero, "dims": int(arr.size)}
+
+
+class Importer:
+    """One import into one (empty) space; see the module docstring."""
+
+    def __init__(self, store: Neo4jStore) -> None:
+        self.store = store
+        self.token = uuid.uuid4().hex
+        self.counts: Counter[str] = Counter()
+        self.labels: dict[str, NodeLabel] = {}
+        self.seq = 0
+        self.dims: int | None = None
+
+    async def run(self, records: Iterable[Record]) -> dict[str, int]:
+        await self._begin()
+        try:
+            kind, rows = "", list[Record]()
+            for record in records:
+                if record["kind"] != kind or len(rows) >= BATCH:
+                    await self._flush(kind, rows)
+                    kind, rows = record["kind"], []
+                rows.append(record)
+            await self._flush(kind, rows)
+            await self._finish()
+        except BaseException:
+            await self._undo()
+            raise
+        if self.dims is not None and not self.store._vector_indexes:
+            await self.store._create_vector_indexes(self.dims)
+        return dict(self.counts)
+
+    async def _begin(self, retry: bool = True) -> None:
+        async def work(tx: AsyncManagedTransaction) -> bool:
+            rows = await run(tx, self.store.space, BEGIN)
+            if rows[0]["importing"]:
+                return False  # leftovers of an unfinished import: drop them first
+            if rows[0]["used"]:
+                raise Conflict(
+                    f"memory space {self.store.space!r} is not empty; restore only into a "
+                    "new, empty space (another --space, or another database)",
+                    zh="目标记忆空间非空",
+                )
+            await run(tx, self.store.space, MARK, token=self.token)
+            return True
+
+        if not await self.store._write(work):
+            if not retry:
+                raise Conflict(f"memory space {self.store.space!r} is being restored already")
+            log.warning("space %r holds an unfinished restore; deleting it", self.store.space)
+            await self.store.drop_space()
+            await self._begin(retry=False)
+
+    async def _undo(self) -> None:
+        try:
+            await self.store.drop_space()
+        except Exception:
+            log.warning(
+                "could not undo the failed restore of space %r; the next restore into it "
+                "deletes it first", self.store.space, exc_info=True,
+            )  # fmt: skip
+
+    async def _finish(self) -> None:
+        rows = await self.store._run(FINISH, {"token": self.token, "seq": self.seq}, writable=True)
+        if not rows or int(rows[0]["n"]) != 1:
+            raise Conflict(f"the restore of space {self.store.space!r} was taken over")
+
+    async def _flush(self, kind: str, records: list[Record]) -> None:
+        if not records:
+            return
+        statements = getattr(self, f"_{kind}")(records)
+        expected = len(records)
+
+        async def work(tx: AsyncManagedTransaction) -> int:
+            ok = await run(tx, self.store.space, CHECK, token=self.token)
+            if int(ok[0]["n"]) != 1:
+                raise Conflict(f"the restore of space {self.store.space!r} was taken over")
+            written = 0
+            for query, rows in statements:
+                out = await run(tx, self.store.space, query, rows=rows)
+                written += int(out[0]["n"]) if out else 0
+            return written
+
+        written = await self.store._write(work)
+        if written != expected:
+            raise Conflict(
+                f"restoring {kind} records wrote {written} of {expected}: the space changed "
+                "during the restore"
+            )
+        self.counts[kind] += expected
+
+    # Each returns the (query, rows) statements of one batch.
+
+    def _meta(self, records: list[Record]) -> list[tuple[str, list[Record]]]:
+        self.dims = int(records[0]["dimensions"])
+        rows = [{k: r[k] for k in ("model", "dimensions", "updated_at", "schema_version")}
+                for r in records]  # fmt: skip
+        return [(IMPORT_META, rows)]
+
+    def _node(self, records: list[Record]) -> list[tuple[str, list[Record]]]:
+        by_label: dict[NodeLabel, list[Record]] = {lbl: [] for lbl in NODE_LABELS}
+        for r in records:
+            label: NodeLabel = q.label(r["label"])
+            self.seq += 1
+            self.labels[r["id"]] = label
+            row = {"id": r["id"], "num": rec.allocation_number(r["id"]), "seq": self.seq,
+                   "create_time": r["create_time"], **_vector_row(r.get("embedding"))}  # fmt: skip
+            if label == "Event":
+                row.update({k: r[k] for k in _EVENT_KEYS})
+            else:
+                row.update({"name": r["name"], "aliases": list(r["aliases"]),
+                            "norm_names": rec.norm_names([r["name"], *r["aliases"]]),
+                            "description": r["description"]})  # fmt: skip
+            by_label[label].append(row)
+        out = [(IMPORT_EVENTS, by_label["Event"])]
+        out += [(IMPORT_ENTITIES[lbl], by_label[lbl]) for lbl in ENTITY_LABELS]
+        return [(query, rows) for query, rows in out if rows]
+
+    def _chunk(self, records: list[Record]) -> list[tuple[str, list[Record]]]:
+        rows = [
+            {k: r[k] for k in ("event_id", "chunk_index", "start", "end", "text", "text_hash")}
+            | _vector_row(r.get("embedding"))
+            for r in records
+        ]
+        return [(IMPORT_CHUNKS, rows)]
+
+    def _relation(self, records: list[Record]) -> list[tuple[str, list[Record]]]:
+        groups: dict[tuple[NodeLabel, RelType, NodeLabel], list[Record]] = {}
+        for r in records:
+            shape = (self.labels[r["source"]], q.rel_type(r["type"]), self.labels[r["target"]])
+            groups.setdefault(shape, []).append(
+                {"s": r["source"], "t": r["target"], "props": r["props"]}
+            )
+        return [(IMPORT_RELATIONS[shape], rows) for shape, rows in groups.items()]
+
+    def _topic(self, records: list[Record]) -> list[tuple[str, list[Record]]]:
+        rows = []
+        for r in records:
+            self.seq += 1
+            parent = r["parent"]
+            rows.append({"id": topic_id(r["path"]), "path": r["path"], "name": r["name"],
+                         "parent": parent, "seq": self.seq,
+                         "parent_id": None if parent is None else topic_id(parent)})  # fmt: skip
+        return [(IMPORT_TOPICS, rows)]
+
+    def _binding(self, records: list[Record]) -> list[tuple[str, list[Record]]]:
+        rows = [
+            {"topic": topic_id(r["path"]), "event_id": r["event_id"], "timestamp": r["timestamp"],
+             "activation": r["activation"], "diffusion": r["diffusion"],
+             "independence": r["context_independence"], "related": list(r["related"])}
+            for r in records
+        ]  # fmt: skip
+        return [(IMPORT_BINDINGS, rows)]
+
+    def _save_record(self, records: list[Record]) -> list[tuple[str, list[Record]]]:
+        rows = [{"key": r["key"], "result": json.dumps(r["result"], ensure_ascii=False),
+                 "created_at": r["created_at"]} for r in records]  # fmt: skip
+        return [(IMPORT_SAVE_RECORDS, rows)]
