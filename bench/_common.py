@@ -280,8 +280,9 @@ def git_rev() -> str:
             capture_output=True,
             text=True,
             check=True,
-        ).stdout.strip()
-        return rev + (" (engine/ has uncommitted changes)" if dirty else "")
+        ).stdout
+        files = [line[3:] for line in dirty.splitlines() if line.strip()]
+        return rev + (f" (uncommitted in engine/: {', '.join(files)})" if files else "")
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
 

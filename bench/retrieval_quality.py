@@ -17,8 +17,9 @@ it holds and where they sit in its content, so evidence recall is exact:
 
 * event recall: a ``has_answer`` turn is recalled when a delivered event holds it (what a model
   can reach with one ``read``);
-* shown recall: when the text the model was shown (a quote; a baseline's truncated text)
-  overlaps that turn;
+* shown recall: when the text the model was shown (a quote or the summary, which is the user
+  turn's first 150 characters; a baseline's text, cut at its budget) reveals at least 50
+  characters of that turn (all of a shorter one);
 * session recall: the share of ``answer_session_ids`` with at least one delivered unit.
 
 mnemoql is measured on its first ``search``, after a second ``search`` in the same session, and
@@ -36,9 +37,11 @@ hours. ``--distractors all`` runs the full haystack.
 
 MADial-Bench (zh, en). Per user, a fresh memory with one save per memory (content: event text
 plus time, scene and emotion); the cue is the last ``--cue-turns`` utterances before the test
-turn. Hit@k and MRR of the first ``relevant-id`` (the memory the test turn recalls) and hit@k of
-any relevant id, for mnemoql's first search (at most 4 events), after one follow-up search (8),
-plain vector top-k over the same memory texts, and BM25.
+turn. Hit@k and MRR@5 of the first ``relevant-id`` (the memory the test turn recalls) and hit@k
+of any relevant id, for mnemoql's first search (at most 4 events), after one follow-up search
+(8), plain vector top-k over the same memory texts, and BM25. Two diagnostic rows rank
+mnemoql's own route candidates by RRF alone and by RRF + 0.10 coverage (no MMR, no session) to
+show what the coverage term does.
 """
 
 from __future__ import annotations
@@ -61,6 +64,7 @@ import numpy as np
 from bench._common import (
     BM25,
     RESULTS,
+    Bench,
     CachingEmbedder,
     EmbeddingCache,
     blas_info,
@@ -77,11 +81,14 @@ from bench._common import (
 from engine.errors import MnemoError
 from engine.ingest import SaveInput
 from engine.memory import Memory
+from engine.models import EMPTY_FILTERS
 from engine.providers.local import LocalEmbedder
 from engine.providers.offline import OfflineExtractor
-from engine.retrieval.evidence import EvidencePage, QuoteRef
-from engine.retrieval.pipeline import Outcome, SearchRequest
+from engine.retrieval import scoring
+from engine.retrieval.evidence import EvidencePage
+from engine.retrieval.pipeline import ROUTE_LIMIT, Outcome, SearchRequest
 from engine.retrieval.render import render
+from engine.retrieval.terms import coverage, query_terms
 from engine.text import chunk_ranges
 from prompts.extraction import EntityItem, EventItem, Extraction
 
@@ -89,6 +96,7 @@ SUMMARY_CHARS = 150
 CONCEPTS_PER_SAVE = 3
 CHAIN_EVENTS = 20
 SAVE_BATCH = 500
+MIN_SHOWN = 50
 
 _offline = OfflineExtractor()
 
@@ -254,6 +262,7 @@ class Unit:
     summary_source: str
     concept_source: str
     time: str | None
+    summary_span: tuple[int, int]  # where the summary's text sits in content
 
 
 @dataclass
@@ -288,9 +297,22 @@ def units_of(si: int, session: list[dict[str, Any]], when: str | None) -> list[U
             parts.append(line)
             pos += len(line) + 1
         content = "\n".join(parts)
-        users = [session[t]["content"] for t in group if session[t]["role"] == "user"]
-        head = users[0] if users else session[group[0]]["content"]
-        units.append(Unit(f"s{si}_ch{si}_e{pi}", si, group, spans, content, head, head, when))
+        heads = [t for t in group if session[t]["role"] == "user"] or group[:1]
+        head = session[heads[0]]["content"]
+        at = spans[heads[0]][0] + len(turn_line(session[heads[0]])) - len(head)
+        units.append(
+            Unit(
+                f"s{si}_ch{si}_e{pi}",
+                si,
+                group,
+                spans,
+                content,
+                head,
+                head,
+                when,
+                (at, at + min(len(head), SUMMARY_CHARS)),
+            )
+        )
     return units
 
 
@@ -304,12 +326,11 @@ def session_text(si: int, session: list[dict[str, Any]]) -> SessionText:
     return SessionText(si, "\n".join(parts), spans)
 
 
-def ref_range(ref: QuoteRef) -> tuple[int, int]:
-    return ref.start, ref.end
-
-
-def overlaps(a: tuple[int, int], b: tuple[int, int]) -> bool:
-    return a[0] < b[1] and b[0] < a[1]
+def shows(turn: tuple[int, int], shown: tuple[int, int]) -> bool:
+    """Whether ``shown`` reveals the turn: at least MIN_SHOWN of its characters (all of a
+    shorter turn), so a sliver across a turn boundary does not count."""
+    overlap = min(turn[1], shown[1]) - max(turn[0], shown[0])
+    return overlap > 0 and overlap >= min(MIN_SHOWN, turn[1] - turn[0])
 
 
 @dataclass
@@ -408,12 +429,12 @@ async def run_question(
                 u = by_id[it.event_id]
                 n += 1
                 sess.add(u.session)
+                shown = [u.summary_span]
+                if it.quote:
+                    shown.append((it.quote.start, it.quote.end))
                 for ti, span in u.spans.items():
                     got_event.add((u.session, ti))
-                    if it.quote and overlaps(span, (it.quote.start, it.quote.end)):
-                        got_shown.add((u.session, ti))
-                    ref = it.quote_ref
-                    if ref is not None and ref.id == it.event_id and overlaps(span, ref_range(ref)):
+                    if any(shows(span, r) for r in shown):
                         got_shown.add((u.session, ti))
         return Scores(
             len(evidence & got_event) / len(evidence),
@@ -466,7 +487,7 @@ async def run_question(
                 owner, s, _e = chunks[u]
                 sess.add(owner_session(owner))
                 for ti, span in owner_spans(owner).items():
-                    if n > 0 and overlaps(span, (s, s + n)):
+                    if n > 0 and shows(span, (s, s + n)):
                         got.add((owner_session(owner), ti))
             return Scores(
                 None,
@@ -634,6 +655,25 @@ def record(row: RankRow, ranked: Sequence[str], relevant: Sequence[str], chars: 
     row.chars.append(chars)
 
 
+DIAG_RRF = "diagnostic: both routes, RRF only"
+DIAG_FUSED = "diagnostic: RRF + 0.10 coverage (no MMR)"
+
+
+async def fusion_orders(bench: Bench, cue: str, qv: Any) -> tuple[list[str], list[str]]:
+    """The pipeline's candidates ranked by RRF alone and by its fused score (no session, no
+    MMR): shows what the coverage term does to the order."""
+    store = bench.store
+    summary = await store.route("summary", qv, EMPTY_FILTERS, frozenset(), ROUTE_LIMIT)
+    chunk = await store.route("chunk", qv, EMPTY_FILTERS, frozenset(), ROUTE_LIMIT)
+    s_ids, c_ids = [h.event_id for h in summary], [h.event_id for h in chunk]
+    events = await store.get_events(list(dict.fromkeys(s_ids + c_ids)))
+    terms = query_terms(cue)
+    cov = {e.id: coverage(terms, e.summary, e.content) for e in events}
+    fused = scoring.fuse(s_ids, c_ids, cov)
+    by_rrf = sorted(fused, key=lambda x: (-x.rrf, x.id))
+    return [x.id[1:] for x in by_rrf], [x.id[1:] for x in fused]
+
+
 async def run_madial(
     lang: str, emb: CachingEmbedder, workdir: Path, cue_turns: int
 ) -> dict[str, RankRow]:
@@ -656,10 +696,8 @@ async def run_madial(
         if "user-id" in v:
             owner[k] = int(v["user-id"])
     users = sorted({int(d["user-id"]) for d in dialogues})
-    rows = {
-        name: RankRow()
-        for name in ("mnemoql search (call 1)", "mnemoql search x2", "vector top-k", "BM25")
-    }
+    names = ("mnemoql search (call 1)", "mnemoql search x2", "vector top-k", "BM25")
+    rows = {name: RankRow() for name in (*names, DIAG_RRF, DIAG_FUSED)}
     for user in users:
         mine = [k for k in mems if owner.get(k) == user]
         contents = {k: madial_content(mems[k], lang) for k in mine}
@@ -705,6 +743,9 @@ async def run_madial(
                 )
                 bm_order = [mine[i] for i in top_k(bm.scores(bm25_tokens(cue)), 5)]
                 record(rows["BM25"], bm_order, relevant, sum(len(contents[k]) for k in bm_order))
+                rrf_only, fused = await fusion_orders(bench, cue, qv)
+                record(rows[DIAG_RRF], rrf_only, relevant, 0)
+                record(rows[DIAG_FUSED], fused, relevant, 0)
         finally:
             await bench.close()
     return rows
@@ -715,7 +756,7 @@ def madial_table(lang: str, rows: dict[str, RankRow]) -> str:
     for name, row in rows.items():
         n = len(row.ranks)
         hits = [mean([float(r is not None and r <= k) for r in row.ranks]) for k in KS]
-        mrr = mean([1.0 / r if r else 0.0 for r in row.ranks])
+        mrr = mean([1.0 / r if r and r <= KS[-1] else 0.0 for r in row.ranks])
         anyk = [mean([float(h[i]) for h in row.any_hits]) for i in range(len(KS))]
         out.append(
             [
@@ -724,7 +765,7 @@ def madial_table(lang: str, rows: dict[str, RankRow]) -> str:
                 *(f"{h:.3f}" for h in hits),
                 f"{mrr:.3f}",
                 *(f"{h:.3f}" for h in anyk),
-                f"{mean(row.chars):.0f}",
+                f"{mean(row.chars):.0f}" if any(row.chars) else "-",
             ]
         )
     return table(
@@ -734,7 +775,7 @@ def madial_table(lang: str, rows: dict[str, RankRow]) -> str:
             "hit@1",
             "hit@3",
             "hit@5",
-            "MRR",
+            "MRR@5",
             "any-rel@1",
             "any-rel@3",
             "any-rel@5",
@@ -809,7 +850,7 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--questions", default="", help="comma-separated question ids")
     p.add_argument(
         "--distractors",
-        default="6",
+        default="3",
         help="distractor sessions per question besides the evidence ones, or 'all'",
     )
     p.add_argument("--cue-turns", type=int, default=3, help="MADial utterances in the cue")
