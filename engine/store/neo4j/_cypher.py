@@ -394,6 +394,30 @@ ROUTES: Final[dict[tuple[str, bool], str]] = {
     ("recent", True): _recent(_EVENTS_RESTRICT),
 }
 
+# The summary route through the event vector index, for large spaces (``Neo4jStore.route``):
+# the index is approximate and database-wide, so fetch ``$fetch`` (a multiple of the limit)
+# nearest events of every space, keep this space's events that pass the filters, and rescore
+# them exactly -- the scores and the tie order are the exact route's. The store falls back to
+# the exact scan when fewer than the limit survive.
+SUMMARY_BY_INDEX: Final = f"""
+CALL db.index.vector.queryNodes('{VECTOR_INDEXES["Event"]}', $fetch, $q) YIELD node AS e
+WITH e
+WHERE e.space = $space AND e.id IS NOT NULL
+  AND e.embedding_dims = $d{_EVENT_FILTERS}
+WITH e, {_SCORE.format(v="e")} AS s
+ORDER BY s DESC, e.id
+LIMIT $limit
+RETURN e.id AS id, 2 * s - 1 AS score
+"""
+# Width and state of the event vector index, and the size of a space (its insertion counter:
+# nodes and topics ever created, an upper bound of its events read by one unique lookup).
+EVENT_INDEX_STATE: Final = (
+    "SHOW VECTOR INDEXES YIELD name, state, options "
+    f"WHERE name = '{VECTOR_INDEXES['Event']}' "
+    "RETURN state, options.indexConfig['vector.dimensions'] AS dims"
+)
+SPACE_SIZE: Final = f"MATCH (s:{SPACE_LABEL} {{space: $space}}) RETURN s.seq AS n"
+
 # ---------------------------------------------------------------- event reads
 
 GET_EVENTS: Final = (

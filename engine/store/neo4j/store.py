@@ -7,8 +7,11 @@ Layout
     by space. Vectors are LIST<FLOAT> properties, L2-normalised on write like the embedded
     store. Retrieval scores exactly with ``vector.similarity.cosine`` and converts its
     (1+cos)/2 back to raw cosine. The four vector indexes of SPEC §1.2 exist (created at the
-    first save, rebuilt by re-vectorize) but retrieval does not use them; they are
-    database-wide, so with spaces of different widths the last re-vectorize sets their width.
+    first save, rebuilt by re-vectorize); they are database-wide, so with spaces of different
+    widths the last re-vectorize sets their width. Only the summary route of a large space
+    uses one (``INDEX_MIN_EVENTS``): it over-fetches candidates from the event index, filters
+    them and rescores them exactly, and falls back to the exact scan whenever that cannot
+    fill the page (docs/DECISIONS.md, "Neo4j summary route").
 
 Transactions
     Each write is one managed transaction (``execute_write`` retries transient failures, so
@@ -27,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
@@ -83,6 +87,12 @@ TxFn = Callable[[AsyncManagedTransaction], Awaitable[T]]
 
 SPACE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 _MIN_EPS = 1e-6  # Neo4j scores in float32 through (1+cos)/2: keep boundary cosines in
+# Route strategy (see ``route``): spaces with fewer insertions than INDEX_MIN_EVENTS are scanned
+# exactly; larger ones ask the event vector index for INDEX_OVERFETCH x limit candidates first.
+# Measured in bench/results/neo4j.md, decided in docs/DECISIONS.md.
+INDEX_MIN_EVENTS = 2_000
+INDEX_OVERFETCH = 10
+_INDEX_STATE_TTL = 30.0  # seconds between reads of the index state and the space size
 _SCHEMA_RACE = (
     "Neo.ClientError.Schema.EquivalentSchemaRuleAlreadyExists",
     "Neo.ClientError.Schema.ConstraintAlreadyExists",
@@ -103,6 +113,8 @@ class Neo4jStore:
         database: database name; None uses the server's default database.
         space: the memory space all reads and writes are scoped to.
         connection_timeout: seconds to wait for a connection before StoreUnavailable.
+        index_min_events: spaces this large (by insertion count) search summaries through the
+            vector index (plus exact rescoring); None scans exactly at every size.
     """
 
     def __init__(
@@ -114,6 +126,7 @@ class Neo4jStore:
         space: str = "default",
         *,
         connection_timeout: float = 5.0,
+        index_min_events: int | None = INDEX_MIN_EVENTS,
     ) -> None:
         if not SPACE_NAME.match(space):
             raise InvalidInput(
@@ -128,6 +141,10 @@ class Neo4jStore:
         self._timeout = connection_timeout
         self._driver: AsyncDriver | None = None
         self._vector_indexes = False
+        self.index_min_events = index_min_events
+        self._index_seen = -_INDEX_STATE_TTL  # monotonic time of the last state read
+        self._index_dims: int | None = None  # width of the ONLINE event index, else None
+        self._space_size = 0
 
     def __repr__(self) -> str:
         return f"Neo4jStore({self.uri!r}, database={self.database!r}, space={self.space!r})"
@@ -256,6 +273,7 @@ class Neo4jStore:
         for statement in q.CREATE_VECTOR_INDEX.values():
             await self._schema(statement, {"dims": dims})
         self._vector_indexes = True
+        self._index_seen = -_INDEX_STATE_TTL  # the route strategy re-reads the index state
 
     async def close(self) -> None:
         driver, self._driver = self._driver, None
@@ -406,6 +424,10 @@ class Neo4jStore:
             **rec.filter_params(filters, exclude, restrict),
             "q": values, "qzero": zero, "d": len(values), "limit": int(limit),
         }  # fmt: skip
+        if route == "summary" and restrict is None and not filters.groups and not zero:
+            hits = await self._summary_by_index(params)
+            if hits is not None:
+                return hits
         rows = await self._run(q.ROUTES[(route, restrict is not None)], params)
         if route == "summary":
             return [Hit(r["id"], rec.raw_cosine(r["score"])) for r in rows]
@@ -413,6 +435,36 @@ class Neo4jStore:
             Hit(r["id"], rec.raw_cosine(r["score"]), int(r["i"]), int(r["start"]), int(r["end"]))
             for r in rows
         ]
+
+    async def _summary_by_index(self, params: dict[str, Any]) -> list[Hit] | None:
+        """The summary route through the vector index, or None when the exact scan must answer:
+        a small space, no ONLINE index of the query's width, or fewer than ``limit`` of the
+        over-fetched candidates left after the space and the filters."""
+        if self.index_min_events is None or not await self._index_usable(params["d"]):
+            return None
+        try:
+            rows = await self._run(
+                q.SUMMARY_BY_INDEX, {**params, "fetch": params["limit"] * INDEX_OVERFETCH}
+            )
+        except ClientError as exc:  # dropped, rebuilt at another width, populating ...
+            log.info("vector index route unavailable, scanning exactly: %s", exc.code)
+            self._index_seen = -_INDEX_STATE_TTL
+            return None
+        if len(rows) < params["limit"]:
+            return None
+        return [Hit(r["id"], rec.raw_cosine(r["score"])) for r in rows]
+
+    async def _index_usable(self, dims: int) -> bool:
+        assert self.index_min_events is not None
+        now = time.monotonic()
+        if now - self._index_seen >= _INDEX_STATE_TTL:
+            self._index_seen = now
+            state = await self._run(q.EVENT_INDEX_STATE)
+            online = bool(state) and state[0]["state"] == "ONLINE"
+            self._index_dims = int(state[0]["dims"]) if online and state[0]["dims"] else None
+            size = await self._run(q.SPACE_SIZE)
+            self._space_size = int(size[0]["n"] or 0) if size else 0
+        return self._index_dims == dims and self._space_size >= self.index_min_events
 
     async def recent_events(
         self,
