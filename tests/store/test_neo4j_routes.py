@@ -1,4 +1,4 @@
-"""The Neo4j summary route's strategy: an exact scan for small spaces, the event vector index
+"""The Neo4j routes' strategy: an exact scan for small spaces, the route's vector index
 (over-fetch, filter, exact rescoring) for large ones, and the exact scan again whenever the
 index cannot answer for sure. Live tests need ``MNEMOQL_TEST_NEO4J_*`` (see factory_neo4j.py).
 
@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from engine.models import EMPTY_FILTERS, Filters, Hit, MemoryMeta
+from engine.models import EMPTY_FILTERS, Filters, Hit, MemoryMeta, RouteName
 from engine.store.neo4j import _cypher as q
 from engine.store.neo4j.store import Neo4jStore
 from tests.store import factory_neo4j
@@ -39,15 +39,15 @@ async def spaces() -> AsyncIterator[tuple[Neo4jStore, Neo4jStore, list[str], int
     await indexed.open()
     await exact.open()
     try:
-        state = await indexed._run(q.EVENT_INDEX_STATE)
-        dims = int(state[0]["dims"]) if state else 16
+        state = {r["name"]: r["dims"] for r in await indexed._run(q.ROUTE_INDEX_STATE)}
+        dims = int(state.get(q.VECTOR_INDEXES["Event"]) or 16)
         rng = np.random.default_rng(11)
-        vecs = rng.standard_normal((EVENTS, dims)).astype(np.float32)
+        vecs = rng.standard_normal((EVENTS, 3, dims)).astype(np.float32)
         meta = MemoryMeta("test-embedder", dims, "2026-03-01T09:00:00+08:00")
         ids: list[str] = []
         for day, part in (("2026-03-01", vecs[: EVENTS // 2]), ("2026-03-02", vecs[EVENTS // 2 :])):
             p = plan(
-                [event(f"e{i}", v) for i, v in enumerate(part)],
+                [event(f"e{i}", v[0], chunk_vectors=v[1 : 2 + i % 2]) for i, v in enumerate(part)],
                 [concept("c", "graph")] if not ids else [],
                 [rel("MENTIONS", "e0", "c")] if not ids else [],
                 meta=meta,
@@ -75,69 +75,76 @@ def record_queries(store: Neo4jStore) -> list[str]:
 
 
 def same(a: list[Hit], b: list[Hit]) -> None:
-    assert [h.event_id for h in a] == [h.event_id for h in b]
+    assert [(h.event_id, h.chunk_index, h.start, h.end) for h in a] == [
+        (h.event_id, h.chunk_index, h.start, h.end) for h in b
+    ]
     assert np.allclose([h.score for h in a], [h.score for h in b], atol=1e-6)
 
 
-async def test_a_large_space_routes_summaries_through_the_index_with_exact_scores(
-    spaces: tuple[Neo4jStore, Neo4jStore, list[str], int],
+@pytest.mark.parametrize("route", ["summary", "chunk"])
+async def test_a_large_space_routes_through_the_index_with_exact_scores(
+    spaces: tuple[Neo4jStore, Neo4jStore, list[str], int], route: RouteName
 ) -> None:
     indexed, exact, ids, dims = spaces
     seen = record_queries(indexed)
     rng = np.random.default_rng(3)
     for _ in range(10):
         query = rng.standard_normal(dims).astype(np.float32)
-        got = await indexed.route("summary", query, EMPTY_FILTERS, frozenset(), 40)
-        same(got, await exact.route("summary", query, EMPTY_FILTERS, frozenset(), 40))
-    assert seen.count(q.SUMMARY_BY_INDEX) == 10
-    assert q.ROUTES[("summary", False)] not in seen
+        got = await indexed.route(route, query, EMPTY_FILTERS, frozenset(), 40)
+        same(got, await exact.route(route, query, EMPTY_FILTERS, frozenset(), 40))
+    assert seen.count(q.BY_INDEX[route][1]) == 10
+    assert q.ROUTES[(route, False)] not in seen
     # date filters and exclusions are applied to the fetched candidates
     query = rng.standard_normal(dims).astype(np.float32)
     excluded = frozenset(ids[:20])
     dated = Filters(date_from="2026-03-01", date_to="2026-03-01")
     same(
-        await indexed.route("summary", query, dated, excluded, 40),
-        await exact.route("summary", query, dated, excluded, 40),
+        await indexed.route(route, query, dated, excluded, 40),
+        await exact.route(route, query, dated, excluded, 40),
     )
 
 
+@pytest.mark.parametrize("route", ["summary", "chunk"])
 async def test_the_exact_scan_answers_when_the_index_cannot(
-    spaces: tuple[Neo4jStore, Neo4jStore, list[str], int], monkeypatch: pytest.MonkeyPatch
+    spaces: tuple[Neo4jStore, Neo4jStore, list[str], int],
+    monkeypatch: pytest.MonkeyPatch,
+    route: RouteName,
 ) -> None:
     indexed, exact, ids, dims = spaces
     seen = record_queries(indexed)
     query = np.random.default_rng(5).standard_normal(dims).astype(np.float32)
-    exact_route = q.ROUTES[("summary", False)]
+    exact_route = q.ROUTES[(route, False)]
     # fewer than the limit survive the exclusions: fall back, same answer as exact
     excluded = frozenset(ids[: EVENTS - 10])
     same(
-        await indexed.route("summary", query, EMPTY_FILTERS, excluded, 40),
-        await exact.route("summary", query, EMPTY_FILTERS, excluded, 40),
+        await indexed.route(route, query, EMPTY_FILTERS, excluded, 40),
+        await exact.route(route, query, EMPTY_FILTERS, excluded, 40),
     )
-    assert seen[-2:] == [q.SUMMARY_BY_INDEX, exact_route]
+    assert seen[-2:] == [q.BY_INDEX[route][1], exact_route]
     # entity filters and expand's restricted ids go straight to the exact scan
     groups = Filters(groups=(frozenset({"concept_1"}),))
     same(
-        await indexed.route("summary", query, groups, frozenset(), 40),
-        await exact.route("summary", query, groups, frozenset(), 40),
+        await indexed.route(route, query, groups, frozenset(), 40),
+        await exact.route(route, query, groups, frozenset(), 40),
     )
     assert seen[-1] == exact_route
-    await indexed.route("summary", query, EMPTY_FILTERS, frozenset(), 40, frozenset(ids[:5]))
-    assert seen[-1] == q.ROUTES[("summary", True)]
+    await indexed.route(route, query, EMPTY_FILTERS, frozenset(), 40, frozenset(ids[:5]))
+    assert seen[-1] == q.ROUTES[(route, True)]
     # a query of another width than the index's, or a small space
-    assert await indexed._index_usable(dims + 1) is False
+    index = q.BY_INDEX[route][0]
+    assert await indexed._index_usable(index, dims + 1) is False
     small = indexed.index_min_events
     indexed.index_min_events = EVENTS * 10
     try:
-        assert await indexed._index_usable(dims) is False
+        assert await indexed._index_usable(index, dims) is False
     finally:
         indexed.index_min_events = small
     # an index that fails (dropped, rebuilt at another width) is a fallback, not an error
-    indexed._index_dims, indexed._index_seen = dims, 1e18  # pretend it was just read
-    broken = q.SUMMARY_BY_INDEX.replace("event_summary_vector", "no_such_index")
-    monkeypatch.setattr(q, "SUMMARY_BY_INDEX", broken)
+    indexed._index_dims, indexed._index_seen = {index: dims}, 1e18  # pretend it was just read
+    broken = q.BY_INDEX[route][1].replace(index, "no_such_index")
+    monkeypatch.setitem(q.BY_INDEX, route, (index, broken))
     same(
-        await indexed.route("summary", query, EMPTY_FILTERS, frozenset(), 40),
-        await exact.route("summary", query, EMPTY_FILTERS, frozenset(), 40),
+        await indexed.route(route, query, EMPTY_FILTERS, frozenset(), 40),
+        await exact.route(route, query, EMPTY_FILTERS, frozenset(), 40),
     )
     assert indexed._index_seen < 0  # the state is read again next time

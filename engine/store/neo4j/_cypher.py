@@ -122,6 +122,14 @@ CREATE_VECTOR_INDEX: Final[dict[NodeLabel, str]] = {
 DROP_VECTOR_INDEX: Final[dict[NodeLabel, str]] = {
     lbl: f"DROP INDEX {name} IF EXISTS" for lbl, name in VECTOR_INDEXES.items()
 }
+# Beyond SPEC §1.2's four: chunks get a vector index as well, only for the chunk route of large
+# spaces (docs/DECISIONS.md, "Neo4j routes"); created, dropped and rebuilt with the four.
+CHUNK_VECTOR_INDEX: Final = "event_source_vector"
+CREATE_CHUNK_VECTOR_INDEX: Final = (
+    f"CREATE VECTOR INDEX {CHUNK_VECTOR_INDEX} IF NOT EXISTS FOR (n:EventSource) ON n.embedding "
+    "OPTIONS {indexConfig: {`vector.dimensions`: $dims, `vector.similarity_function`: 'cosine'}}"
+)
+DROP_CHUNK_VECTOR_INDEX: Final = f"DROP INDEX {CHUNK_VECTOR_INDEX} IF EXISTS"
 SHOW_INDEXES: Final = "SHOW INDEXES YIELD name"
 
 # ---------------------------------------------------------------- projections
@@ -394,11 +402,11 @@ ROUTES: Final[dict[tuple[str, bool], str]] = {
     ("recent", True): _recent(_EVENTS_RESTRICT),
 }
 
-# The summary route through the event vector index, for large spaces (``Neo4jStore.route``):
-# the index is approximate and database-wide, so fetch ``$fetch`` (a multiple of the limit)
-# nearest events of every space, keep this space's events that pass the filters, and rescore
-# them exactly -- the scores and the tie order are the exact route's. The store falls back to
-# the exact scan when fewer than the limit survive.
+# Both routes through a vector index, for large spaces (``Neo4jStore.route``): the indexes are
+# approximate and database-wide, so fetch ``$fetch`` (a multiple of the limit) nearest nodes of
+# every space, keep this space's events that pass the filters, and rescore them exactly -- the
+# scores and the tie order are the exact routes'. The store falls back to the exact scan when
+# fewer than the limit survive.
 SUMMARY_BY_INDEX: Final = f"""
 CALL db.index.vector.queryNodes('{VECTOR_INDEXES["Event"]}', $fetch, $q) YIELD node AS e
 WITH e
@@ -409,12 +417,31 @@ ORDER BY s DESC, e.id
 LIMIT $limit
 RETURN e.id AS id, 2 * s - 1 AS score
 """
-# Width and state of the event vector index, and the size of a space (its insertion counter:
-# nodes and topics ever created, an upper bound of its events read by one unique lookup).
-EVENT_INDEX_STATE: Final = (
+# An event's best chunk among the fetched ones (its best chunk overall, unless the index missed
+# it and caught a worse one of the same event).
+CHUNK_BY_INDEX: Final = f"""
+CALL db.index.vector.queryNodes('{CHUNK_VECTOR_INDEX}', $fetch, $q) YIELD node AS c
+WITH c
+WHERE c.space = $space AND c.embedding_dims = $d
+MATCH (e:Event {{space: $space, id: c.event_id}})
+WHERE e.id IS NOT NULL{_EVENT_FILTERS}
+WITH e, c, {_SCORE.format(v="c")} AS s
+ORDER BY s DESC, c.chunk_index
+WITH e, collect({{i: c.chunk_index, start: c.start, end: c.end, s: s}})[0] AS best
+ORDER BY best.s DESC, e.id
+LIMIT $limit
+RETURN e.id AS id, 2 * best.s - 1 AS score, best.i AS i, best.start AS start, best.end AS end
+"""
+BY_INDEX: Final[dict[str, tuple[str, str]]] = {
+    "summary": (VECTOR_INDEXES["Event"], SUMMARY_BY_INDEX),
+    "chunk": (CHUNK_VECTOR_INDEX, CHUNK_BY_INDEX),
+}
+# Width and state of the two route indexes, and the size of a space (its insertion counter:
+# nodes and topics ever created, an upper bound of its events, read by one unique lookup).
+ROUTE_INDEX_STATE: Final = (
     "SHOW VECTOR INDEXES YIELD name, state, options "
-    f"WHERE name = '{VECTOR_INDEXES['Event']}' "
-    "RETURN state, options.indexConfig['vector.dimensions'] AS dims"
+    f"WHERE name IN ['{VECTOR_INDEXES['Event']}', '{CHUNK_VECTOR_INDEX}'] "
+    "RETURN name, state, options.indexConfig['vector.dimensions'] AS dims"
 )
 SPACE_SIZE: Final = f"MATCH (s:{SPACE_LABEL} {{space: $space}}) RETURN s.seq AS n"
 

@@ -8,10 +8,10 @@ Layout
     store. Retrieval scores exactly with ``vector.similarity.cosine`` and converts its
     (1+cos)/2 back to raw cosine. The four vector indexes of SPEC §1.2 exist (created at the
     first save, rebuilt by re-vectorize); they are database-wide, so with spaces of different
-    widths the last re-vectorize sets their width. Only the summary route of a large space
-    uses one (``INDEX_MIN_EVENTS``): it over-fetches candidates from the event index, filters
-    them and rescores them exactly, and falls back to the exact scan whenever that cannot
-    fill the page (docs/DECISIONS.md, "Neo4j summary route").
+    widths the last re-vectorize sets their width. A fifth one, on chunks, serves the chunk
+    route. The routes of a large space (``INDEX_MIN_EVENTS``) over-fetch candidates from the
+    index, filter them and rescore them exactly, and fall back to the exact scan whenever that
+    cannot fill the page (docs/DECISIONS.md, "Neo4j routes").
 
 Transactions
     Each write is one managed transaction (``execute_write`` retries transient failures, so
@@ -88,7 +88,7 @@ TxFn = Callable[[AsyncManagedTransaction], Awaitable[T]]
 SPACE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 _MIN_EPS = 1e-6  # Neo4j scores in float32 through (1+cos)/2: keep boundary cosines in
 # Route strategy (see ``route``): spaces with fewer insertions than INDEX_MIN_EVENTS are scanned
-# exactly; larger ones ask the event vector index for INDEX_OVERFETCH x limit candidates first.
+# exactly; larger ones ask the route's vector index for INDEX_OVERFETCH x limit candidates first.
 # Measured in bench/results/neo4j.md, decided in docs/DECISIONS.md.
 INDEX_MIN_EVENTS = 2_000
 INDEX_OVERFETCH = 10
@@ -113,8 +113,8 @@ class Neo4jStore:
         database: database name; None uses the server's default database.
         space: the memory space all reads and writes are scoped to.
         connection_timeout: seconds to wait for a connection before StoreUnavailable.
-        index_min_events: spaces this large (by insertion count) search summaries through the
-            vector index (plus exact rescoring); None scans exactly at every size.
+        index_min_events: spaces this large (by insertion count) search through the vector
+            indexes (plus exact rescoring); None scans exactly at every size.
     """
 
     def __init__(
@@ -143,7 +143,7 @@ class Neo4jStore:
         self._vector_indexes = False
         self.index_min_events = index_min_events
         self._index_seen = -_INDEX_STATE_TTL  # monotonic time of the last state read
-        self._index_dims: int | None = None  # width of the ONLINE event index, else None
+        self._index_dims: dict[str, int] = {}  # width of each ONLINE route index
         self._space_size = 0
 
     def __repr__(self) -> str:
@@ -263,14 +263,15 @@ class Neo4jStore:
         for name, statement in {**q.CONSTRAINTS, **q.INDEXES}.items():
             if name not in existing:
                 await self._schema(statement)
-        self._vector_indexes = all(n in existing for n in q.VECTOR_INDEXES.values())
+        wanted = [*q.VECTOR_INDEXES.values(), q.CHUNK_VECTOR_INDEX]
+        self._vector_indexes = all(n in existing for n in wanted)
         if not self._vector_indexes:
             meta = await self.get_meta()
             if meta is not None:
                 await self._create_vector_indexes(meta.dimensions)
 
     async def _create_vector_indexes(self, dims: int) -> None:
-        for statement in q.CREATE_VECTOR_INDEX.values():
+        for statement in [*q.CREATE_VECTOR_INDEX.values(), q.CREATE_CHUNK_VECTOR_INDEX]:
             await self._schema(statement, {"dims": dims})
         self._vector_indexes = True
         self._index_seen = -_INDEX_STATE_TTL  # the route strategy re-reads the index state
@@ -344,10 +345,11 @@ class Neo4jStore:
             await write.replace_vectors(tx, self.space, vectors)
 
         await self._write(work)
-        # SPEC §1.12.5: rebuild the four vector indexes at the new width, outside the data
-        # transaction. Retrieval scores exactly, so a failure here only loses the ANN indexes.
+        # SPEC §1.12.5: rebuild the four vector indexes (and the chunk index) at the new width,
+        # outside the data transaction. The routes fall back to exact scans without them, so a
+        # failure here only costs speed.
         try:
-            for statement in q.DROP_VECTOR_INDEX.values():
+            for statement in [*q.DROP_VECTOR_INDEX.values(), q.DROP_CHUNK_VECTOR_INDEX]:
                 await self._schema(statement)
             await self._create_vector_indexes(vectors.meta.dimensions)
         except ClientError as exc:
@@ -424,8 +426,8 @@ class Neo4jStore:
             **rec.filter_params(filters, exclude, restrict),
             "q": values, "qzero": zero, "d": len(values), "limit": int(limit),
         }  # fmt: skip
-        if route == "summary" and restrict is None and not filters.groups and not zero:
-            hits = await self._summary_by_index(params)
+        if restrict is None and not filters.groups and not zero:
+            hits = await self._by_index(route, params)
             if hits is not None:
                 return hits
         rows = await self._run(q.ROUTES[(route, restrict is not None)], params)
@@ -436,35 +438,41 @@ class Neo4jStore:
             for r in rows
         ]
 
-    async def _summary_by_index(self, params: dict[str, Any]) -> list[Hit] | None:
-        """The summary route through the vector index, or None when the exact scan must answer:
-        a small space, no ONLINE index of the query's width, or fewer than ``limit`` of the
-        over-fetched candidates left after the space and the filters."""
-        if self.index_min_events is None or not await self._index_usable(params["d"]):
+    async def _by_index(self, route: RouteName, params: dict[str, Any]) -> list[Hit] | None:
+        """A route through its vector index, or None when the exact scan must answer: a small
+        space, no ONLINE index of the query's width, or fewer than ``limit`` events left of the
+        over-fetched candidates once the space and the filters are applied."""
+        index, query = q.BY_INDEX[route]
+        if self.index_min_events is None or not await self._index_usable(index, params["d"]):
             return None
         try:
-            rows = await self._run(
-                q.SUMMARY_BY_INDEX, {**params, "fetch": params["limit"] * INDEX_OVERFETCH}
-            )
+            rows = await self._run(query, {**params, "fetch": params["limit"] * INDEX_OVERFETCH})
         except ClientError as exc:  # dropped, rebuilt at another width, populating ...
-            log.info("vector index route unavailable, scanning exactly: %s", exc.code)
+            log.info("vector index %s unavailable, scanning exactly: %s", index, exc.code)
             self._index_seen = -_INDEX_STATE_TTL
             return None
         if len(rows) < params["limit"]:
             return None
-        return [Hit(r["id"], rec.raw_cosine(r["score"])) for r in rows]
+        if route == "summary":
+            return [Hit(r["id"], rec.raw_cosine(r["score"])) for r in rows]
+        return [
+            Hit(r["id"], rec.raw_cosine(r["score"]), int(r["i"]), int(r["start"]), int(r["end"]))
+            for r in rows
+        ]
 
-    async def _index_usable(self, dims: int) -> bool:
+    async def _index_usable(self, index: str, dims: int) -> bool:
         assert self.index_min_events is not None
         now = time.monotonic()
         if now - self._index_seen >= _INDEX_STATE_TTL:
             self._index_seen = now
-            state = await self._run(q.EVENT_INDEX_STATE)
-            online = bool(state) and state[0]["state"] == "ONLINE"
-            self._index_dims = int(state[0]["dims"]) if online and state[0]["dims"] else None
+            self._index_dims = {
+                r["name"]: int(r["dims"])
+                for r in await self._run(q.ROUTE_INDEX_STATE)
+                if r["state"] == "ONLINE" and r["dims"]
+            }
             size = await self._run(q.SPACE_SIZE)
             self._space_size = int(size[0]["n"] or 0) if size else 0
-        return self._index_dims == dims and self._space_size >= self.index_min_events
+        return self._index_dims.get(index) == dims and self._space_size >= self.index_min_events
 
     async def recent_events(
         self,
