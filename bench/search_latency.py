@@ -312,6 +312,7 @@ def mb(x: float) -> str:
 
 async def main(args: argparse.Namespace) -> str:
     started = time.perf_counter()
+    load_at_start = load_average()
     sizes = [int(s) for s in args.sizes.split(",")]
     rng = np.random.default_rng(args.seed)
     stub = StubEmbedder()
@@ -374,7 +375,7 @@ async def main(args: argparse.Namespace) -> str:
     head = (
         "# Search latency (embedded store)\n\n"
         f"Command: `{command_line()}`\n\n"
-        f"Commit {git_rev()}; {machine_line()}; BLAS: {blas_info()}. "
+        f"Commit {git_rev()}; {machine_line(load_at_start)}; BLAS: {blas_info()}. "
         f"{args.queries} timed queries per size after 5 warm-up ones; wall time {elapsed:.0f} s.\n"
     )
     body = table(
