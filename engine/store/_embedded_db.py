@@ -249,7 +249,7 @@ class Database:
 
     def events_with_hash(self, content_hash: str) -> list[str]:
         rows = self.conn.execute(
-            "SELECT id FROM nodes WHERE content_hash = ? AND label = 'Event' "
+            "SELECT id FROM nodes WHERE content_hash = ? AND +label = 'Event' "
             "ORDER BY create_time, seq",
             (content_hash,),
         )
@@ -307,7 +307,7 @@ class Database:
 
     def get_events(self, ids: Sequence[str], with_vectors: bool) -> list[Event]:
         rows = self.conn.execute(
-            f"SELECT {EVENT_COLS} FROM nodes WHERE label = 'Event' AND id IN {IN_SET}",
+            f"SELECT {EVENT_COLS} FROM nodes WHERE +label = 'Event' AND id IN {IN_SET}",
             (json_set(ids),),
         )
         found = {r[0]: row_event(r, with_vectors) for r in rows}
@@ -342,7 +342,7 @@ class Database:
         head = f"{prefix}_ch{chapter}_e"
         tail = re.compile(r"[0-9]+")
         rows = self.conn.execute(
-            "SELECT id FROM nodes WHERE id >= ? AND id < ? AND label = 'Event'",
+            "SELECT id FROM nodes WHERE id >= ? AND id < ? AND +label = 'Event'",
             (head, head[:-1] + "f"),
         )
         found = [r[0] for r in rows if r[0].startswith(head) and tail.fullmatch(r[0][len(head) :])]
