@@ -17,6 +17,7 @@ import pytest
 
 from engine.models import EMPTY_FILTERS, Filters, Hit, MemoryMeta, RouteName
 from engine.store.neo4j import _cypher as q
+from engine.store.neo4j import store as store_module
 from engine.store.neo4j.store import Neo4jStore
 from tests.store import factory_neo4j
 from tests.store._builders import concept, event, plan, rel
@@ -114,13 +115,14 @@ async def test_the_exact_scan_answers_when_the_index_cannot(
     seen = record_queries(indexed)
     query = np.random.default_rng(5).standard_normal(dims).astype(np.float32)
     exact_route = q.ROUTES[(route, False)]
-    # fewer than the limit survive the exclusions: fall back, same answer as exact
+    # fewer than the limit survive the exclusions, even after a larger fetch: fall back
     excluded = frozenset(ids[: EVENTS - 10])
     same(
         await indexed.route(route, query, EMPTY_FILTERS, excluded, 40),
         await exact.route(route, query, EMPTY_FILTERS, excluded, 40),
     )
-    assert seen[-2:] == [q.BY_INDEX[route][1], exact_route]
+    tried = [x for x in seen if x not in (q.ROUTE_INDEX_STATE, q.SPACE_SIZE)]
+    assert tried[0] == q.BY_INDEX[route][1] and tried[-1] == exact_route
     # entity filters and expand's restricted ids go straight to the exact scan
     groups = Filters(groups=(frozenset({"concept_1"}),))
     same(
@@ -148,3 +150,23 @@ async def test_the_exact_scan_answers_when_the_index_cannot(
         await exact.route(route, query, EMPTY_FILTERS, frozenset(), 40),
     )
     assert indexed._index_seen < 0  # the state is read again next time
+
+
+@pytest.mark.parametrize("route", ["summary", "chunk"])
+async def test_a_crowded_fetch_is_retried_larger_before_falling_back(
+    spaces: tuple[Neo4jStore, Neo4jStore, list[str], int],
+    monkeypatch: pytest.MonkeyPatch,
+    route: RouteName,
+) -> None:
+    indexed, exact, _, dims = spaces
+    monkeypatch.setattr(store_module, "INDEX_OVERFETCH", 1)  # fetch only the limit at first
+    seen = record_queries(indexed)
+    query = np.random.default_rng(7).standard_normal(dims).astype(np.float32)
+    nearest = await exact.route(route, query, EMPTY_FILTERS, frozenset(), 30)
+    crowd = frozenset(h.event_id for h in nearest)  # the first fetch is mostly excluded
+    same(
+        await indexed.route(route, query, EMPTY_FILTERS, crowd, 40),
+        await exact.route(route, query, EMPTY_FILTERS, crowd, 40),
+    )
+    routes = [x for x in seen if x not in (q.ROUTE_INDEX_STATE, q.SPACE_SIZE)]
+    assert routes == [q.BY_INDEX[route][1], q.BY_INDEX[route][1]]  # no exact scan

@@ -92,6 +92,7 @@ _MIN_EPS = 1e-6  # Neo4j scores in float32 through (1+cos)/2: keep boundary cosi
 # Measured in bench/results/neo4j.md, decided in docs/DECISIONS.md.
 INDEX_MIN_EVENTS = 2_000
 INDEX_OVERFETCH = 10
+INDEX_MAX_FETCH = 4_000  # the most candidates one retry may ask the index for
 _INDEX_STATE_TTL = 30.0  # seconds between reads of the index state and the space size
 _SCHEMA_RACE = (
     "Neo.ClientError.Schema.EquivalentSchemaRuleAlreadyExists",
@@ -441,18 +442,28 @@ class Neo4jStore:
     async def _by_index(self, route: RouteName, params: dict[str, Any]) -> list[Hit] | None:
         """A route through its vector index, or None when the exact scan must answer: a small
         space, no ONLINE index of the query's width, or fewer than ``limit`` events left of the
-        over-fetched candidates once the space and the filters are applied."""
+        over-fetched candidates once the space and the filters are applied (after at most one
+        larger fetch)."""
         index, query = q.BY_INDEX[route]
+        limit = params["limit"]
         if self.index_min_events is None or not await self._index_usable(index, params["d"]):
             return None
-        try:
-            rows = await self._run(query, {**params, "fetch": params["limit"] * INDEX_OVERFETCH})
-        except ClientError as exc:  # dropped, rebuilt at another width, populating ...
-            log.info("vector index %s unavailable, scanning exactly: %s", index, exc.code)
-            self._index_seen = -_INDEX_STATE_TTL
-            return None
-        if len(rows) < params["limit"]:
-            return None
+        fetch = limit * INDEX_OVERFETCH
+        while True:
+            try:
+                rows = await self._run(query, {**params, "fetch": fetch})
+            except ClientError as exc:  # dropped, rebuilt at another width, populating ...
+                log.info("vector index %s unavailable, scanning exactly: %s", index, exc.code)
+                self._index_seen = -_INDEX_STATE_TTL
+                return None
+            if len(rows) >= limit:
+                break
+            # Other spaces crowd the database-wide index, or the filters are selective: ask
+            # once more for twice what the survival rate says is needed, if that is not huge.
+            needed = fetch * 2 * limit // max(1, len(rows))
+            if not rows or fetch > limit * INDEX_OVERFETCH or needed > INDEX_MAX_FETCH:
+                return None
+            fetch = needed
         if route == "summary":
             return [Hit(r["id"], rec.raw_cosine(r["score"])) for r in rows]
         return [
