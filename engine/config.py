@@ -73,6 +73,12 @@ class Neo4jSettings(BaseModel):
     version: str = "5.26.23"
     heap: str = "1g"
     page_cache: str = "512m"
+    # Retrieval routes (bench/results/neo4j.md): spaces with at least this many insertions ask
+    # the vector indexes for index_overfetch x the page and rescore exactly; smaller spaces, and
+    # "exact", always scan with vector.similarity.cosine.
+    routes: Literal["auto", "exact"] = "auto"
+    index_min_events: int = Field(default=2_000, ge=0)
+    index_overfetch: int = Field(default=10, ge=1, le=100)
 
 
 class Limits(BaseModel):

@@ -239,6 +239,20 @@ class Hit:
     end: int | None = None
 
 
+@dataclass(slots=True, frozen=True)
+class RoutePool:
+    """Both retrieval routes at once, with what ranking needs of every event they found: the
+    event (with its summary vector) and the text hashes of its chunks (MMR's overlap term)."""
+
+    summary: list[Hit]
+    chunk: list[Hit]
+    events: dict[str, Event]
+    chunk_hashes: dict[str, frozenset[str]]
+    # (concept id, name) of each event's MENTIONS by concept id, when the store read them on
+    # the way (Neo4j); None leaves them to the delivery step.
+    concepts: dict[str, tuple[tuple[str, str], ...]] | None = None
+
+
 # A tiny filter language for root connections, in the style of the Neo4j GraphQL Library.
 WhereOp = Literal["eq", "in", "contains", "starts_with", "gt", "gte", "lt", "lte"]
 

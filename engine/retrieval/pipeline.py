@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 
@@ -101,6 +101,18 @@ class TargetedPage:
     hits: tuple[TargetedHit, ...]
 
 
+@dataclass(frozen=True)
+class Ranked:
+    """What a ranking step picked: ids in order, why, each one's best chunk range (chunk
+    route) and the events already read on the way (so delivery does not read them again)."""
+
+    picked: list[str]
+    explain: dict[str, Explain]
+    best: dict[str, tuple[int, int]] = field(default_factory=dict)
+    events: Mapping[str, Event] = field(default_factory=dict)
+    concepts: Mapping[str, tuple[tuple[str, str], ...]] | None = None
+
+
 class Retriever:
     """search / expand / nearby over one store, with the sessions and cursors of one space."""
 
@@ -132,8 +144,9 @@ class Retriever:
         sid = session_id or DEFAULT_SESSION
         # Everything that can fail on bad input runs before reset_seen touches the session.
         date_from, date_to = parse_time_hint(hint, self.today()) if hint else (None, None)
-        if query is not None:
-            await self._check_meta()
+        vector: Vector | None = None
+        if query is not None:  # the meta check's round trip overlaps the query's embedding
+            vector, _ = await asyncio.gather(self._embed_query(query), self._check_meta())
         async with self.sessions.acquire(sid) as session:
             if req.reset_seen:
                 self.sessions.reset(sid)
@@ -149,14 +162,10 @@ class Retriever:
                     return Outcome(page, session_id=sid)
                 groups.append(ids)
             filters = Filters(tuple(groups), date_from, date_to)
-            vector = await self._embed_query(query) if query is not None else None
             quota = min(PER_CALL, CHAIN_LIMIT)
             excluded = session.excluded
-            picked, explain, best = await self._rank(query, vector, filters, excluded, quota, None)
-            outcome = await self._deliver(
-                "search", session, picked, explain, best, query, vector, filters, parent=None
-            )
-            return outcome
+            ranked = await self._rank(query, vector, filters, excluded, quota, None)
+            return await self._deliver("search", session, ranked, query, vector, filters, None)
 
     async def expand(
         self, token: str, concept_id: str, limit: int, session_id: str | None
@@ -174,7 +183,7 @@ class Retriever:
                 )
             quota = min(limit, PER_CALL, self.cursors.remaining(state))
             candidates = await self.store.events_mentioning(concept_id)
-            picked, explain, best = await self._rank(
+            ranked = await self._rank(
                 state.query_text,
                 state.query_vector,
                 state.filters,
@@ -185,13 +194,11 @@ class Retriever:
             return await self._deliver(
                 "expand",
                 session,
-                picked,
-                explain,
-                best,
+                ranked,
                 state.query_text,
                 state.query_vector,
                 state.filters,
-                parent=state,
+                state,
             )
 
     async def nearby(
@@ -215,18 +222,15 @@ class Retriever:
             picked = pick_neighbours(
                 event_id, same_chapter, before, after, quota, exclude=session.excluded
             )
-            explain = {i: Explain(order="position") for i in picked}
-            best: dict[str, tuple[int, int]] = {}
+            ranked = Ranked(picked, {i: Explain(order="position") for i in picked})
             return await self._deliver(
                 "nearby",
                 session,
-                picked,
-                explain,
-                best,
+                ranked,
                 state.query_text,
                 state.query_vector,
                 state.filters,
-                parent=state,
+                state,
             )
 
     async def targeted(self, target: str, query: str | None) -> TargetedPage:
@@ -311,12 +315,12 @@ class Retriever:
         excluded: frozenset[str],
         quota: int,
         restrict: frozenset[str] | None,
-    ) -> tuple[list[str], dict[str, Explain], dict[str, tuple[int, int]]]:
-        """Pick up to ``quota`` events; also return explanations and best-chunk ranges."""
+    ) -> Ranked:
+        """Pick up to ``quota`` events, with explanations, best-chunk ranges and the events."""
         if restrict is not None:
             restrict = restrict - excluded
             if not restrict:
-                return [], {}, {}
+                return Ranked([], {})
         if vector is None:
             ids = await self.store.recent_events(filters, excluded, ROUTE_LIMIT, restrict)
             events = {e.id: e for e in await self.store.get_events(ids)}
@@ -324,17 +328,11 @@ class Retriever:
                 ids, lambda i: events[i].content_hash if i in events else None
             )
             picked = kept[:quota]
-            return picked, {i: Explain(order="recency") for i in picked}, {}
-        summary_hits, chunk_hits = await asyncio.gather(
-            self.store.route("summary", vector, filters, excluded, ROUTE_LIMIT, restrict),
-            self.store.route("chunk", vector, filters, excluded, ROUTE_LIMIT, restrict),
-        )
-        union = list(
-            dict.fromkeys([h.event_id for h in summary_hits] + [h.event_id for h in chunk_hits])
-        )
-        if not union:
-            return [], {}, {}
-        events = {e.id: e for e in await self.store.get_events(union, with_vectors=True)}
+            return Ranked(picked, {i: Explain(order="recency") for i in picked}, events=events)
+        pool = await self.store.route_pool(vector, filters, excluded, ROUTE_LIMIT, restrict)
+        summary_hits, chunk_hits, events = pool.summary, pool.chunk, pool.events
+        if not events:
+            return Ranked([], {})
         terms = query_terms(query or "")
         cov = {i: coverage(terms, e.summary, e.content) for i, e in events.items()}
         fused = scoring.fuse(
@@ -342,10 +340,9 @@ class Retriever:
             [h.event_id for h in chunk_hits if h.event_id in events],
             cov,
         )
-        pool = scoring.dedup_by_hash(fused, lambda s: events[s.id].content_hash)
-        chunks = await self.store.get_chunks([s.id for s in pool])
-        hashes = {i: {c.text_hash for c in cs} for i, cs in chunks.items()}
-        picks = scoring.mmr(pool, {i: e.embedding for i, e in events.items()}, hashes, quota)
+        distinct = scoring.dedup_by_hash(fused, lambda s: events[s.id].content_hash)
+        hashes = {s.id: pool.chunk_hashes.get(s.id, frozenset()) for s in distinct}
+        picks = scoring.mmr(distinct, {i: e.embedding for i, e in events.items()}, hashes, quota)
         s_cos = {h.event_id: h.score for h in summary_hits}
         c_hit: dict[str, Hit] = {h.event_id: h for h in chunk_hits}
         explain = {
@@ -368,30 +365,39 @@ class Retriever:
             for i, h in c_hit.items()
             if h.start is not None and h.end is not None
         }
-        return [p.id for p in picks], explain, best
+        return Ranked([p.id for p in picks], explain, best, events, pool.concepts)
+
+    async def _concepts(
+        self, picked: list[str], known: Mapping[str, tuple[tuple[str, str], ...]] | None
+    ) -> dict[str, tuple[ConceptRef, ...]]:
+        """The concepts each picked event MENTIONS (by id, at most 50), with their names."""
+        if known is not None and all(i in known for i in picked):
+            return {i: tuple(ConceptRef(c, name) for c, name in known[i]) for i in picked}
+        rows = await self.store.neighbours(picked, "MENTIONS", "out", 50)
+        ids = list(dict.fromkeys(r.other_id for mine in rows.values() for r in mine))
+        names = {n.id: n.name for n in await self.store.get_nodes(ids) if isinstance(n, Entity)}
+        return {
+            i: tuple(ConceptRef(r.other_id, names.get(r.other_id, r.other_id)) for r in mine)
+            for i, mine in rows.items()
+        }
 
     async def _deliver(
         self,
         operation: Operation,
         session: Session,
-        picked: list[str],
-        explain: dict[str, Explain],
-        best: dict[str, tuple[int, int]],
+        ranked: Ranked,
         query: str | None,
         vector: Vector | None,
         filters: Filters,
-        *,
         parent: CursorState | None,
     ) -> Outcome:
-        events = {e.id: e for e in await self.store.get_events(picked)}
-        picked = [i for i in picked if i in events]
-        concept_rows = await self.store.neighbours(picked, "MENTIONS", "out", 50)
-        concept_ids = list(
-            dict.fromkeys(r.other_id for rows in concept_rows.values() for r in rows)
-        )
-        names = {
-            n.id: n.name for n in await self.store.get_nodes(concept_ids) if isinstance(n, Entity)
-        }
+        explain, best = ranked.explain, ranked.best
+        events = {i: ranked.events[i] for i in ranked.picked if i in ranked.events}
+        missing = [i for i in ranked.picked if i not in events]
+        if missing:
+            events.update((e.id, e) for e in await self.store.get_events(missing))
+        picked = [i for i in ranked.picked if i in events]
+        concepts = await self._concepts(picked, ranked.concepts)
         budget = QuoteBudget(query_terms(query or ""), lookup=session.excerpt_lookup)
         need_local = [
             i for i in picked if vector is not None and (i not in best or best[i][0] >= 32000)
@@ -409,10 +415,6 @@ class Retriever:
             notes = list(quote.notes)
             if not ev.has_chunks:
                 notes.append(Note(NoteCode.LEGACY_NO_CHUNKS))
-            concepts = tuple(
-                ConceptRef(r.other_id, names.get(r.other_id, r.other_id))
-                for r in concept_rows.get(event_id, [])
-            )
             items.append(
                 EvidenceItem(
                     event_id=event_id,
@@ -423,7 +425,7 @@ class Retriever:
                     quote_ref=quote.quote_ref,
                     total=quote.total,
                     notes=tuple(notes),
-                    concepts=concepts,
+                    concepts=concepts.get(event_id, ()),
                 )
             )
         conts = continuations(items)

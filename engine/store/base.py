@@ -24,6 +24,7 @@ Conventions every adapter keeps:
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Iterable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
@@ -46,6 +47,7 @@ from engine.models import (
     Page,
     RelType,
     RouteName,
+    RoutePool,
     SavePlan,
     SaveResult,
     SortSpec,
@@ -122,6 +124,18 @@ class Store(Protocol):
     ) -> list[Hit]:
         """Top ``limit`` distinct events for the summary or chunk route (best chunk per event),
         ordered by cosine DESC then id. ``restrict`` limits candidates to these ids (expand)."""
+
+    async def route_pool(
+        self,
+        query: Vector,
+        filters: Filters,
+        exclude: frozenset[str],
+        limit: int,
+        restrict: frozenset[str] | None = None,
+    ) -> RoutePool:
+        """Both routes as ``route`` gives them, every event they hit (with vectors) and its
+        chunks' text hashes: what one ranking step reads, in as few round trips as the
+        database allows (``route_pool_by_parts`` is the reference)."""
 
     async def recent_events(
         self,
@@ -212,3 +226,26 @@ class Store(Protocol):
         return how many of each kind. Conflict, with nothing written, when the space holds
         anything; on any error the space is left empty again (one transaction, or batches
         undone -- see the adapter)."""
+
+
+async def route_pool_by_parts(
+    store: Store,
+    query: Vector,
+    filters: Filters,
+    exclude: frozenset[str],
+    limit: int,
+    restrict: frozenset[str] | None = None,
+) -> RoutePool:
+    """``Store.route_pool`` composed of the other reads: the two routes side by side, then
+    their events and chunks. Right for a store in the same process, where a read is cheap."""
+    summary, chunk = await asyncio.gather(
+        store.route("summary", query, filters, exclude, limit, restrict),
+        store.route("chunk", query, filters, exclude, limit, restrict),
+    )
+    union = list(dict.fromkeys([h.event_id for h in summary] + [h.event_id for h in chunk]))
+    if not union:
+        return RoutePool(summary, chunk, {}, {})
+    events = {e.id: e for e in await store.get_events(union, with_vectors=True)}
+    chunks = await store.get_chunks(list(events))
+    hashes = {i: frozenset(c.text_hash for c in cs) for i, cs in chunks.items()}
+    return RoutePool(summary, chunk, events, hashes)

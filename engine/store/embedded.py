@@ -53,6 +53,7 @@ from engine.models import (
     Page,
     RelType,
     RouteName,
+    RoutePool,
     SavePlan,
     SaveResult,
     SortSpec,
@@ -72,6 +73,7 @@ from engine.store._embedded_index import (
     normalise,
     summary_hits,
 )
+from engine.store.base import route_pool_by_parts
 
 __all__ = ["EmbeddedStore"]
 
@@ -283,6 +285,16 @@ class EmbeddedStore:
             return _route(route, view, q, filters, exclude, restrict, allowed, limit)
 
         return await self._compute_on(cells, run)
+
+    async def route_pool(
+        self,
+        query: Vector,
+        filters: Filters,
+        exclude: frozenset[str],
+        limit: int,
+        restrict: frozenset[str] | None = None,
+    ) -> RoutePool:
+        return await route_pool_by_parts(self, query, filters, exclude, limit, restrict)
 
     async def recent_events(
         self,

@@ -18,7 +18,7 @@ from engine.models import (
     MemoryMeta,
     VectorSet,
 )
-from engine.store.base import Store
+from engine.store.base import Store, route_pool_by_parts
 from engine.text import text_hash
 from tests.store._builders import (
     META,
@@ -363,6 +363,32 @@ async def _two_events(store: Store) -> list[str]:
         )
     )
     return result.event_ids
+
+
+async def test_route_pool_is_both_routes_with_their_events_hashes_and_concepts(
+    store: Store,
+) -> None:
+    e1, e2 = await _two_events(store)
+    q = axis(0) + 0.5 * axis(1)
+    pool = await store.route_pool(q, EMPTY_FILTERS, frozenset(), 5)
+    parts = await route_pool_by_parts(store, q, EMPTY_FILTERS, frozenset(), 5)
+    assert (pool.summary, pool.chunk, pool.chunk_hashes) == (
+        parts.summary, parts.chunk, parts.chunk_hashes,
+    )  # fmt: skip
+    assert [h.event_id for h in pool.summary] == [e1, e2]
+    assert pool.summary == await store.route("summary", q, EMPTY_FILTERS, frozenset(), 5)
+    assert pool.chunk == await store.route("chunk", q, EMPTY_FILTERS, frozenset(), 5)
+    assert sorted(pool.events) == sorted([e1, e2])
+    assert all(e.embedding is not None for e in pool.events.values())
+    content = pool.events[e1].content
+    assert pool.chunk_hashes[e1] == {c.text_hash for c in (await store.get_chunks([e1]))[e1]}
+    assert content and pool.chunk_hashes[e2] == frozenset()
+    if pool.concepts is not None:  # read on the way by stores that can
+        assert pool.concepts == {e1: (("concept_1", "Graph"),), e2: ()}
+    # exclusions and restrictions apply to the pool as to the routes
+    only = await store.route_pool(q, EMPTY_FILTERS, frozenset({e1}), 5)
+    assert list(only.events) == [e2] and [h.event_id for h in only.summary] == [e2]
+    assert (await store.route_pool(q, EMPTY_FILTERS, frozenset(), 5, frozenset())).events == {}
 
 
 async def test_all_for_revectorize_returns_every_event_and_entity(store: Store) -> None:

@@ -17,7 +17,7 @@ import pytest
 
 from engine.models import EMPTY_FILTERS, Filters, Hit, MemoryMeta, RouteName
 from engine.store.neo4j import _cypher as q
-from engine.store.neo4j import store as store_module
+from engine.store.base import route_pool_by_parts
 from engine.store.neo4j.store import Neo4jStore
 from tests.store import factory_neo4j
 from tests.store._builders import concept, event, plan, rel
@@ -159,7 +159,7 @@ async def test_a_crowded_fetch_is_retried_larger_before_falling_back(
     route: RouteName,
 ) -> None:
     indexed, exact, _, dims = spaces
-    monkeypatch.setattr(store_module, "INDEX_OVERFETCH", 1)  # fetch only the limit at first
+    monkeypatch.setattr(indexed, "index_overfetch", 1)  # fetch only the limit at first
     seen = record_queries(indexed)
     query = np.random.default_rng(7).standard_normal(dims).astype(np.float32)
     nearest = await exact.route(route, query, EMPTY_FILTERS, frozenset(), 30)
@@ -170,3 +170,32 @@ async def test_a_crowded_fetch_is_retried_larger_before_falling_back(
     )
     routes = [x for x in seen if x not in (q.ROUTE_INDEX_STATE, q.SPACE_SIZE)]
     assert routes == [q.BY_INDEX[route][1], q.BY_INDEX[route][1]]  # no exact scan
+
+
+async def test_the_route_pool_reads_each_route_once_and_matches_its_parts(
+    spaces: tuple[Neo4jStore, Neo4jStore, list[str], int],
+) -> None:
+    indexed, exact, ids, dims = spaces
+    seen = record_queries(indexed)
+    query = np.random.default_rng(13).standard_normal(dims).astype(np.float32)
+    excluded = frozenset(ids[:5])
+    pool = await indexed.route_pool(query, EMPTY_FILTERS, excluded, 40)
+    routes = [x for x in seen if x not in (q.ROUTE_INDEX_STATE, q.SPACE_SIZE)]
+    assert sorted(routes) == sorted([q.POOL_BY_INDEX["summary"][1], q.POOL_BY_INDEX["chunk"][1]])
+    parts = await route_pool_by_parts(exact, query, EMPTY_FILTERS, excluded, 40)
+    same(pool.summary, parts.summary)
+    same(pool.chunk, parts.chunk)
+    assert pool.events.keys() == parts.events.keys() and not excluded & pool.events.keys()
+    for i, ev in pool.events.items():
+        want = parts.events[i]
+        assert (ev.summary, ev.content, ev.content_hash, ev.has_chunks) == (
+            want.summary, want.content, want.content_hash, want.has_chunks,
+        )  # fmt: skip
+        assert ev.embedding is not None and want.embedding is not None
+        assert np.allclose(ev.embedding, want.embedding)
+    assert pool.chunk_hashes == parts.chunk_hashes
+    assert pool.concepts is not None
+    mentions = await exact.neighbours(list(pool.events), "MENTIONS", "out", 50)
+    assert {i: [c for c, _ in cs] for i, cs in pool.concepts.items()} == {
+        i: [r.other_id for r in mentions.get(i, [])] for i in pool.events
+    }

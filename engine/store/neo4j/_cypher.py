@@ -436,6 +436,31 @@ BY_INDEX: Final[dict[str, tuple[str, str]]] = {
     "summary": (VECTOR_INDEXES["Event"], SUMMARY_BY_INDEX),
     "chunk": (CHUNK_VECTOR_INDEX, CHUNK_BY_INDEX),
 }
+
+
+def with_pool(route_query: str) -> str:
+    """A route query that also returns what ranking reads of each hit (``Store.route_pool``):
+    the event with its vector, its chunks' text hashes and its concepts, for the kept rows."""
+    head, _, last = route_query.rstrip().rpartition("\n")
+    assert last.startswith("RETURN e.id AS id, "), last
+    pool = f"{EVENT_MAP_VEC} AS ev, {_POOL_HASHES} AS hashes, {_POOL_CONCEPTS} AS cs"
+    return f"{head}\n{last}, {pool}\n"
+
+
+_POOL_HASHES = (
+    "COLLECT { MATCH (x:EventSource {space: $space, event_id: e.id}) RETURN x.text_hash }"
+)
+# What the evidence page shows of an event's concepts: the order and cap of neighbours().
+_POOL_CONCEPTS = (
+    "COLLECT { MATCH (e)-[:MENTIONS]->(m:Concept) WHERE m.space = $space "
+    "RETURN [m.id, m.name] ORDER BY m.id LIMIT 50 }"
+)
+
+
+POOL_ROUTES: Final = {key: with_pool(query) for key, query in ROUTES.items() if key[0] != "recent"}
+POOL_BY_INDEX: Final = {
+    route: (index, with_pool(query)) for route, (index, query) in BY_INDEX.items()
+}
 # Width and state of the two route indexes, and the size of a space (its insertion counter:
 # nodes and topics ever created, an upper bound of its events, read by one unique lookup).
 ROUTE_INDEX_STATE: Final = (

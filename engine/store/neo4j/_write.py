@@ -45,7 +45,9 @@ async def run(
     tx: AsyncManagedTransaction, space: str, query: str, **params: Any
 ) -> list[dict[str, Any]]:
     result = await tx.run(query, {"space": space, **params})
-    return [r.data() async for r in result]
+    # Every query returns plain values and maps (projections, never Node objects), so a record
+    # becomes a dict as is: Record.data() would walk every float of every vector in Python.
+    return [dict(zip(r.keys(), r, strict=True)) async for r in result]
 
 
 async def labels_of(

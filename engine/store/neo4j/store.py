@@ -63,6 +63,7 @@ from engine.models import (
     Page,
     RelType,
     RouteName,
+    RoutePool,
     SavePlan,
     SaveResult,
     SortSpec,
@@ -116,6 +117,7 @@ class Neo4jStore:
         connection_timeout: seconds to wait for a connection before StoreUnavailable.
         index_min_events: spaces this large (by insertion count) search through the vector
             indexes (plus exact rescoring); None scans exactly at every size.
+        index_overfetch: how many candidates per wanted event a route asks its index for.
     """
 
     def __init__(
@@ -128,6 +130,7 @@ class Neo4jStore:
         *,
         connection_timeout: float = 5.0,
         index_min_events: int | None = INDEX_MIN_EVENTS,
+        index_overfetch: int = INDEX_OVERFETCH,
     ) -> None:
         if not SPACE_NAME.match(space):
             raise InvalidInput(
@@ -143,9 +146,11 @@ class Neo4jStore:
         self._driver: AsyncDriver | None = None
         self._vector_indexes = False
         self.index_min_events = index_min_events
+        self.index_overfetch = index_overfetch
         self._index_seen = -_INDEX_STATE_TTL  # monotonic time of the last state read
         self._index_dims: dict[str, int] = {}  # width of each ONLINE route index
         self._space_size = 0
+        self._index_lock = asyncio.Lock()
 
     def __repr__(self) -> str:
         return f"Neo4jStore({self.uri!r}, database={self.database!r}, space={self.space!r})"
@@ -186,7 +191,8 @@ class Neo4jStore:
             )
         except (ServiceUnavailable, SessionExpired, AuthError) as exc:
             raise self._unavailable(exc) from exc
-        return [r.data() for r in result.records]
+        # Plain values and maps only (see _write.run): no Record.data() walk over vectors.
+        return [dict(zip(result.keys, r, strict=True)) for r in result.records]
 
     def _session(self) -> AsyncSession:
         # Share execute_query's bookmarks: on a cluster, a read after a write sees the write.
@@ -420,6 +426,49 @@ class Neo4jStore:
     ) -> list[Hit]:
         if route not in ("summary", "chunk"):
             raise InvalidInput(f"unknown route {route!r}; use summary or chunk")
+        rows = await self._route_rows(route, query, filters, exclude, limit, restrict, False)
+        return [_hit(route, r) for r in rows]
+
+    async def route_pool(
+        self,
+        query: Vector,
+        filters: Filters,
+        exclude: frozenset[str],
+        limit: int,
+        restrict: frozenset[str] | None = None,
+    ) -> RoutePool:
+        """Both routes side by side, each query returning its events with their vectors and
+        chunk hashes: one round trip of two concurrent queries instead of four in a row."""
+        summary, chunk = await asyncio.gather(
+            self._route_rows("summary", query, filters, exclude, limit, restrict, True),
+            self._route_rows("chunk", query, filters, exclude, limit, restrict, True),
+        )
+        events: dict[str, Event] = {}
+        hashes: dict[str, frozenset[str]] = {}
+        concepts: dict[str, tuple[tuple[str, str], ...]] = {}
+        for r in [*summary, *chunk]:
+            if r["id"] not in events:
+                events[r["id"]] = rec.event(r["ev"], True)
+                hashes[r["id"]] = frozenset(r["hashes"])
+                concepts[r["id"]] = tuple((c[0], c[1]) for c in r["cs"])
+        return RoutePool(
+            [_hit("summary", r) for r in summary],
+            [_hit("chunk", r) for r in chunk],
+            events,
+            hashes,
+            concepts,
+        )
+
+    async def _route_rows(
+        self,
+        route: RouteName,
+        query: Vector,
+        filters: Filters,
+        exclude: frozenset[str],
+        limit: int,
+        restrict: frozenset[str] | None,
+        pool: bool,
+    ) -> list[dict[str, Any]]:
         if limit <= 0 or (restrict is not None and not restrict):
             return []
         values, zero = rec.query_param(query)
@@ -428,27 +477,24 @@ class Neo4jStore:
             "q": values, "qzero": zero, "d": len(values), "limit": int(limit),
         }  # fmt: skip
         if restrict is None and not filters.groups and not zero:
-            hits = await self._by_index(route, params)
-            if hits is not None:
-                return hits
-        rows = await self._run(q.ROUTES[(route, restrict is not None)], params)
-        if route == "summary":
-            return [Hit(r["id"], rec.raw_cosine(r["score"])) for r in rows]
-        return [
-            Hit(r["id"], rec.raw_cosine(r["score"]), int(r["i"]), int(r["start"]), int(r["end"]))
-            for r in rows
-        ]
+            rows = await self._by_index(route, params, pool)
+            if rows is not None:
+                return rows
+        scan = q.POOL_ROUTES if pool else q.ROUTES
+        return await self._run(scan[(route, restrict is not None)], params)
 
-    async def _by_index(self, route: RouteName, params: dict[str, Any]) -> list[Hit] | None:
+    async def _by_index(
+        self, route: RouteName, params: dict[str, Any], pool: bool
+    ) -> list[dict[str, Any]] | None:
         """A route through its vector index, or None when the exact scan must answer: a small
         space, no ONLINE index of the query's width, or fewer than ``limit`` events left of the
         over-fetched candidates once the space and the filters are applied (after at most one
         larger fetch)."""
-        index, query = q.BY_INDEX[route]
+        index, query = (q.POOL_BY_INDEX if pool else q.BY_INDEX)[route]
         limit = params["limit"]
         if self.index_min_events is None or not await self._index_usable(index, params["d"]):
             return None
-        fetch = limit * INDEX_OVERFETCH
+        fetch = limit * self.index_overfetch
         while True:
             try:
                 rows = await self._run(query, {**params, "fetch": fetch})
@@ -457,32 +503,27 @@ class Neo4jStore:
                 self._index_seen = -_INDEX_STATE_TTL
                 return None
             if len(rows) >= limit:
-                break
+                return rows
             # Other spaces crowd the database-wide index, or the filters are selective: ask
             # once more for twice what the survival rate says is needed, if that is not huge.
             needed = fetch * 2 * limit // max(1, len(rows))
-            if not rows or fetch > limit * INDEX_OVERFETCH or needed > INDEX_MAX_FETCH:
+            if not rows or fetch > limit * self.index_overfetch or needed > INDEX_MAX_FETCH:
                 return None
             fetch = needed
-        if route == "summary":
-            return [Hit(r["id"], rec.raw_cosine(r["score"])) for r in rows]
-        return [
-            Hit(r["id"], rec.raw_cosine(r["score"]), int(r["i"]), int(r["start"]), int(r["end"]))
-            for r in rows
-        ]
 
     async def _index_usable(self, index: str, dims: int) -> bool:
         assert self.index_min_events is not None
-        now = time.monotonic()
-        if now - self._index_seen >= _INDEX_STATE_TTL:
-            self._index_seen = now
-            self._index_dims = {
-                r["name"]: int(r["dims"])
-                for r in await self._run(q.ROUTE_INDEX_STATE)
-                if r["state"] == "ONLINE" and r["dims"]
-            }
-            size = await self._run(q.SPACE_SIZE)
-            self._space_size = int(size[0]["n"] or 0) if size else 0
+        if time.monotonic() - self._index_seen >= _INDEX_STATE_TTL:
+            async with self._index_lock:  # both routes ask at once: read the state once
+                if time.monotonic() - self._index_seen >= _INDEX_STATE_TTL:
+                    self._index_dims = {
+                        r["name"]: int(r["dims"])
+                        for r in await self._run(q.ROUTE_INDEX_STATE)
+                        if r["state"] == "ONLINE" and r["dims"]
+                    }
+                    size = await self._run(q.SPACE_SIZE)
+                    self._space_size = int(size[0]["n"] or 0) if size else 0
+                    self._index_seen = time.monotonic()
         return self._index_dims.get(index) == dims and self._space_size >= self.index_min_events
 
     async def recent_events(
@@ -699,3 +740,9 @@ class Neo4jStore:
         """Batches of one transaction each into an empty space, undone on failure (see
         ``_dump.py``)."""
         return await dump.Importer(self).run(records)
+
+
+def _hit(route: RouteName, r: dict[str, Any]) -> Hit:
+    if route == "summary":
+        return Hit(r["id"], rec.raw_cosine(r["score"]))
+    return Hit(r["id"], rec.raw_cosine(r["score"]), int(r["i"]), int(r["start"]), int(r["end"]))
