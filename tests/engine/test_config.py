@@ -61,3 +61,22 @@ def test_defaults_are_the_originals() -> None:
     assert (s.alignment.model, s.alignment.threshold, s.alignment.enabled) == ("jev", 0.95, True)
     assert s.timezone == "Asia/Shanghai"
     assert (s.host, s.port, s.store) == ("127.0.0.1", 8000, "embedded")
+
+
+def test_the_neo4j_route_strategy_settings_reach_the_store() -> None:
+    import pytest
+    from pydantic import ValidationError
+
+    from web.neo4j_boot import neo4j_store
+
+    base = {"MNEMOQL_NEO4J__MODE": "external", "MNEMOQL_NEO4J__URI": "bolt://127.0.0.1:1"}
+    store = neo4j_store(load_settings(base))._inner  # type: ignore[attr-defined]
+    assert (store.index_min_events, store.index_overfetch) == (2000, 10)
+    tuned = {**base, "MNEMOQL_NEO4J__INDEX_MIN_EVENTS": "500", "MNEMOQL_NEO4J__INDEX_OVERFETCH": "20"}
+    store = neo4j_store(load_settings(tuned))._inner  # type: ignore[attr-defined]
+    assert (store.index_min_events, store.index_overfetch) == (500, 20)
+    exact = neo4j_store(load_settings({**tuned, "MNEMOQL_NEO4J__ROUTES": "exact"}))
+    assert exact._inner.index_min_events is None  # type: ignore[attr-defined]
+    for bad in ({"MNEMOQL_NEO4J__ROUTES": "fast"}, {"MNEMOQL_NEO4J__INDEX_OVERFETCH": "0"}):
+        with pytest.raises(ValidationError):
+            load_settings({**base, **bad})
