@@ -56,6 +56,10 @@ def _changed_positions(text: str) -> npt.NDArray[np.intp]:
     return np.flatnonzero(changed[codes])
 
 
+_NONE_CHANGED: npt.NDArray[np.intp] = np.zeros(0, dtype=np.intp)
+_NONE_CHANGED.flags.writeable = False
+
+
 def _nfkc(text: str) -> tuple[str, npt.NDArray[np.intp] | None]:
     """NFKC of ``text``, and the positions that were mapped one code point at a time.
 
@@ -65,6 +69,8 @@ def _nfkc(text: str) -> tuple[str, npt.NDArray[np.intp] | None]:
     respects compatibility equivalence, which concatenation preserves); otherwise (combining
     marks that compose) fall back to the whole string and return None for the positions.
     """
+    if text.isascii():  # ASCII is NFKC already: the common case of English text, at C speed
+        return text, _NONE_CHANGED
     where = _changed_positions(text)
     mapped = text
     if where.size:
