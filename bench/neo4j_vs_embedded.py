@@ -41,7 +41,7 @@ import uuid
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 import numpy as np
@@ -50,9 +50,11 @@ from bench._common import RESULTS, command_line, git_rev, load_average, machine_
 from bench.search_latency import (
     DIMS,
     PLAN_EVENTS,
+    VECTOR_MODELS,
     WORDS,
     Corpus,
     StubEmbedder,
+    VectorModel,
     make_plan,
     pct,
     queries,
@@ -70,6 +72,7 @@ from engine.store.neo4j import _records as rec
 from engine.store.neo4j.store import Neo4jStore
 
 K = ROUTE_LIMIT
+S = TypeVar("S", bound=Store)
 FACTORS = (4, 10, 20, 50)
 LME = Path(__file__).resolve().parents[2] / "shared" / "bench" / "longmemeval_s_dev40.json"
 
@@ -133,12 +136,16 @@ def neo4j_store(
 
 
 async def grow(
-    sides: Sequence[Side], corpus: Corpus, target: int, rng: np.random.Generator
+    sides: Sequence[Side],
+    corpus: Corpus,
+    target: int,
+    rng: np.random.Generator,
+    vectors: VectorModel,
 ) -> None:
     """Apply the same 1000-event plans to every side until the corpus has ``target`` events."""
     while corpus.n < target:
         count = min(PLAN_EVENTS, target - corpus.n)
-        plan, ev, ch = make_plan(rng, corpus.n, count, first=corpus.n == 0)
+        plan, ev, ch = make_plan(rng, corpus.n, count, first=corpus.n == 0, vectors=vectors)
         for side in sides:
             t0 = time.perf_counter()
             await side.store.apply_save(plan)
@@ -186,8 +193,9 @@ async def real_saves(memory: Memory, texts: Sequence[str]) -> float:
 
 async def search_times(
     side: Side, stub: StubEmbedder, qs: Sequence[tuple[str, Any]], tag: str
-) -> list[float]:
-    times = []
+) -> tuple[list[float], list[list[str]]]:
+    """Timings of the timed queries, and the events each query delivered."""
+    times, delivered = [], []
     for i, (text, vec) in enumerate(qs):
         stub.vectors[text] = vec
         t0 = time.perf_counter()
@@ -195,7 +203,8 @@ async def search_times(
         if i >= 5:
             times.append(time.perf_counter() - t0)
         assert out.page.items, "search delivered nothing"
-    return times
+        delivered.append([item.event_id for item in out.page.items])
+    return times, delivered
 
 
 async def route_variants(store: Neo4jStore, qs: Sequence[tuple[str, Any]]) -> dict[Any, Any]:
@@ -238,12 +247,13 @@ async def main(args: argparse.Namespace) -> str:
     started = time.perf_counter()
     both = [int(s) for s in args.sizes.split(",") if s]
     only_neo4j = [int(s) for s in args.neo4j_only_sizes.split(",") if s]
-    rng = np.random.default_rng(args.seed)
+    models = [VECTOR_MODELS[m.strip()]() for m in args.vectors.split(",") if m.strip()]
     stub = StubEmbedder()
     notes: list[str] = []
     search_rows: list[list[object]] = []
     route_rows: list[list[object]] = []
     write_rows: list[list[object]] = []
+    texts = save_texts(args.saves)
     async with contextlib.AsyncExitStack() as stack:
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="mnemoql-n4j-")))
         client = await stack.enter_async_context(httpx.AsyncClient())
@@ -251,7 +261,7 @@ async def main(args: argparse.Namespace) -> str:
         run = uuid.uuid4().hex[:8]
         stores: list[Store] = []
 
-        async def opened(store: Store) -> Store:
+        async def opened(store: S) -> S:
             await store.open()
             stores.append(store)
             return store
@@ -265,16 +275,6 @@ async def main(args: argparse.Namespace) -> str:
 
         stack.push_async_callback(cleanup)
         stub_settings = settings_for(tmp / "stub", "hashing")
-        emb = await opened(EmbeddedStore(tmp / "corpus", dimensions_hint=DIMS))
-        neo = await opened(neo4j_store(endpoint, f"bench{run}"))
-        scan = await opened(neo4j_store(endpoint, f"bench{run}", exact_only=True))  # same space
-        sides = [
-            Side("embedded", emb, memory_on(emb, stub_settings, client, stub)),
-            Side("neo4j", neo, memory_on(neo, stub_settings, client, stub)),
-        ]
-        scan_side = Side(
-            "neo4j, exact scan only", scan, memory_on(scan, stub_settings, client, stub)
-        )
 
         def report() -> str:
             elapsed = time.perf_counter() - started
@@ -293,64 +293,89 @@ async def main(args: argparse.Namespace) -> str:
                 write_rows,
             )  # fmt: skip
             searches = table(
-                ["events", "store", "bulk write events/s (1000-event plans)",
-                 "Memory.search p50 / p95 ms (stub embedder)", "load average"],
+                ["vectors", "events", "store", "bulk write events/s (1000-event plans)",
+                 "Memory.search p50 / p95 ms (stub embedder)",
+                 "same evidence as the exact scan", "load average"],
                 search_rows,
             )  # fmt: skip
             routes = table(
-                ["events", "route", "variant", "p50 / p95 ms", "recall@40 vs exact",
+                ["vectors", "events", "route", "variant", "p50 / p95 ms", "recall@40 vs exact",
                  "exact top 10 found"],
                 route_rows,
-            )
+            )  # fmt: skip
             return (
-                head + "\n## Writes\n\n" + writes + "\n\n## Search\n\n" + searches
-                + "\n\n## Neo4j: exact scan vs vector index\n\n" + routes + "\n\n"
-                + "\n".join(notes) + "\n"
+                head + "\n## Search\n\n" + searches
+                + "\n\n## Neo4j: exact scan vs vector index\n\n" + routes
+                + "\n\n## Writes\n\n" + writes + "\n\n" + "\n".join(notes) + "\n"
             )  # fmt: skip
 
-        corpus = Corpus([], [])
-
-        # -- the corpus on both, then Neo4j alone
-        hashing = settings_for(tmp / "saves", "hashing")
-        texts = save_texts(args.saves)
-        for size in [*both, *only_neo4j]:
-            active = sides if size in both else sides[1:]
-            await grow(active, corpus, size, rng)
-            n_queries = args.queries if size <= 10_000 else args.large_queries
-            qs = queries(rng, corpus, n_queries + 5)
-            await neo._run("CALL db.awaitIndexes(3600)")  # index updates are asynchronous
-            load = load_average()
-            for side in [*active, scan_side]:
-                t = await search_times(side, stub, qs, f"{side.name}{size}")
-                rate = f"{side.built / side.build_s:,.0f}" if side.built else "(same space)"
-                search_rows.append([
-                    f"{size:,}", side.name, rate, f"{pct(t, 50):.1f} / {pct(t, 95):.1f}", load,
-                ])  # fmt: skip
-                print(search_rows[-1], file=sys.stderr, flush=True)
-            variants = await route_variants(scan, qs)
-            for (route, variant), (times, recall, head) in variants.items():
-                route_rows.append([
-                    f"{size:,}", route, variant, f"{pct(times, 50):.1f} / {pct(times, 95):.1f}",
-                    f"{recall:.3f}", f"{head:.3f}",
-                ])  # fmt: skip
-                print(route_rows[-1], file=sys.stderr, flush=True)
-            if not write_rows and not args.no_writes:
-                # -- writes on fresh spaces, once the first size is measured (a warm server)
-                for name, store in (
-                    ("embedded", await opened(EmbeddedStore(tmp / "plans"))),
-                    ("neo4j", await opened(neo4j_store(endpoint, f"plans{run}"))),
-                ):
-                    plans_s = await single_plans(store, args.plans, np.random.default_rng(5))
-                    target = await opened(
-                        EmbeddedStore(tmp / "saves") if name == "embedded"
-                        else neo4j_store(endpoint, f"saves{run}")
-                    )  # fmt: skip
-                    saves_s = await real_saves(memory_on(target, hashing, client, None), texts)
-                    write_rows.append([name, f"{plans_s:.0f}", f"{saves_s:.1f}"])
-                    print(write_rows[-1], file=sys.stderr, flush=True)
-            if not args.no_write:  # after every size, so a cut-off run still leaves its figures
+        def save_report() -> None:  # after every size, so a cut-off run leaves its figures
+            if not args.no_write:
                 Path(args.out).write_text(report(), encoding="utf-8")
 
+        # -- per vector model: the corpus on both stores, then on Neo4j alone; each model's
+        #    Neo4j space is dropped before the next, so no space crowds another's index
+        for model in models:
+            rng = np.random.default_rng(args.seed)
+            corpus = Corpus([], [])
+            space = f"bench{run}{model.name.replace('-', '')}"
+            emb = await opened(EmbeddedStore(tmp / f"corpus-{model.name}", dimensions_hint=DIMS))
+            neo = await opened(neo4j_store(endpoint, space))
+            scan = await opened(neo4j_store(endpoint, space, exact_only=True))  # same space
+            sides = [
+                Side("embedded", emb, memory_on(emb, stub_settings, client, stub)),
+                Side("neo4j", neo, memory_on(neo, stub_settings, client, stub)),
+            ]
+            scan_side = Side(
+                "neo4j, exact scan only", scan, memory_on(scan, stub_settings, client, stub)
+            )
+            for size in [*both, *only_neo4j]:
+                active = sides if size in both else sides[1:]
+                await grow(active, corpus, size, rng, model)
+                n_queries = args.queries if size <= 10_000 else args.large_queries
+                qs = queries(rng, corpus, n_queries + 5, model)
+                await neo._run("CALL db.awaitIndexes(3600)")  # index updates are asynchronous
+                load = load_average()
+                exact: list[list[str]] = []
+                measured = []
+                for side in [scan_side, *active]:  # the exact scan first: the reference
+                    t, got = await search_times(side, stub, qs, f"{side.name}{size}")
+                    exact = exact or got
+                    same = np.mean([a == b for a, b in zip(got, exact, strict=True)])
+                    rate = f"{side.built / side.build_s:,.0f}" if side.built else "(same space)"
+                    measured.append([
+                        model.name, f"{size:,}", side.name, rate,
+                        f"{pct(t, 50):.1f} / {pct(t, 95):.1f}", f"{same:.0%}", load,
+                    ])  # fmt: skip
+                    print(measured[-1], file=sys.stderr, flush=True)
+                search_rows.extend([*measured[1:], measured[0]])
+                variants = await route_variants(scan, qs)
+                for (route, variant), (times, recall, head) in variants.items():
+                    route_rows.append([
+                        model.name, f"{size:,}", route, variant,
+                        f"{pct(times, 50):.1f} / {pct(times, 95):.1f}", f"{recall:.3f}",
+                        f"{head:.3f}",
+                    ])  # fmt: skip
+                    print(route_rows[-1], file=sys.stderr, flush=True)
+                save_report()
+            await neo.drop_space()
+
+        # -- writes on fresh spaces, after every search (a warm server, nothing left to crowd)
+        if not args.no_writes:
+            hashing = settings_for(tmp / "saves", "hashing")
+            for name, store in (
+                ("embedded", await opened(EmbeddedStore(tmp / "plans"))),
+                ("neo4j", await opened(neo4j_store(endpoint, f"plans{run}"))),
+            ):
+                plans_s = await single_plans(store, args.plans, np.random.default_rng(5))
+                target = await opened(
+                    EmbeddedStore(tmp / "saves") if name == "embedded"
+                    else neo4j_store(endpoint, f"saves{run}")
+                )  # fmt: skip
+                saves_s = await real_saves(memory_on(target, hashing, client, None), texts)
+                write_rows.append([name, f"{plans_s:.0f}", f"{saves_s:.1f}"])
+                print(write_rows[-1], file=sys.stderr, flush=True)
+            save_report()
 
     return report()
 
@@ -362,7 +387,10 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--queries", type=int, default=100)
     p.add_argument("--plans", type=int, default=300, help="single-event apply_save plans")
     p.add_argument("--saves", type=int, default=100, help="Memory.save calls (hashing)")
-    p.add_argument("--large-queries", type=int, default=20, help="queries above 10k events")
+    p.add_argument("--large-queries", type=int, default=50, help="queries above 10k events")
+    p.add_argument(
+        "--vectors", default="uniform,text-like", help="vector models, each its own corpus"
+    )
     p.add_argument("--no-writes", action="store_true", help="skip the write measurements")
     p.add_argument("--neo4j-uri", default="")
     p.add_argument("--neo4j-user", default="neo4j")
