@@ -63,3 +63,20 @@ def test_revectorize_command_switches_the_model_with_progress(tmp_path: Path) ->
     )
     assert out.returncode == 0, out.stderr
     assert "embedding" in out.stderr and "revectorized with hashing-bigram-v1/384: 2 events" in out.stderr
+
+
+def test_a_wrong_setting_is_refused_with_its_variable_not_a_traceback(tmp_path: Path) -> None:
+    env = {**os.environ, "MNEMOQL_DATA_DIR": str(tmp_path), "MNEMOQL_EMBEDDING__THREADS": "0"}
+    out = subprocess.run(
+        [sys.executable, "-m", "web.cli", "serve", "--port", "1"], cwd=ROOT, env=env,
+        capture_output=True, text=True, timeout=120,
+    )
+    assert out.returncode == 2
+    assert "invalid settings" in out.stderr and "Traceback" not in out.stderr
+    assert "MNEMOQL_EMBEDDING__THREADS" in out.stderr and "from 1 to 256" in out.stderr and "'0'" in out.stderr
+    env["MNEMOQL_EMBEDDING__THREADS"] = "2"
+    env["MNEMOQL_PORT"] = "not-a-port"
+    out = subprocess.run(
+        [sys.executable, "-m", "web.cli", "serve"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 2 and "port (MNEMOQL_PORT)" in out.stderr and "Traceback" not in out.stderr

@@ -19,6 +19,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
+from pydantic import ValidationError
+
 from engine.config import Settings, load_settings
 
 
@@ -34,7 +36,19 @@ def _settings(args: argparse.Namespace) -> Settings:
         overrides["port"] = args.port
     if getattr(args, "allow_public", False):
         overrides["allow_public"] = True
-    return load_settings(**overrides)
+    try:
+        return load_settings(**overrides)
+    except ValidationError as exc:
+        # a readable refusal instead of a traceback: which setting, its variable, what is wrong
+        print("mnemoql: invalid settings:", file=sys.stderr)
+        for err in exc.errors():
+            path = [str(part) for part in err["loc"]]
+            var = "MNEMOQL_" + "__".join(path).upper()
+            raised = err.get("ctx", {}).get("error")
+            # our validators' messages name the setting themselves
+            text = str(raised) if var in str(raised) else f"{'.'.join(path)} ({var}): {err['msg']}"
+            print(f"  {text}", file=sys.stderr)
+        raise SystemExit(2) from None
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
