@@ -69,7 +69,7 @@ from engine.store.base import Store
 from engine.store.embedded import EmbeddedStore
 from engine.store.neo4j import _cypher as q
 from engine.store.neo4j import _records as rec
-from engine.store.neo4j.store import Neo4jStore
+from engine.store.neo4j.store import INDEX_OVERFETCH, Neo4jStore
 
 K = ROUTE_LIMIT
 S = TypeVar("S", bound=Store)
@@ -122,14 +122,21 @@ async def neo4j_endpoint(args: argparse.Namespace) -> AsyncIterator[tuple[str, s
 
 
 def neo4j_store(
-    endpoint: tuple[str, str, str], space: str, *, exact_only: bool = False
+    endpoint: tuple[str, str, str],
+    space: str,
+    *,
+    exact_only: bool = False,
+    overfetch: int = INDEX_OVERFETCH,
 ) -> Neo4jStore:
-    """The store as configured by default (automatic route strategy), or scanning exactly."""
+    """The store as configured by default (automatic route strategy, or another over-fetch
+    factor), or scanning exactly."""
     uri, user, password = endpoint
     if exact_only:
         return Neo4jStore(uri, user, password, space=space, connection_timeout=30.0,
                           index_min_events=None)  # fmt: skip
-    return Neo4jStore(uri, user, password, space=space, connection_timeout=30.0)
+    return Neo4jStore(
+        uri, user, password, space=space, connection_timeout=30.0, index_overfetch=overfetch
+    )
 
 
 # ---------------------------------------------------------------- measurements
@@ -248,6 +255,7 @@ async def main(args: argparse.Namespace) -> str:
     both = [int(s) for s in args.sizes.split(",") if s]
     only_neo4j = [int(s) for s in args.neo4j_only_sizes.split(",") if s]
     models = [VECTOR_MODELS[m.strip()]() for m in args.vectors.split(",") if m.strip()]
+    overfetch = [int(f) for f in args.overfetch.split(",") if f and int(f) != INDEX_OVERFETCH]
     stub = StubEmbedder()
     notes: list[str] = []
     search_rows: list[list[object]] = []
@@ -295,7 +303,8 @@ async def main(args: argparse.Namespace) -> str:
             searches = table(
                 ["vectors", "events", "store", "bulk write events/s (1000-event plans)",
                  "Memory.search p50 / p95 ms (stub embedder)",
-                 "same evidence as the exact scan", "load average"],
+                 "same evidence as the exact scan", "exact scan's first item delivered",
+                 "load average"],
                 search_rows,
             )  # fmt: skip
             routes = table(
@@ -326,6 +335,11 @@ async def main(args: argparse.Namespace) -> str:
                 Side("embedded", emb, memory_on(emb, stub_settings, client, stub)),
                 Side("neo4j", neo, memory_on(neo, stub_settings, client, stub)),
             ]
+            for f in overfetch:  # the same space read with other over-fetch factors
+                other = await opened(neo4j_store(endpoint, space, overfetch=f))
+                sides.append(
+                    Side(f"neo4j, k x {f}", other, memory_on(other, stub_settings, client, stub))
+                )
             scan_side = Side(
                 "neo4j, exact scan only", scan, memory_on(scan, stub_settings, client, stub)
             )
@@ -342,10 +356,12 @@ async def main(args: argparse.Namespace) -> str:
                     t, got = await search_times(side, stub, qs, f"{side.name}{size}")
                     exact = exact or got
                     same = np.mean([a == b for a, b in zip(got, exact, strict=True)])
+                    first = np.mean([b[0] in a for a, b in zip(got, exact, strict=True)])
                     rate = f"{side.built / side.build_s:,.0f}" if side.built else "(same space)"
                     measured.append([
                         model.name, f"{size:,}", side.name, rate,
-                        f"{pct(t, 50):.1f} / {pct(t, 95):.1f}", f"{same:.0%}", load,
+                        f"{pct(t, 50):.1f} / {pct(t, 95):.1f}", f"{same:.0%}", f"{first:.0%}",
+                        load,
                     ])  # fmt: skip
                     print(measured[-1], file=sys.stderr, flush=True)
                 search_rows.extend([*measured[1:], measured[0]])
@@ -388,6 +404,9 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--plans", type=int, default=300, help="single-event apply_save plans")
     p.add_argument("--saves", type=int, default=100, help="Memory.save calls (hashing)")
     p.add_argument("--large-queries", type=int, default=50, help="queries above 10k events")
+    p.add_argument(
+        "--overfetch", default="", help="also search with these index over-fetch factors"
+    )
     p.add_argument(
         "--vectors", default="uniform,text-like", help="vector models, each its own corpus"
     )
