@@ -299,7 +299,13 @@ def command_line() -> str:
         )
         if k in os.environ
     ]
-    return shlex.join([*env, "python", "-m", module, *sys.argv[1:]])
+    args = list(sys.argv[1:])
+    for i, arg in enumerate(args):  # reports get committed: never a password
+        if i > 0 and "password" in args[i - 1]:
+            args[i] = "***"
+        elif arg.startswith("--") and "password" in arg and "=" in arg:
+            args[i] = arg.split("=", 1)[0] + "=***"
+    return shlex.join([*env, "python", "-m", module, *args])
 
 
 def machine_line(load_at_start: str | None = None) -> str:
