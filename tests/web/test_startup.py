@@ -1,0 +1,221 @@
+"""Start-up: ``mnemoql serve`` answers /healthz while the service loads, /readyz only once the
+service is up, and a failed start-up still exits with code 3.
+
+In-process tests drive ``StartingApp`` through its ASGI lifespan with a build that waits for the
+test, so nothing depends on timing; the subprocess tests run the real command.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from engine.config import LOCAL_DIMENSIONS
+from web.cli import StartingApp
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+# -- StartingApp, in process --------------------------------------------------------------------
+
+
+class Lifespan:
+    """Plays uvicorn's part of the ASGI lifespan protocol against one app."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self.outbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self.task: asyncio.Task[None] | None = None
+
+    async def startup(self) -> str:
+        self.task = asyncio.create_task(
+            self.app({"type": "lifespan", "asgi": {"version": "3.0"}}, self.inbox.get, self.outbox.put)
+        )
+        await self.inbox.put({"type": "lifespan.startup"})
+        return str((await self.outbox.get())["type"])
+
+    async def shutdown(self) -> str:
+        await self.inbox.put({"type": "lifespan.shutdown"})
+        answer = str((await self.outbox.get())["type"])
+        assert self.task is not None
+        await self.task
+        return answer
+
+
+def tiny_app(events: list[str]) -> Starlette:
+    """A stand-in for the real app: a lifespan that records itself, /readyz and a route."""
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        events.append("entered")
+        yield
+        events.append("left")
+
+    async def ready(request: Request) -> Response:
+        return JSONResponse({"status": "ready"})
+
+    async def hello(request: Request) -> Response:
+        return JSONResponse({"hello": "world"})
+
+    return Starlette(lifespan=lifespan, routes=[Route("/readyz", ready), Route("/hello", hello)])
+
+
+@contextlib.asynccontextmanager
+async def client_of(app: Any) -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as c:
+        yield c
+
+
+async def test_healthz_answers_while_the_service_loads_and_requests_wait_for_it() -> None:
+    release = threading.Event()
+    events: list[str] = []
+    stopped: list[bool] = []
+
+    def build() -> Starlette:
+        assert release.wait(30)
+        events.append("built")
+        return tiny_app(events)
+
+    app = StartingApp(build, on_failure=lambda: stopped.append(True))
+    life = Lifespan(app)
+    assert await life.startup() == "lifespan.startup.complete"  # at once: uvicorn listens
+    async with client_of(app) as c:
+        health = await c.get("/healthz")
+        assert (health.status_code, health.json()) == (200, {"status": "ok"})
+        ready = await c.get("/readyz")
+        assert (ready.status_code, ready.json()) == (503, {"status": "unavailable"})
+        waiting = asyncio.create_task(c.get("/hello"))
+        await asyncio.sleep(0.05)
+        assert not waiting.done() and events == []  # held, not refused
+        release.set()
+        hello = await waiting
+        assert (hello.status_code, hello.json()) == (200, {"hello": "world"})
+        assert events == ["built", "entered"]
+        assert (await c.get("/readyz")).json() == {"status": "ready"}  # the real app's now
+    assert await life.shutdown() == "lifespan.shutdown.complete"
+    assert events == ["built", "entered", "left"] and stopped == [] and not app.failed
+
+
+async def test_a_failed_start_up_is_logged_and_stops_the_server(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    release = threading.Event()
+    stopped: list[bool] = []
+
+    def build() -> Starlette:
+        assert release.wait(30)
+        raise RuntimeError("the store cannot open")
+
+    app = StartingApp(build, on_failure=lambda: stopped.append(True))
+    life = Lifespan(app)
+    await life.startup()
+    async with client_of(app) as c:
+        waiting = asyncio.create_task(c.get("/graphql"))
+        await asyncio.sleep(0.05)
+        with caplog.at_level(logging.ERROR, logger="uvicorn.error"):
+            release.set()
+            answer = await waiting
+        assert answer.status_code == 503  # the held request is answered, not left hanging
+        assert (await c.get("/healthz")).status_code == 200
+        assert (await c.get("/readyz")).status_code == 503
+    assert stopped == [True] and app.failed
+    assert "the store cannot open" in caplog.text
+    assert "Application startup failed. Exiting." in caplog.text
+    assert await life.shutdown() == "lifespan.shutdown.complete"
+
+
+async def test_a_failing_lifespan_counts_as_a_failed_start_up() -> None:
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        raise RuntimeError("no store")
+        yield
+
+    stopped: list[bool] = []
+    app = StartingApp(lambda: Starlette(lifespan=lifespan), on_failure=lambda: stopped.append(True))
+    life = Lifespan(app)
+    await life.startup()
+    async with client_of(app) as c:
+        assert (await c.get("/anything")).status_code == 503
+    assert stopped == [True] and app.failed
+    await life.shutdown()
+
+
+# -- the real command ---------------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextlib.contextmanager
+def serve(data_dir: Path, port: int) -> Iterator[subprocess.Popen[str]]:
+    env = {**os.environ, "MNEMOQL_EMBEDDING__PROVIDER": "hashing"}
+    env.pop("DEEPSEEK_API_KEY", None)
+    cmd = [sys.executable, "-m", "web.cli", "serve", "--data-dir", str(data_dir), "--port", str(port)]
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def _wait_for(url: str, proc: subprocess.Popen[str], deadline_s: float = 90.0) -> httpx.Response:
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
+        with contextlib.suppress(httpx.TransportError):
+            r = httpx.get(url, timeout=5.0)
+            if r.status_code == 200:
+                return r
+        time.sleep(0.02)
+    raise AssertionError(f"{url} did not answer 200")
+
+
+def test_mnemoql_serve_becomes_healthy_then_ready_and_stops_cleanly(tmp_path: Path) -> None:
+    port = _free_port()
+    base = f"http://127.0.0.1:{port}"
+    with serve(tmp_path / "data", port) as proc:
+        assert _wait_for(f"{base}/healthz", proc).json() == {"status": "ok"}
+        assert _wait_for(f"{base}/readyz", proc).json() == {"status": "ready"}
+        body = httpx.post(f"{base}/graphql", json={"query": "{ memoryIndex { dimensions } }"}, timeout=30).json()
+        assert body == {"data": {"memoryIndex": {"dimensions": LOCAL_DIMENSIONS}}}
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(30) == 0
+        out = proc.stdout.read() if proc.stdout else ""
+    assert "mnemoql is up" in out and "Traceback" not in out
+
+
+def test_mnemoql_serve_exits_3_when_the_store_cannot_open(tmp_path: Path) -> None:
+    not_a_dir = tmp_path / "file"
+    not_a_dir.write_text("x")
+    with serve(not_a_dir, _free_port()) as proc:
+        assert proc.wait(90) == 3
+        out = proc.stdout.read() if proc.stdout else ""
+    assert "StoreUnavailable" in out and "Application startup failed. Exiting." in out
