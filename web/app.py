@@ -2,18 +2,21 @@
 
 ``create_app`` builds nothing at import time; the lifespan opens the HTTP client for model
 providers and the memory spaces (``engine.spaces``: the ``default`` space at start-up, others on
-first use), and closes them on shutdown. Bearer tokens (``web.auth``) pick the caller's space
-and scopes; ``web.guards`` limits body sizes and operation times.
+first use), and closes them on shutdown. After the start-up it loads the local embedding model
+(``/readyz`` answers 503 until it is in memory) and then jieba, in the background. Bearer
+tokens (``web.auth``) pick the caller's space and scopes; ``web.guards`` limits body sizes and
+operation times.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 from cross_web import HTTPException
@@ -39,6 +42,9 @@ from resolvers import build_schema
 from resolvers.context import RequestContext
 from web.auth import BearerAuth, Grant, TokenTable, grant_of, token_from_params
 from web.guards import BodyLimit, MutationDeadline, within_deadline
+
+if TYPE_CHECKING:
+    from engine.providers.factory import Providers
 
 log = logging.getLogger("mnemoql")
 STATIC = Path(__file__).parent / "static"
@@ -133,6 +139,34 @@ class MemoryGraphQL(GraphQL[RequestContext, None]):
         return FileResponse(STATIC / "graphiql.html")
 
 
+async def warm_up(providers: Providers, warmed: asyncio.Event) -> None:
+    """Load the local embedding model, then set ``warmed`` (``/readyz`` waits for it: ~30 ms
+    with the model file in the page cache), then jieba's dictionary (~1 s; nobody waits for it),
+    so that neither the first search nor the first save pays for loading them. A provider
+    that fails to load is logged; its first real use raises as it always did."""
+    try:
+        await _warm(providers.embedder)
+    finally:
+        warmed.set()
+    await _warm(providers.extractor)
+
+
+async def _warm(provider: object) -> None:
+    warm = getattr(provider, "warm_up", None)
+    if warm is None:
+        return
+    try:
+        await warm()
+    except Exception:
+        log.warning("warming up %r failed; its first use will load it", provider, exc_info=True)
+
+
+async def _cancel(task: asyncio.Task[None]) -> None:
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+
+
 def create_app(
     settings: Settings,
     *,
@@ -167,6 +201,11 @@ def create_app(
             # the default space opens now, so a store that cannot open stops the start-up
             app.state.memory = await spaces.get(DEFAULT_SPACE)
             app.state.spaces = spaces
+            app.state.warmed = warmed = asyncio.Event()
+            if getattr(providers.embedder, "warm_up", None) is None:
+                warmed.set()  # nothing to load (hashing, a remote model): ready at once
+            warming = asyncio.create_task(warm_up(providers, warmed))
+            stack.push_async_callback(_cancel, warming)
             log.info("mnemoql ready: %s", providers.describe())
             yield
 
@@ -175,7 +214,13 @@ def create_app(
 
     async def readyz(request: Request) -> Response:
         spaces: Spaces | None = getattr(request.app.state, "spaces", None)
-        ok = spaces is not None and await spaces.ready()
+        warmed: asyncio.Event | None = getattr(request.app.state, "warmed", None)
+        ok = (
+            spaces is not None
+            and warmed is not None
+            and warmed.is_set()  # the embedding model is loaded
+            and await spaces.ready()
+        )
         return JSONResponse(
             {"status": "ready" if ok else "unavailable"}, status_code=200 if ok else 503
         )

@@ -443,6 +443,10 @@ class OfflineExtractor:
             }
         )
 
+    async def warm_up(self) -> None:
+        """Load jieba's dictionary now, in a worker thread (the first save need not wait)."""
+        await asyncio.to_thread(_pos_cut, "预热")
+
     async def extract(
         self, content: str, now_iso: str, *, topic_tree: str | None = None
     ) -> Extraction:

@@ -1,5 +1,5 @@
 """Start-up: ``mnemoql serve`` answers /healthz while the service loads, /readyz only once the
-service is up, and a failed start-up still exits with code 3.
+service and the local embedding model are up, and a failed start-up still exits with code 3.
 
 In-process tests drive ``StartingApp`` through its ASGI lifespan with a build that waits for the
 test, so nothing depends on timing; the subprocess tests run the real command.
@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import numpy as np
 import pytest
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -29,6 +30,10 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from engine.config import LOCAL_DIMENSIONS
+from engine.models import Vector
+from engine.providers.base import EmbedKind
+from engine.providers.local import HashingEmbedder
+from tests.api.conftest import offline_settings, running
 from web.cli import StartingApp
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -157,6 +162,76 @@ async def test_a_failing_lifespan_counts_as_a_failed_start_up() -> None:
         assert (await c.get("/anything")).status_code == 503
     assert stopped == [True] and app.failed
     await life.shutdown()
+
+
+# -- /readyz waits for the embedding model ------------------------------------------------------
+
+
+class SlowModel(HashingEmbedder):
+    """A hashing embedder whose warm-up waits for the test (or fails)."""
+
+    def __init__(self, fail: bool = False) -> None:
+        super().__init__(LOCAL_DIMENSIONS)
+        self.release = asyncio.Event()
+        self.fail = fail
+        self.warmed = False
+
+    async def warm_up(self) -> None:
+        await self.release.wait()
+        if self.fail:
+            raise RuntimeError("no AVX2 here")
+        self.warmed = True
+
+    async def embed(self, texts: Any, kind: EmbedKind = "passage") -> Vector:
+        out: Vector = np.asarray(await super().embed(texts, kind))
+        return out
+
+
+async def _ready(c: httpx.AsyncClient) -> int:
+    for _ in range(500):  # a bound, not a timing: each round yields to the warm-up task
+        if (r := await c.get("/readyz")).status_code == 200:
+            return r.status_code
+        await asyncio.sleep(0.01)
+    return 503
+
+
+async def test_readyz_waits_for_the_embedding_model(tmp_path: Path) -> None:
+    model = SlowModel()
+    async with running(offline_settings(tmp_path), embedder=model) as api:
+        ready = await api.client.get("/readyz")
+        assert (ready.status_code, ready.json()) == (503, {"status": "unavailable"})
+        assert (await api.client.get("/healthz")).status_code == 200
+        # requests are served meanwhile; they just may pay for loading the model themselves
+        data = await api.gql("{ memoryIndex { counts { events } } }")
+        assert data["memoryIndex"]["counts"]["events"] == 0
+        model.release.set()
+        assert await _ready(api.client) == 200
+        assert model.warmed
+
+
+async def test_a_model_that_fails_to_warm_up_does_not_block_readiness(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    model = SlowModel(fail=True)
+    with caplog.at_level(logging.WARNING, logger="mnemoql"):
+        async with running(offline_settings(tmp_path), embedder=model) as api:
+            model.release.set()
+            assert await _ready(api.client) == 200
+    assert "warming up" in caplog.text and "no AVX2 here" in caplog.text
+
+
+async def test_the_offline_extractor_warms_jieba_after_the_model(tmp_path: Path) -> None:
+    from engine.providers import offline
+
+    model = SlowModel()
+    async with running(offline_settings(tmp_path), embedder=model) as api:
+        model.release.set()
+        assert await _ready(api.client) == 200
+        for _ in range(500):
+            if offline._posseg is not None:
+                break
+            await asyncio.sleep(0.01)
+        assert offline._posseg is not None
 
 
 # -- the real command ---------------------------------------------------------------------------
