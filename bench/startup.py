@@ -223,6 +223,11 @@ def tree_label(tree: Path) -> str:
     return "this checkout" if tree == ROOT else f"`{tree}`"
 
 
+def diff(ours: list[dict[str, Any]], theirs: list[dict[str, Any]], key: str) -> str:
+    d = [(a[key] - b[key]) * 1000 for a, b in zip(ours, theirs, strict=True)]
+    return f"{statistics.median(d):+,.0f} ({min(d):+,.0f}…{max(d):+,.0f})"
+
+
 def ms(values: list[float]) -> str:
     med = statistics.median(values) * 1000
     return f"{med:,.0f} ({min(values) * 1000:,.0f}-{max(values) * 1000:,.0f})"
@@ -259,6 +264,7 @@ def main() -> None:
     load_at_start = load_average()
     started = time.perf_counter()
     rows: list[list[object]] = []
+    paired: list[list[object]] = []
     imports: list[tuple[str, float]] = []
     with tempfile.TemporaryDirectory(prefix="mnemoql-startup-") as tmp:
         for mode in args.modes.split(","):
@@ -281,6 +287,11 @@ def main() -> None:
                     runs[i].append(run)
                     times = ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in run.items())
                     print(f"{mode} {tree}: {times}", file=sys.stderr)
+            for i, tree in enumerate(trees[1:], start=1):
+                paired.append(
+                    [f"{mode}, this checkout − {tree_label(tree)}"]
+                    + [diff(runs[0], runs[i], key) for key in ("healthz", "readyz", "save")]
+                )
             for i, tree in enumerate(trees):
                 label = mode if len(trees) == 1 else f"{mode}, {tree_label(tree)}"
                 rows.append(
@@ -325,6 +336,14 @@ def main() -> None:
             rows,
         ),
     ]
+    if paired:
+        lines += [
+            "",
+            "Paired differences (each run of this checkout minus the run of the other tree made "
+            "right after it), median (min…max) in ms:",
+            "",
+            table(["trees", "/healthz 200", "/readyz 200", "first save request"], paired),
+        ]
     if imports:
         lines += [
             "",
