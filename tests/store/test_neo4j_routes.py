@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 from engine.models import EMPTY_FILTERS, Filters, Hit, MemoryMeta, RouteName
-from engine.store.neo4j import _cypher as q
 from engine.store.base import route_pool_by_parts
+from engine.store.neo4j import _cypher as q
 from engine.store.neo4j.store import Neo4jStore
 from tests.store import factory_neo4j
 from tests.store._builders import concept, event, plan, rel
