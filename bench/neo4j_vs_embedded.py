@@ -85,6 +85,7 @@ class Side:
     memory: Memory
     build_s: float = 0.0
     built: int = 0
+    reader: bool = False  # another view of a space some other side writes
     rows: dict[int, dict[str, Any]] = field(default_factory=dict)
 
 
@@ -154,6 +155,8 @@ async def grow(
         count = min(PLAN_EVENTS, target - corpus.n)
         plan, ev, ch = make_plan(rng, corpus.n, count, first=corpus.n == 0, vectors=vectors)
         for side in sides:
+            if side.reader:
+                continue
             t0 = time.perf_counter()
             await side.store.apply_save(plan)
             side.build_s += time.perf_counter() - t0
@@ -338,7 +341,10 @@ async def main(args: argparse.Namespace) -> str:
             for f in overfetch:  # the same space read with other over-fetch factors
                 other = await opened(neo4j_store(endpoint, space, overfetch=f))
                 sides.append(
-                    Side(f"neo4j, k x {f}", other, memory_on(other, stub_settings, client, stub))
+                    Side(
+                        f"neo4j, k x {f}", other, memory_on(other, stub_settings, client, stub),
+                        reader=True,
+                    )
                 )
             scan_side = Side(
                 "neo4j, exact scan only", scan, memory_on(scan, stub_settings, client, stub)
