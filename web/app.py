@@ -192,6 +192,10 @@ def create_app(
         from engine.providers.factory import build_providers
 
         async with contextlib.AsyncExitStack() as stack:
+            if settings.store == "neo4j":  # last out: after every store has closed
+                from web.neo4j_boot import stop_started
+
+                stack.push_async_callback(asyncio.to_thread, stop_started)
             client = http_client or await stack.enter_async_context(httpx.AsyncClient())
             providers = build_providers(settings, client)
             if embedder is not None:

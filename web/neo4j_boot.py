@@ -4,21 +4,28 @@
   user and password; the server must be 5.23+ (vector functions), checked when the store opens.
 - ``managed`` (or ``auto`` without a URI): mnemoql installs Neo4j 5.26 Community from Maven
   Central into the user cache, and runs it under ``<data dir>/neo4j`` on a loopback port with a
-  generated password (``mnemoql neo4j install|start|stop|status`` manage it by hand).
+  generated password (``mnemoql neo4j install|start|stop|status`` manage it by hand). A server
+  the service started is stopped when the service stops (``stop_started``); one that was
+  already running (``mnemoql neo4j start``) is left running.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+from typing import TYPE_CHECKING
 
 from engine.config import Settings
 from engine.errors import StoreUnavailable
 from engine.store.base import Store
 
+if TYPE_CHECKING:
+    from engine.store.neo4j.managed import ManagedNeo4j
+
 log = logging.getLogger("mnemoql.neo4j")
 MIN_VERSION = (5, 23)
 _started: dict[str, tuple[str, str, str]] = {}
+_ours: dict[str, ManagedNeo4j] = {}  # the servers this process started, by home
 _lock = threading.Lock()
 
 
@@ -34,10 +41,21 @@ def managed_endpoint(settings: Settings) -> tuple[str, str, str]:
             if not server.installed:
                 log.warning("installing Neo4j %s from Maven Central (first run only)", cfg.version)
                 server.install()
-            server.ensure_running()
+            if server.ensure_running():
+                _ours[str(home)] = server
             log.info("managed Neo4j on %s (home %s)", server.uri, home)
             _started[str(home)] = (server.uri, server.user, server.password)
         return _started[str(home)]
+
+
+def stop_started() -> None:
+    """Stop the managed servers this process started (at the service's shutdown)."""
+    with _lock:
+        for home, server in list(_ours.items()):
+            log.info("stopping the managed Neo4j it started (home %s)", home)
+            server.stop()
+            del _ours[home]
+            _started.pop(home, None)
 
 
 def neo4j_store(settings: Settings, space: str = "default") -> Store:

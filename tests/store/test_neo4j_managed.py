@@ -189,3 +189,30 @@ async def test_stop_then_restart_keeps_password_port_and_data(server: ManagedNeo
             driver.execute_query("MATCH (p:Probe) DELETE p")
     finally:
         await store.close()
+
+
+@needs_server
+async def test_the_service_stops_the_managed_neo4j_it_started_and_only_that(
+    tmp_path: Path,
+) -> None:
+    from tests.api.conftest import offline_settings, running
+
+    settings = offline_settings(
+        tmp_path, store="neo4j", neo4j={"mode": "managed", "heap": "512m", "page_cache": "64m"}
+    )
+    managed = ManagedNeo4j(settings.data_dir / "neo4j", heap="512m", page_cache="64m")
+    # started by the service: stopped with it
+    async with running(settings) as api:
+        assert managed.status().running
+        data = await api.gql('mutation { save(input: {content: "Alice met Bob."}) { eventIds } }')
+        assert data["save"]["eventIds"] == ["event_1"]
+    assert not managed.status().running
+    # started by hand (``mnemoql neo4j start``): left running, with the memory in it
+    managed.start()
+    try:
+        async with running(settings) as api:
+            data = await api.gql("{ memoryIndex { counts { events } } }")
+            assert data["memoryIndex"]["counts"]["events"] == 1
+        assert managed.status().running
+    finally:
+        managed.stop()

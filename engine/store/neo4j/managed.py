@@ -318,11 +318,14 @@ class ManagedNeo4j:
             self._launch()
         self._wait_ready(timeout)
 
-    def ensure_running(self, timeout: float = 90.0) -> None:
-        """Install if needed and start unless a server already runs on this home."""
+    def ensure_running(self, timeout: float = 90.0) -> bool:
+        """Install if needed and start unless a server already runs on this home; True when
+        this call started it."""
         self.install()
         if self._running_pid() is None:
             self.start(timeout)
+            return True
+        return False
 
     def stop(self, timeout: float = 60.0) -> bool:
         """SIGTERM, wait up to ``timeout`` seconds, then SIGKILL. False if nothing ran."""
