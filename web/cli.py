@@ -11,13 +11,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import logging
 import shutil
 import signal
 import sys
 import tempfile
 import time
-import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
@@ -54,95 +52,6 @@ def _settings(args: argparse.Namespace) -> Settings:
         raise SystemExit(2) from None
 
 
-class StartingApp:
-    """The ASGI app ``mnemoql serve`` listens with, so the port answers while the service loads.
-
-    uvicorn accepts connections only after the app's start-up, and importing the service
-    (GraphQL, numpy, the engine) takes ~1 s with bytecode and ~2.5 s without
-    (``bench/results/startup.md``). This app completes uvicorn's start-up at once, builds the
-    real app in a worker thread and runs its lifespan (providers, the default space's store) in a
-    background task. Until that is done, ``/healthz`` answers 200 (the process is up),
-    ``/readyz`` 503, and every other request waits for the service, then goes to it. When the
-    start-up fails, the error is logged as uvicorn logs it and ``on_failure`` stops the server
-    (``mnemoql serve`` then exits with 3, uvicorn's code for a failed start-up).
-    """
-
-    def __init__(self, build: Callable[[], Any], on_failure: Callable[[], None]) -> None:
-        self._build = build
-        self._on_failure = on_failure
-        self.app: Any = None  # the real app, once its start-up completed
-        self.failed = False
-        self._settled: asyncio.Event | None = None  # set when the app is up or failed
-        self._stop: asyncio.Event | None = None
-        self._task: asyncio.Task[None] | None = None
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] == "lifespan":
-            await self._lifespan(receive, send)
-            return
-        if self.app is None:
-            path = scope.get("path")
-            if scope["type"] == "http" and path in {"/healthz", "/readyz"}:
-                up = path == "/healthz"
-                await _send_json(send, 200 if up else 503, "ok" if up else "unavailable")
-                return
-            assert self._settled is not None
-            await self._settled.wait()
-            if self.app is None:  # the start-up failed and the server is stopping
-                if scope["type"] == "http":
-                    await _send_json(send, 503, "unavailable")
-                else:
-                    await send({"type": "websocket.close", "code": 1011})
-                return
-        await self.app(scope, receive, send)
-
-    async def _lifespan(self, receive: Any, send: Any) -> None:
-        while True:
-            message = await receive()
-            if message["type"] == "lifespan.startup":
-                self._settled, self._stop = asyncio.Event(), asyncio.Event()
-                self._task = asyncio.create_task(self._run())
-                await send({"type": "lifespan.startup.complete"})
-            elif message["type"] == "lifespan.shutdown":
-                if self._stop is not None:
-                    self._stop.set()
-                if self._task is not None:
-                    await self._task
-                await send({"type": "lifespan.shutdown.complete"})
-                return
-
-    async def _run(self) -> None:
-        assert self._settled is not None and self._stop is not None
-        log = logging.getLogger("uvicorn.error")
-        started = False
-        try:
-            app = await asyncio.to_thread(self._build)
-            if self._stop.is_set():
-                return
-            # the lifespan is entered and left in this one task, as uvicorn would
-            async with app.router.lifespan_context(app):
-                started = True
-                self.app = app
-                self._settled.set()
-                log.info("mnemoql is up; /readyz says when the embedding model is loaded")
-                await self._stop.wait()
-        except Exception as exc:
-            log.error("".join(traceback.format_exception(exc)))
-            if not started:
-                log.error("Application startup failed. Exiting.")
-                self.failed = True
-                self._on_failure()
-        finally:
-            self._settled.set()
-
-
-async def _send_json(send: Any, status: int, state: str) -> None:
-    body = json.dumps({"status": state}).encode()
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
-
-
 def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
@@ -166,6 +75,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         f"(store: {settings.store}, data: {settings.data_dir})",
         file=sys.stderr,
     )
+    from web.starting import StartingApp
+
     app = StartingApp(build, on_failure=_interrupt)
     uvicorn.run(app, host=settings.host, port=settings.port, log_level=args.log_level)
     # uvicorn.run exits with 3 itself when it cannot start (a port in use); a failed start-up of

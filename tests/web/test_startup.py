@@ -34,7 +34,7 @@ from engine.models import Vector
 from engine.providers.base import EmbedKind
 from engine.providers.local import HashingEmbedder
 from tests.api.conftest import offline_settings, running
-from web.cli import StartingApp
+from web.starting import StartingApp
 
 ROOT = Path(__file__).resolve().parents[2]
 
