@@ -15,7 +15,16 @@ from dataclasses import dataclass, field
 from datetime import date
 
 from engine.errors import ConceptNotOffered, CursorError, InvalidInput, out_of_range
-from engine.models import Entity, EntityLabel, Event, Filters, Hit, Neighbour, Vector
+from engine.models import (
+    Entity,
+    EntityLabel,
+    Event,
+    Filters,
+    Hit,
+    MemoryMeta,
+    Neighbour,
+    Vector,
+)
 from engine.providers.base import Embedder
 from engine.retrieval import scoring
 from engine.retrieval.evidence import (
@@ -276,7 +285,8 @@ class Retriever:
 
     # ---- steps ----
 
-    async def _check_meta(self) -> None:
+    async def _check_meta(self) -> MemoryMeta | None:
+        """The memory's meta; EMBEDDING_MISMATCH when it was embedded by another model."""
         meta = await self.store.get_meta()
         if meta is not None and (meta.model, meta.dimensions) != (
             self.embedder.model,
@@ -285,6 +295,7 @@ class Retriever:
             from engine.ingest import meta_mismatch
 
             raise meta_mismatch(meta, self.embedder.model, self.embedder.dimensions)
+        return meta
 
     async def _embed_query(self, text: str) -> Vector:
         matrix = await self.embedder.embed([text], "query")
@@ -293,14 +304,7 @@ class Retriever:
 
     async def _cursor(self, token: str, sid: str) -> CursorState:
         state = self.cursors.get(token, sid)
-        meta = await self.store.get_meta()
-        if meta is not None and (meta.model, meta.dimensions) != (
-            self.embedder.model,
-            self.embedder.dimensions,
-        ):
-            from engine.ingest import meta_mismatch
-
-            raise meta_mismatch(meta, self.embedder.model, self.embedder.dimensions)
+        meta = await self._check_meta()
         counts = await self.store.id_counts(list(state.delivered_ids))
         current = (meta.model, meta.dimensions) if meta else (state.model, state.dims)
         self.cursors.verify(token, state, model=current[0], dims=current[1], id_counts=counts)
