@@ -331,3 +331,14 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     lines += ["| " + " | ".join(cell(c) for c in r) + " |" for r in rows]
     return "\n".join(lines)
+
+
+def publish(report: str, out: str, *, write: bool = True) -> None:
+    """Print a bench report and, unless told not to, write it to ``out``."""
+    print(report)
+    if write:
+        path = Path(out)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(report, encoding="utf-8")
+        print(f"wrote {path}", file=sys.stderr)
+

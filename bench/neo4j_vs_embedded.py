@@ -46,7 +46,7 @@ from typing import Any, TypeVar
 import httpx
 import numpy as np
 
-from bench._common import RESULTS, command_line, git_rev, load_average, machine_line, table
+from bench._common import RESULTS, command_line, git_rev, load_average, machine_line, publish, table
 from bench.search_latency import (
     DIMS,
     PLAN_EVENTS,
@@ -430,13 +430,7 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def cli(argv: Sequence[str] | None = None) -> None:
     args = parse(argv)
-    report = asyncio.run(main(args))
-    print(report)
-    if not args.no_write:
-        out = Path(args.out)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(report, encoding="utf-8")
-        print(f"wrote {out}", file=sys.stderr)
+    publish(asyncio.run(main(args)), args.out, write=not args.no_write)
 
 
 if __name__ == "__main__":

@@ -76,6 +76,7 @@ from bench._common import (
     load_average,
     machine_line,
     open_memory,
+    publish,
     table,
     top_k,
 )
@@ -881,13 +882,7 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def cli(argv: Sequence[str] | None = None) -> None:
     args = parse(argv)
-    report = asyncio.run(main(args))
-    print(report)
-    if not args.no_write:
-        out = Path(args.out)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(report, encoding="utf-8")
-        log(f"wrote {out}")
+    publish(asyncio.run(main(args)), args.out, write=not args.no_write)
 
 
 if __name__ == "__main__":

@@ -50,6 +50,7 @@ from bench._common import (
     load_average,
     machine_line,
     open_memory,
+    publish,
     rss_bytes,
     table,
 )
@@ -478,13 +479,7 @@ def cli(argv: Sequence[str] | None = None) -> None:
     if args.rss_probe:
         rss_probe(args.rss_probe)
         return
-    report = asyncio.run(main(args))
-    print(report)
-    if not args.no_write:
-        out = Path(args.out)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(report, encoding="utf-8")
-        print(f"wrote {out}", file=sys.stderr)
+    publish(asyncio.run(main(args)), args.out, write=not args.no_write)
 
 
 if __name__ == "__main__":
