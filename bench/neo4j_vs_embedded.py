@@ -69,7 +69,8 @@ from engine.store.base import Store
 from engine.store.embedded import EmbeddedStore
 from engine.store.neo4j import _cypher as q
 from engine.store.neo4j import _records as rec
-from engine.store.neo4j.store import INDEX_OVERFETCH, Neo4jStore
+from engine.store.neo4j._routes import INDEX_OVERFETCH
+from engine.store.neo4j.store import Neo4jStore
 
 K = ROUTE_LIMIT
 S = TypeVar("S", bound=Store)

@@ -9,7 +9,7 @@ Layout
     (1+cos)/2 back to raw cosine. The four vector indexes of SPEC §1.2 exist (created at the
     first save, rebuilt by re-vectorize); they are database-wide, so with spaces of different
     widths the last re-vectorize sets their width. A fifth one, on chunks, serves the chunk
-    route. The routes of a large space (``INDEX_MIN_EVENTS``) over-fetch candidates from the
+    route. The routes of a large space (``_routes.py``) over-fetch candidates from the
     index, filter them and rescore them exactly, and fall back to the exact scan whenever that
     cannot fill the page (docs/DECISIONS.md, "Neo4j routes").
 
@@ -30,7 +30,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
@@ -76,6 +75,7 @@ from engine.models import (
 from engine.store.neo4j import _cypher as q
 from engine.store.neo4j import _dump as dump
 from engine.store.neo4j import _records as rec
+from engine.store.neo4j import _routes as routes
 from engine.store.neo4j import _write as write
 from engine.text import normalise_name
 
@@ -88,13 +88,6 @@ TxFn = Callable[[AsyncManagedTransaction], Awaitable[T]]
 
 SPACE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 _MIN_EPS = 1e-6  # Neo4j scores in float32 through (1+cos)/2: keep boundary cosines in
-# Route strategy (see ``route``): spaces with fewer insertions than INDEX_MIN_EVENTS are scanned
-# exactly; larger ones ask the route's vector index for INDEX_OVERFETCH x limit candidates first.
-# Measured in bench/results/neo4j.md, decided in docs/DECISIONS.md.
-INDEX_MIN_EVENTS = 2_000
-INDEX_OVERFETCH = 10
-INDEX_MAX_FETCH = 4_000  # the most candidates one retry may ask the index for
-_INDEX_STATE_TTL = 30.0  # seconds between reads of the index state and the space size
 _SCHEMA_RACE = (
     "Neo.ClientError.Schema.EquivalentSchemaRuleAlreadyExists",
     "Neo.ClientError.Schema.ConstraintAlreadyExists",
@@ -129,8 +122,8 @@ class Neo4jStore:
         space: str = "default",
         *,
         connection_timeout: float = 5.0,
-        index_min_events: int | None = INDEX_MIN_EVENTS,
-        index_overfetch: int = INDEX_OVERFETCH,
+        index_min_events: int | None = routes.INDEX_MIN_EVENTS,
+        index_overfetch: int = routes.INDEX_OVERFETCH,
     ) -> None:
         if not SPACE_NAME.match(space):
             raise InvalidInput(
@@ -147,7 +140,7 @@ class Neo4jStore:
         self._vector_indexes = False
         self.index_min_events = index_min_events
         self.index_overfetch = index_overfetch
-        self._index_seen = -_INDEX_STATE_TTL  # monotonic time of the last state read
+        self._index_seen = -routes.INDEX_STATE_TTL  # monotonic time of the last state read
         self._index_dims: dict[str, int] = {}  # width of each ONLINE route index
         self._space_size = 0
         self._index_lock = asyncio.Lock()
@@ -281,7 +274,7 @@ class Neo4jStore:
         for statement in [*q.CREATE_VECTOR_INDEX.values(), q.CREATE_CHUNK_VECTOR_INDEX]:
             await self._schema(statement, {"dims": dims})
         self._vector_indexes = True
-        self._index_seen = -_INDEX_STATE_TTL  # the route strategy re-reads the index state
+        self._index_seen = -routes.INDEX_STATE_TTL  # the route strategy re-reads the index state
 
     async def close(self) -> None:
         driver, self._driver = self._driver, None
@@ -427,7 +420,7 @@ class Neo4jStore:
         if route not in ("summary", "chunk"):
             raise InvalidInput(f"unknown route {route!r}; use summary or chunk")
         rows = await self._route_rows(route, query, filters, exclude, limit, restrict, False)
-        return [_hit(route, r) for r in rows]
+        return [routes.hit(route, r) for r in rows]
 
     async def route_pool(
         self,
@@ -443,21 +436,7 @@ class Neo4jStore:
             self._route_rows("summary", query, filters, exclude, limit, restrict, True),
             self._route_rows("chunk", query, filters, exclude, limit, restrict, True),
         )
-        events: dict[str, Event] = {}
-        hashes: dict[str, frozenset[str]] = {}
-        concepts: dict[str, tuple[tuple[str, str], ...]] = {}
-        for r in [*summary, *chunk]:
-            if r["id"] not in events:
-                events[r["id"]] = rec.event(r["ev"], True)
-                hashes[r["id"]] = frozenset(r["hashes"])
-                concepts[r["id"]] = tuple((c[0], c[1]) for c in r["cs"])
-        return RoutePool(
-            [_hit("summary", r) for r in summary],
-            [_hit("chunk", r) for r in chunk],
-            events,
-            hashes,
-            concepts,
-        )
+        return routes.pool(summary, chunk)
 
     async def _route_rows(
         self,
@@ -469,62 +448,10 @@ class Neo4jStore:
         restrict: frozenset[str] | None,
         pool: bool,
     ) -> list[dict[str, Any]]:
-        if limit <= 0 or (restrict is not None and not restrict):
-            return []
-        values, zero = rec.query_param(query)
-        params = {
-            **rec.filter_params(filters, exclude, restrict),
-            "q": values, "qzero": zero, "d": len(values), "limit": int(limit),
-        }  # fmt: skip
-        if restrict is None and not filters.groups and not zero:
-            rows = await self._by_index(route, params, pool)
-            if rows is not None:
-                return rows
-        scan = q.POOL_ROUTES if pool else q.ROUTES
-        return await self._run(scan[(route, restrict is not None)], params)
-
-    async def _by_index(
-        self, route: RouteName, params: dict[str, Any], pool: bool
-    ) -> list[dict[str, Any]] | None:
-        """A route through its vector index, or None when the exact scan must answer: a small
-        space, no ONLINE index of the query's width, or fewer than ``limit`` events left of the
-        over-fetched candidates once the space and the filters are applied (after at most one
-        larger fetch)."""
-        index, query = (q.POOL_BY_INDEX if pool else q.BY_INDEX)[route]
-        limit = params["limit"]
-        if self.index_min_events is None or not await self._index_usable(index, params["d"]):
-            return None
-        fetch = limit * self.index_overfetch
-        while True:
-            try:
-                rows = await self._run(query, {**params, "fetch": fetch})
-            except ClientError as exc:  # dropped, rebuilt at another width, populating ...
-                log.info("vector index %s unavailable, scanning exactly: %s", index, exc.code)
-                self._index_seen = -_INDEX_STATE_TTL
-                return None
-            if len(rows) >= limit:
-                return rows
-            # Other spaces crowd the database-wide index, or the filters are selective: ask
-            # once more for twice what the survival rate says is needed, if that is not huge.
-            needed = fetch * 2 * limit // max(1, len(rows))
-            if not rows or fetch > limit * self.index_overfetch or needed > INDEX_MAX_FETCH:
-                return None
-            fetch = needed
+        return await routes.rows(self, route, query, filters, exclude, limit, restrict, pool)
 
     async def _index_usable(self, index: str, dims: int) -> bool:
-        assert self.index_min_events is not None
-        if time.monotonic() - self._index_seen >= _INDEX_STATE_TTL:
-            async with self._index_lock:  # both routes ask at once: read the state once
-                if time.monotonic() - self._index_seen >= _INDEX_STATE_TTL:
-                    self._index_dims = {
-                        r["name"]: int(r["dims"])
-                        for r in await self._run(q.ROUTE_INDEX_STATE)
-                        if r["state"] == "ONLINE" and r["dims"]
-                    }
-                    size = await self._run(q.SPACE_SIZE)
-                    self._space_size = int(size[0]["n"] or 0) if size else 0
-                    self._index_seen = time.monotonic()
-        return self._index_dims.get(index) == dims and self._space_size >= self.index_min_events
+        return await routes.index_usable(self, index, dims)
 
     async def recent_events(
         self,
@@ -741,8 +668,3 @@ class Neo4jStore:
         ``_dump.py``)."""
         return await dump.Importer(self).run(records)
 
-
-def _hit(route: RouteName, r: dict[str, Any]) -> Hit:
-    if route == "summary":
-        return Hit(r["id"], rec.raw_cosine(r["score"]))
-    return Hit(r["id"], rec.raw_cosine(r["score"]), int(r["i"]), int(r["start"]), int(r["end"]))
