@@ -419,7 +419,7 @@ class Neo4jStore:
     ) -> list[Hit]:
         if route not in ("summary", "chunk"):
             raise InvalidInput(f"unknown route {route!r}; use summary or chunk")
-        rows = await self._route_rows(route, query, filters, exclude, limit, restrict, False)
+        rows = await routes.rows(self, route, query, filters, exclude, limit, restrict, False)
         return [routes.hit(route, r) for r in rows]
 
     async def route_pool(
@@ -433,22 +433,10 @@ class Neo4jStore:
         """Both routes side by side, each query returning its events with their vectors and
         chunk hashes: one round trip of two concurrent queries instead of four in a row."""
         summary, chunk = await asyncio.gather(
-            self._route_rows("summary", query, filters, exclude, limit, restrict, True),
-            self._route_rows("chunk", query, filters, exclude, limit, restrict, True),
+            routes.rows(self, "summary", query, filters, exclude, limit, restrict, True),
+            routes.rows(self, "chunk", query, filters, exclude, limit, restrict, True),
         )
         return routes.pool(summary, chunk)
-
-    async def _route_rows(
-        self,
-        route: RouteName,
-        query: Vector,
-        filters: Filters,
-        exclude: frozenset[str],
-        limit: int,
-        restrict: frozenset[str] | None,
-        pool: bool,
-    ) -> list[dict[str, Any]]:
-        return await routes.rows(self, route, query, filters, exclude, limit, restrict, pool)
 
     async def _index_usable(self, index: str, dims: int) -> bool:
         return await routes.index_usable(self, index, dims)
