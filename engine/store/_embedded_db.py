@@ -46,6 +46,7 @@ from engine.models import (
     Where,
 )
 from engine.store import _embedded_write as write
+from engine.store._embedded_ann import AnnIndexes, AnnSettings, new_epoch, record_forgotten
 from engine.store._embedded_index import (
     EntityView,
     EventView,
@@ -55,6 +56,8 @@ from engine.store._embedded_index import (
     build_event_view,
     capacity,
     date_key,
+    drop_entity_rows,
+    drop_event_rows,
     event_view_from_arrays,
 )
 from engine.store._embedded_query import (
@@ -93,7 +96,9 @@ _META_SQL = "SELECT model, dimensions, updated_at, schema_version FROM meta WHER
 
 
 class Database:
-    def __init__(self, file: Path, dimensions_hint: int | None) -> None:
+    def __init__(
+        self, file: Path, dimensions_hint: int | None, ann: AnnSettings | None = None
+    ) -> None:
         self.file = file
         self._hint = dimensions_hint
         self._conn: sqlite3.Connection | None = None
@@ -101,6 +106,13 @@ class Database:
         self.entities: dict[EntityLabel, EntityView] = {
             label: build_entity_view(dimensions_hint or 0, []) for label in ENTITY_LABELS
         }
+        # bumped whenever the mirrors are rebuilt (rows renumbered): an index's ``covered``
+        # prefix belongs to one generation
+        self.generation = 0
+        self.ann = AnnIndexes(ann or AnnSettings(), file, self._snapshot)
+
+    def _snapshot(self) -> tuple[int, EventView, dict[EntityLabel, EntityView]]:
+        return self.generation, self.events, self.entities
 
     # ------------------------------------------------------------ lifecycle
 
@@ -114,8 +126,10 @@ class Database:
         self.file.parent.mkdir(parents=True, exist_ok=True)
         self._conn = connect(str(self.file))
         self._load_mirrors()
+        self.ann.opened(self._conn)
 
     def close(self) -> None:
+        self.ann.close()
         if self._conn is not None:
             self._conn.close()
             self._conn = None
@@ -142,6 +156,9 @@ class Database:
         self.events = self._load_events(dims)
         for label in ENTITY_LABELS:
             self.entities[label] = self._load_entities(label, dims)
+        self.generation += 1
+        if self.generation > 1:  # a reload: rows renumbered, indexes rebuilt from them
+            self.ann.reset()
 
     def _load_events(self, dims: int) -> EventView:
         conn, width = self.conn, 4 * dims
@@ -150,13 +167,15 @@ class Database:
         vecs = np.zeros((cap, dims), np.float32)
         has_vec = np.zeros(cap, np.bool_)
         dates = np.zeros(cap, np.int32)
+        seqs = np.zeros(cap, np.int64)
         ids: list[str] = []
         rows = conn.execute(
-            "SELECT id, create_date, embedding FROM nodes WHERE label = 'Event' ORDER BY seq"
+            "SELECT id, create_date, embedding, seq FROM nodes WHERE label = 'Event' ORDER BY seq"
         )
-        for i, (node_id, create_date, blob) in enumerate(rows):
+        for i, (node_id, create_date, blob, seq) in enumerate(rows):
             ids.append(node_id)
             dates[i] = date_key(create_date)
+            seqs[i] = seq
             if blob is not None and len(blob) == width:
                 vecs[i] = np.frombuffer(blob, np.float32)
                 has_vec[i] = True
@@ -177,14 +196,15 @@ class Database:
             chunk_cols[j] = (idx, start, end)
             cvecs[j] = np.frombuffer(blob, np.float32)
         return event_view_from_arrays(
-            dims, ids, vecs, has_vec, dates, chunk_rows, chunk_cols, cvecs
+            dims, ids, vecs, has_vec, dates, seqs, chunk_rows, chunk_cols, cvecs
         )
 
     def _load_entities(self, label: EntityLabel, dims: int) -> EntityView:
         rows = self.conn.execute(
-            "SELECT id, embedding FROM nodes WHERE label = ? ORDER BY seq", (label,)
+            "SELECT id, embedding, seq FROM nodes WHERE label = ? ORDER BY seq", (label,)
         ).fetchall()
-        return build_entity_view(dims, [(i, blob_vec(b)) for i, b in rows])
+        seq_of = {i: q for i, _, q in rows}
+        return build_entity_view(dims, [(i, blob_vec(b)) for i, b, _ in rows], seq_of)
 
     # ------------------------------------------------------------ writes
 
@@ -209,14 +229,33 @@ class Database:
             self._load_mirrors()  # first save fixes the dimension: rebuild at that width
             return written.result
         try:
+            seq_of = self._seqs(written)
+            for ev in written.events:
+                ev.seq = seq_of[ev.id]
             self.events = append_events(self.events, written.events)
             for label, items in written.entities.items():
-                self.entities[label] = append_entities(self.entities[label], items)
+                self.entities[label] = append_entities(self.entities[label], items, seq_of)
         except Exception:
             self._load_mirrors()  # the commit stands; never leave the mirrors behind it
+        self.ann.synced()
         return written.result
 
+    def _seqs(self, written: write.Written) -> dict[str, int]:
+        ids = [e.id for e in written.events] + [i for v in written.entities.values() for i, _ in v]
+        if not ids:
+            return {}
+        rows = self.conn.execute(
+            f"SELECT id, seq FROM nodes WHERE id IN {IN_SET}", (json_set(ids),)
+        )
+        return {r[0]: int(r[1]) for r in rows}
+
+    def vectors_changing(self) -> None:
+        """Before a write that replaces vectors wholesale (re-vectorize, restore): saved ANN
+        indexes become stale first, so a crash in between cannot leave them looking valid."""
+        self.ann.epoch = self._write(new_epoch)
+
     def replace_vectors(self, vectors: VectorSet) -> None:
+        self.vectors_changing()
         self._write(write.replace_vectors, vectors)
         self._load_mirrors()
 
@@ -224,8 +263,30 @@ class Database:
         self._write(write.bind_topic, draft, event_ids, timestamp)
 
     def forget(self, event_id: str) -> list[str]:
-        deleted = self._write(write.forget, event_id)
-        self._load_mirrors()
+        deleted = self._write(self._forget, event_id)
+        ev = self.events
+        rows = [r for r in (ev.row_of.get(i) for i in deleted) if r is not None and ev.live[r]]
+        self.events = drop_event_rows(ev, rows)
+        self.ann.dropped("summary", ev.seqs[rows])
+        self.ann.dropped("chunk", ev.seqs[rows])
+        for label, view in self.entities.items():
+            mine = [r for r in (view.row_of.get(i) for i in deleted) if r is not None]
+            if mine:
+                self.entities[label] = drop_entity_rows(view, mine)
+                self.ann.dropped(label, view.seqs[mine])
+        return deleted
+
+    def _forget(self, conn: sqlite3.Connection, event_id: str) -> list[str]:
+        """The forget transaction, recording the deleted nodes' seqs for the ANN indexes."""
+        deleted = write.forget(conn, event_id)
+        views: list[EventView | EntityView] = [self.events, *self.entities.values()]
+        seqs = [
+            int(view.seqs[row])
+            for view in views
+            for row in (view.row_of.get(i) for i in deleted)
+            if row is not None
+        ]
+        record_forgotten(conn, seqs)
         return deleted
 
     # ------------------------------------------------------------ meta, counts, idempotency
@@ -464,14 +525,11 @@ class Database:
             args.append(json_set(t.path for t in kept))
         sql += " ORDER BY b.path, b.event_id LIMIT ?"
         binds = [
-            row_binding(r).relation()
-            for r in self.conn.execute(sql, [*args, max_relations + 1])
+            row_binding(r).relation() for r in self.conn.execute(sql, [*args, max_relations + 1])
         ]
         paths = {t.path for t in kept}
         links = [
-            link
-            for t in kept
-            if t.parent in paths and (link := t.subtopic_relation()) is not None
+            link for t in kept if t.parent in paths and (link := t.subtopic_relation()) is not None
         ]
         merged = sorted([*rels, *binds, *links], key=lambda r: (r.type, r.source, r.target))
         snapshot.relations = merged[:max_relations]

@@ -11,8 +11,8 @@ Every stored vector is L2-normalised, so raw cosine is a dot product.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar, cast
 
 import numpy as np
@@ -69,6 +69,8 @@ class EventView:
 
     Chunks are stored grouped by event row in ascending row order, so each event's chunks form
     one contiguous run (``gstart[g]`` .. next start); ``gevent[g]`` is that run's event row.
+    ``seqs`` holds each row's SQLite ``seq`` (ascending: the ANN index's keys) and ``live`` is
+    False for rows forgotten since the view was loaded (rows are never renumbered in place).
     """
 
     dims: int
@@ -78,6 +80,8 @@ class EventView:
     vecs: F32
     has_vec: Mask
     dates: npt.NDArray[np.int32]
+    seqs: I64
+    live: Mask
     nc: int
     cvecs: F32
     crow: I64
@@ -106,6 +110,8 @@ def empty_event_view(dims: int) -> EventView:
         vecs=np.zeros((0, dims), dtype=np.float32),
         has_vec=np.zeros(0, dtype=np.bool_),
         dates=np.zeros(0, dtype=np.int32),
+        seqs=z64,
+        live=np.zeros(0, dtype=np.bool_),
         nc=0,
         cvecs=np.zeros((0, dims), dtype=np.float32),
         crow=z64,
@@ -124,6 +130,7 @@ class NewEvent:
     create_date: str
     vector: F32 | None  # already normalised, or None
     chunks: list[tuple[int, int, int, F32]] = field(default_factory=list)  # idx, start, end, vec
+    seq: int = 0  # the node's SQLite seq (set after the commit)
 
 
 def append_events(view: EventView, events: Sequence[NewEvent]) -> EventView:
@@ -136,6 +143,7 @@ def append_events(view: EventView, events: Sequence[NewEvent]) -> EventView:
     vecs = _grow(view.vecs, n + len(events))
     has_vec = _grow(view.has_vec, n + len(events))
     dates = _grow(view.dates, n + len(events))
+    seqs, live = _grow(view.seqs, n + len(events)), _grow(view.live, n + len(events))
     cvecs = _grow(view.cvecs, nc + chunk_total)
     crow, cidx = _grow(view.crow, nc + chunk_total), _grow(view.cidx, nc + chunk_total)
     cstart, cend = _grow(view.cstart, nc + chunk_total), _grow(view.cend, nc + chunk_total)
@@ -147,6 +155,7 @@ def append_events(view: EventView, events: Sequence[NewEvent]) -> EventView:
         vecs[row] = ev.vector if ev.vector is not None and ok else 0.0
         has_vec[row] = ok
         dates[row] = date_key(ev.create_date)
+        seqs[row], live[row] = ev.seq, True
         first = True
         for idx, start, end, cv in ev.chunks:
             if cv.shape[0] != d:
@@ -168,6 +177,8 @@ def append_events(view: EventView, events: Sequence[NewEvent]) -> EventView:
         vecs,
         has_vec,
         dates,
+        seqs,
+        live,
         nc,
         cvecs,
         crow,
@@ -191,6 +202,7 @@ def event_view_from_arrays(
     vecs: F32,
     has_vec: Mask,
     dates: npt.NDArray[np.int32],
+    seqs: I64,
     chunk_rows: I64,
     chunk_cols: I64,
     cvecs: F32,
@@ -214,6 +226,8 @@ def event_view_from_arrays(
     gstart[:ng], gevent[:ng] = starts, chunk_rows[starts]
     n = len(ids)
     row_of = {node_id: i for i, node_id in enumerate(ids)}
+    live = np.zeros(vecs.shape[0], np.bool_)
+    live[:n] = True
     return EventView(
         dims,
         n,
@@ -222,6 +236,8 @@ def event_view_from_arrays(
         vecs,
         has_vec,
         dates,
+        seqs,
+        live,
         nc,
         cvecs,
         crow,
@@ -244,32 +260,56 @@ def build_event_view(dims: int, events: Sequence[NewEvent]) -> EventView:
 
 @dataclass(frozen=True, slots=True)
 class EntityView:
+    """Entity rows ``[0, n)`` of one label; ``seqs`` as in ``EventView``; a forgotten row
+    keeps its place with ``has_vec`` False."""
+
     dims: int
     n: int
     ids: list[str]
     row_of: dict[str, int]
     vecs: F32
     has_vec: Mask
+    seqs: I64
 
 
 def empty_entity_view(dims: int) -> EntityView:
     return EntityView(
-        dims, 0, [], {}, np.zeros((0, dims), dtype=np.float32), np.zeros(0, dtype=np.bool_)
+        dims,
+        0,
+        [],
+        {},
+        np.zeros((0, dims), dtype=np.float32),
+        np.zeros(0, dtype=np.bool_),
+        np.zeros(0, dtype=np.int64),
     )
 
 
-def append_entities(view: EntityView, items: Sequence[tuple[str, F32 | None]]) -> EntityView:
+def append_entities(
+    view: EntityView,
+    items: Sequence[tuple[str, F32 | None]],
+    seq_of: Mapping[str, int] | None = None,
+) -> EntityView:
     """A view with new entities appended; an id already present gets its vector set instead
-    (a merged node that had none) -- written in place, which only flips ``has_vec`` on."""
+    (a merged node that had none) -- written in place, which only flips ``has_vec`` on.
+    ``seq_of`` gives the rows' SQLite seqs: an id whose seq differs from its row's is a new node
+    reusing a forgotten id, and gets a row of its own."""
     if not items:
         return view
     d, n = view.dims, view.n
-    fresh = [(i, v) for i, v in items if i not in view.row_of]
-    vecs = _grow(view.vecs, n + len(fresh))
-    has_vec = _grow(view.has_vec, n + len(fresh))
+
+    def same_row(node_id: str) -> int | None:
+        row = view.row_of.get(node_id)
+        if row is None or seq_of is None or seq_of.get(node_id, 0) == view.seqs[row]:
+            return row
+        return None
+
+    fresh = sum(1 for i, _ in items if same_row(i) is None)
+    vecs = _grow(view.vecs, n + fresh)
+    has_vec = _grow(view.has_vec, n + fresh)
+    seqs = _grow(view.seqs, n + fresh)
     for node_id, vec in items:
         ok = vec is not None and vec.shape[0] == d
-        row = view.row_of.get(node_id)
+        row = same_row(node_id)
         if row is not None:
             if vec is not None and ok and not has_vec[row]:
                 vecs[row] = vec
@@ -277,14 +317,36 @@ def append_entities(view: EntityView, items: Sequence[tuple[str, F32 | None]]) -
             continue
         vecs[n] = vec if vec is not None and ok else 0.0
         has_vec[n] = ok
+        seqs[n] = seq_of.get(node_id, 0) if seq_of is not None else 0
         view.ids.append(node_id)
         view.row_of[node_id] = n
         n += 1
-    return EntityView(d, n, view.ids, view.row_of, vecs, has_vec)
+    return EntityView(d, n, view.ids, view.row_of, vecs, has_vec, seqs)
 
 
-def build_entity_view(dims: int, items: Sequence[tuple[str, F32 | None]]) -> EntityView:
-    return append_entities(empty_entity_view(dims), items)
+def build_entity_view(
+    dims: int, items: Sequence[tuple[str, F32 | None]], seq_of: Mapping[str, int] | None = None
+) -> EntityView:
+    return append_entities(empty_entity_view(dims), items, seq_of)
+
+
+# ---------------------------------------------------------------- forgetting
+
+
+def drop_event_rows(view: EventView, rows: Iterable[int]) -> EventView:
+    """A view where ``rows`` are no longer live (their chunks go with them); nothing is
+    renumbered, so the ANN index's keys stay valid. The flags are copied, not edited in place,
+    so a search holding the older view finishes on what it saw."""
+    live = view.live.copy()
+    live[np.fromiter(rows, dtype=np.int64)] = False
+    return replace(view, live=live)
+
+
+def drop_entity_rows(view: EntityView, rows: Iterable[int]) -> EntityView:
+    """An entity view where ``rows`` have no vector any more (see ``drop_event_rows``)."""
+    has_vec = view.has_vec.copy()
+    has_vec[np.fromiter(rows, dtype=np.int64)] = False
+    return replace(view, has_vec=has_vec)
 
 
 # ---------------------------------------------------------------- scoring
@@ -342,7 +404,7 @@ def event_mask(
         mask &= view.dates[:n] <= date_key(filters.date_to)
     if exclude:
         mask[view.rows(exclude)] = False
-    return mask
+    return mask & view.live[:n]
 
 
 def summary_hits(view: EventView, query: F32, mask: Mask, limit: int) -> list[Hit]:

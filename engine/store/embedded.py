@@ -64,15 +64,10 @@ from engine.models import (
     Where,
 )
 from engine.store import _embedded_dump as dump
+from engine.store._embedded_ann import AnnSettings
 from engine.store._embedded_db import Database
-from engine.store._embedded_index import (
-    EventView,
-    chunk_hits,
-    entity_top,
-    event_mask,
-    normalise,
-    summary_hits,
-)
+from engine.store._embedded_index import normalise
+from engine.store._embedded_search import entity_hits, route_hits
 from engine.store.base import route_pool_by_parts
 
 __all__ = ["EmbeddedStore"]
@@ -94,10 +89,15 @@ class EmbeddedStore:
             ``.sqlite`` / ``.sqlite3`` file for the default space; created by ``open()``.
         space: the memory space (1-64 letters, digits, ``_`` or ``-``).
         dimensions_hint: vector width to use before MemoryMeta exists (MemoryMeta wins).
+        ann: when to use the ANN indexes (``_embedded_ann``); default: above 20,000 vectors.
     """
 
     def __init__(
-        self, path: Path, space: str = "default", dimensions_hint: int | None = None
+        self,
+        path: Path,
+        space: str = "default",
+        dimensions_hint: int | None = None,
+        ann: AnnSettings | None = None,
     ) -> None:
         if not SPACE_NAME.match(space):
             raise InvalidInput(
@@ -107,6 +107,7 @@ class EmbeddedStore:
         self.path = Path(path)
         self.space = space
         self._hint = dimensions_hint
+        self._ann = ann or AnnSettings()
         self._db: Database | None = None
         self._writer: ThreadPoolExecutor | None = None
         self._compute: ThreadPoolExecutor | None = None
@@ -159,7 +160,7 @@ class EmbeddedStore:
 
     async def _open(self) -> None:
         writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"mnemoql-db-{self.space}")
-        db = Database(self.file, self._hint)
+        db = Database(self.file, self._hint, self._ann)
         try:
             await asyncio.get_running_loop().run_in_executor(writer, db.open)
         except (OSError, sqlite3.Error) as exc:
@@ -250,10 +251,11 @@ class EmbeddedStore:
         self, label: EntityLabel, vector: Vector, k: int, min_cosine: float | None
     ) -> list[tuple[Entity, float]]:
         _check_label(label)
-        view = self._database.entities[label]
+        db = self._database
+        gen, view = db.generation, db.entities[label]
         q = normalise(vector)
         scored = await self._compute_on(
-            view.n * view.dims, lambda: entity_top(view, q, k, min_cosine)
+            view.n * view.dims, lambda: entity_hits(view, gen, db.ann, label, q, k, min_cosine)
         )
         if not scored:
             return []
@@ -277,12 +279,14 @@ class EmbeddedStore:
             return []
         db = self._database
         allowed = await self._call(db.events_in_groups, filters) if filters.groups else None
-        view = db.events  # one snapshot for the whole computation
+        view, gen = db.events, db.generation  # one snapshot for the whole computation
         q = normalise(query)
         cells = (view.n if route == "summary" else view.nc) * view.dims
 
         def run() -> list[Hit]:
-            return _route(route, view, q, filters, exclude, restrict, allowed, limit)
+            return route_hits(
+                route, view, gen, db.ann, q, filters, exclude, restrict, allowed, limit
+            )
 
         return await self._compute_on(cells, run)
 
@@ -357,9 +361,7 @@ class EmbeddedStore:
     async def event_dates(self) -> list[tuple[str, str]]:
         return await self._call(self._database.event_dates)
 
-    async def bind_topic(
-        self, draft: TopicDraft, event_ids: Sequence[str], timestamp: int
-    ) -> None:
+    async def bind_topic(self, draft: TopicDraft, event_ids: Sequence[str], timestamp: int) -> None:
         await self._call(self._database.bind_topic, draft, list(event_ids), timestamp)
 
     # ------------------------------------------------------------ deletion
@@ -375,25 +377,11 @@ class EmbeddedStore:
             yield record
 
     async def import_records(self, records: Iterable[dict[str, Any]]) -> dict[str, int]:
-        return await self._call(dump.import_records, self._database, records)
+        db = self._database
+        await self._call(db.vectors_changing)
+        return await self._call(dump.import_records, db, records)
 
 
 def _check_label(label: str) -> None:
     if label not in ENTITY_LABELS:
         raise InvalidInput(f"unknown entity label {label!r}; use Person, Concept or Location")
-
-
-def _route(
-    route: RouteName,
-    view: EventView,
-    query: Vector,
-    filters: Filters,
-    exclude: frozenset[str],
-    restrict: frozenset[str] | None,
-    allowed: frozenset[str] | None,
-    limit: int,
-) -> list[Hit]:
-    mask = event_mask(view, filters, exclude, restrict, allowed)
-    if route == "summary":
-        return summary_hits(view, query, mask, limit)
-    return chunk_hits(view, query, mask, limit)

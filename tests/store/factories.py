@@ -24,6 +24,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from engine.store._embedded_ann import AnnSettings
 from engine.store.base import Store
 from engine.store.embedded import EmbeddedStore
 
@@ -61,4 +62,13 @@ def load_factory_modules() -> None:
 
 register_store_factory(
     "embedded", StoreFactory(make=lambda path, space: EmbeddedStore(path, space))
+)
+# The embedded store with its ANN indexes on from the first vector (min_vectors=0): the whole
+# contract suite then runs through index candidates + exact rescoring, which must give the exact
+# scan's answers on small data.
+register_store_factory(
+    "embedded-ann",
+    StoreFactory(
+        make=lambda path, space: EmbeddedStore(path, space, ann=AnnSettings(min_vectors=0))
+    ),
 )

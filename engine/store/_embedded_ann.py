@@ -1,0 +1,455 @@
+"""Approximate nearest-neighbour indexes over the embedded store's vector mirrors.
+
+One HNSW graph (``usearch``, int8 vectors, inner product on unit vectors) per mirror matrix:
+event summaries, chunks (every chunk under its event's key) and each entity label. The index
+only *proposes* candidates: a route over-fetches from it, keeps the candidates that pass the
+space's filters, rescores them exactly from the float32 mirror and cuts the page, so scores,
+order and ties are the exact scan's whenever the true top rows are among the candidates
+(bench/results/search_latency.md measures how often). docs/DECISIONS.md says why usearch.
+
+Derived data, never the only copy:
+    Keys are the nodes' SQLite ``seq`` numbers, stable across reloads. An index covers a prefix
+    ``[0, covered)`` of its mirror's rows; searches scan the rows beyond it exactly, so a row is
+    searchable the moment the mirror has it, indexed or not. Small catch-ups run inline after
+    each commit (on the database thread); large ones (the first build past the threshold, a
+    rebuild after re-vectorize or restore, a reopened memory whose index is behind) run on one
+    background thread and are swapped in when done.
+Persistence (``<database>.ann/``):
+    Saved after each background build and on close, each file written beside and renamed over,
+    the manifest last. It names the database's *vector epoch* (a token in the ``ann_state``
+    table, changed before every re-vectorize and restore), and forgetting records each deleted
+    node's seq in ``ann_forgotten`` in the same transaction. At open an index is used only if
+    its epoch is the database's; the keys of forgotten nodes are removed from it and every
+    mirror row it lacks is added, so a crash, a stale copy or a copy made mid-write can cost a
+    rebuild but never serves a vector the database does not hold.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import os
+import secrets
+import sqlite3
+import threading
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from engine.store._embedded_index import F32, I64, EntityView, EventView
+
+log = logging.getLogger(__name__)
+
+Kind = str  # "summary", "chunk", or an entity label
+KINDS: tuple[Kind, ...] = ("summary", "chunk", "Person", "Concept", "Location")
+CONNECTIVITY, EXPANSION_ADD = 16, 128
+INLINE_ROWS = 4096  # catch-ups up to this many rows run inline after a commit
+BATCH = 2048  # rows added per hold of the index lock (searches wait at most one batch)
+LOCK_WAIT_S = 0.25  # a search that cannot get the index this fast scans exactly instead
+
+DDL = """
+CREATE TABLE IF NOT EXISTS ann_state (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS ann_forgotten (seq INTEGER PRIMARY KEY);
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class AnnSettings:
+    """When the embedded store uses its ANN indexes (``MNEMOQL_EMBEDDED__*``).
+
+    Args:
+        mode: ``auto`` (indexes above ``min_vectors``) or ``exact`` (always scan exactly).
+        min_vectors: a matrix with fewer rows is scanned exactly and gets no index.
+        overfetch: candidates fetched per row of the page, before filters and rescoring.
+        persist: keep the indexes beside the database file between runs.
+    """
+
+    mode: Literal["auto", "exact"] = "auto"
+    min_vectors: int = 20_000
+    overfetch: int = 10
+    persist: bool = True
+
+
+# ---------------------------------------------------------------- database bookkeeping
+
+
+def ensure_tables(conn: sqlite3.Connection) -> str:
+    """Create the bookkeeping tables if missing; the database's vector epoch."""
+    conn.executescript(DDL)
+    row = conn.execute("SELECT value FROM ann_state WHERE key = 'epoch'").fetchone()
+    if row is not None:
+        return str(row[0])
+    epoch = secrets.token_hex(8)
+    conn.execute("INSERT INTO ann_state (key, value) VALUES ('epoch', ?)", (epoch,))
+    return epoch
+
+
+def new_epoch(conn: sqlite3.Connection) -> str:
+    """Mark every saved index stale (call *before* the vectors change: a crash between the
+    two costs a rebuild, never a stale index). Forgotten seqs no longer matter after it."""
+    epoch = secrets.token_hex(8)
+    conn.execute(
+        "INSERT INTO ann_state (key, value) VALUES ('epoch', ?) "
+        "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        (epoch,),
+    )
+    conn.execute("DELETE FROM ann_forgotten")
+    return epoch
+
+
+def record_forgotten(conn: sqlite3.Connection, seqs: list[int]) -> None:
+    """Inside the forget transaction: these keys must leave any saved index."""
+    conn.executemany("INSERT OR IGNORE INTO ann_forgotten (seq) VALUES (?)", [(s,) for s in seqs])
+
+
+def forgotten(conn: sqlite3.Connection) -> npt.NDArray[np.uint64]:
+    rows = conn.execute("SELECT seq FROM ann_forgotten").fetchall()
+    return np.asarray([r[0] for r in rows], dtype=np.uint64)
+
+
+# ---------------------------------------------------------------- one index
+
+
+def _new_index(dims: int, multi: bool) -> Any:
+    from usearch.index import Index
+
+    return Index(
+        ndim=dims,
+        metric="ip",
+        dtype="i8",
+        connectivity=CONNECTIVITY,
+        expansion_add=EXPANSION_ADD,
+        multi=multi,
+    )
+
+
+class Hnsw:
+    """One usearch index over a prefix of one mirror matrix, with the lock that serialises
+    its searches and edits. ``generation`` is the mirror generation its rows belong to."""
+
+    def __init__(self, kind: Kind, index: Any, generation: int, covered: int = 0) -> None:
+        self.kind = kind
+        self.index = index
+        self.generation = generation
+        self.covered = covered
+        self.lock = threading.Lock()
+
+    def search(self, query: F32, count: int) -> npt.NDArray[np.uint64] | None:
+        """Up to ``count`` keys, best first (several per event in the chunk index); None when
+        the index is busy being saved (the caller scans exactly)."""
+        if not self.lock.acquire(timeout=LOCK_WAIT_S):
+            return None
+        try:
+            self.index.expansion_search = max(64, count)
+            found = self.index.search(query, count, threads=1)
+            return np.asarray(found.keys, dtype=np.uint64)
+        finally:
+            self.lock.release()
+
+
+def matrix_rows(view: EventView | EntityView, kind: Kind) -> int:
+    """How many rows the kind's matrix has in this view."""
+    if kind == "chunk":
+        assert isinstance(view, EventView)
+        return view.nc
+    return view.n
+
+
+def _keys_and_vectors(
+    view: EventView | EntityView, kind: Kind, start: int, end: int
+) -> tuple[npt.NDArray[np.uint64], F32]:
+    """Keys and vectors of rows ``[start, end)`` worth indexing (with a vector, not dropped)."""
+    if kind == "chunk":
+        assert isinstance(view, EventView)
+        events = view.crow[start:end]
+        keep = view.live[events]
+        return view.seqs[events][keep].astype(np.uint64), view.cvecs[start:end][keep]
+    keep = view.has_vec[start:end].copy()
+    if isinstance(view, EventView):
+        keep &= view.live[start:end]
+    return view.seqs[start:end][keep].astype(np.uint64), view.vecs[start:end][keep]
+
+
+def _batch_end(view: EventView | EntityView, kind: Kind, start: int, end: int) -> int:
+    """The end of the next batch, never splitting one event's chunks."""
+    stop = min(end, start + BATCH)
+    if kind != "chunk" or stop >= end:
+        return stop
+    assert isinstance(view, EventView)
+    crow = view.crow
+    while stop < end and crow[stop] == crow[stop - 1]:
+        stop += 1
+    return stop
+
+
+def add_rows(h: Hnsw, view: EventView | EntityView, end: int) -> None:
+    """Index rows ``[h.covered, end)`` in batches, each under the lock (keys already present
+    are skipped, so a reloaded index can be caught up from the first row it lacks, and two
+    threads catching up the same index never add a row twice)."""
+    while True:
+        with h.lock:
+            start = h.covered
+            if start >= end:
+                return
+            stop = _batch_end(view, h.kind, start, end)
+            keys, vecs = _keys_and_vectors(view, h.kind, start, stop)
+            if keys.size:
+                fresh = ~np.asarray(h.index.contains(keys), dtype=np.bool_).reshape(-1)
+                if fresh.any():
+                    h.index.add(keys[fresh], vecs[fresh], threads=1)
+            h.covered = stop
+
+
+# ---------------------------------------------------------------- the set of indexes
+
+
+ViewsGetter = Callable[[], tuple[int, EventView, Mapping[Any, EntityView]]]
+
+
+class AnnIndexes:
+    """The ANN indexes of one database file, kept in step with its mirrors.
+
+    Edits come from the database thread (``synced``, ``dropped``, ``reset``); builds, catch-ups
+    and saves run on one background thread; searches come from any thread.
+    """
+
+    def __init__(self, settings: AnnSettings, file: Path, views: ViewsGetter) -> None:
+        self.settings = settings
+        self.dir = file.with_name(file.name + ".ann")
+        self._views = views
+        self.epoch = ""
+        self._indexes: dict[Kind, Hnsw] = {}
+        self._pending: set[Kind] = set()  # kinds with a background job queued or running
+        self._guard = threading.Lock()  # _indexes / _pending
+        self._worker: ThreadPoolExecutor | None = None
+        self._closed = False
+
+    @property
+    def enabled(self) -> bool:
+        return self.settings.mode == "auto"
+
+    def index(self, kind: Kind, generation: int) -> Hnsw | None:
+        """The kind's index if it belongs to this mirror generation."""
+        h = self._indexes.get(kind)
+        return h if h is not None and h.generation == generation else None
+
+    def _view_of(self, kind: Kind) -> tuple[int, EventView | EntityView]:
+        gen, events, entities = self._views()
+        return gen, (events if kind in ("summary", "chunk") else entities[kind])
+
+    def _submit(self, kind: Kind, job: Callable[[], None]) -> None:
+        with self._guard:
+            if self._closed or kind in self._pending:
+                return
+            self._pending.add(kind)
+            if self._worker is None:
+                self._worker = ThreadPoolExecutor(1, thread_name_prefix="mnemoql-ann")
+
+        def run() -> None:
+            try:
+                job()
+            except Exception:  # the exact scan keeps answering; log and try again later
+                log.exception("building the %s index failed", kind)
+            finally:
+                with self._guard:
+                    self._pending.discard(kind)
+
+        assert self._worker is not None
+        self._worker.submit(run)
+
+    # ---- database thread ----
+
+    def opened(self, conn: sqlite3.Connection) -> None:
+        """After the mirrors loaded: adopt the saved indexes that are still valid, and queue
+        whatever is missing or behind."""
+        self.epoch = ensure_tables(conn)
+        if not self.enabled:
+            return
+        saved = self._load_saved(forgotten(conn)) if self.settings.persist else {}
+        gen = self._views()[0]
+        for kind in KINDS:
+            h = saved.get(kind)
+            if h is not None:
+                h.generation = gen
+                self._indexes[kind] = h
+        self.synced()
+
+    def synced(self) -> None:
+        """After the mirrors grew: index the new rows (inline when few), build what crossed
+        the threshold."""
+        if not self.enabled:
+            return
+        for kind in KINDS:
+            gen, view = self._view_of(kind)
+            rows = matrix_rows(view, kind)
+            h = self.index(kind, gen)
+            if h is None:
+                if rows < self.settings.min_vectors or not view.dims:
+                    continue
+                if rows <= INLINE_ROWS and kind not in self._pending:
+                    h = Hnsw(kind, _new_index(view.dims, kind == "chunk"), gen)
+                    add_rows(h, view, rows)
+                    with self._guard:
+                        self._indexes[kind] = h
+                else:
+                    self._submit(kind, functools.partial(self._build, kind))
+            elif rows - h.covered <= INLINE_ROWS and kind not in self._pending:
+                add_rows(h, view, rows)
+            else:
+                self._submit(kind, functools.partial(self._catch_up, kind))
+
+    def dropped(self, kind: Kind, seqs: npt.NDArray[np.int64]) -> None:
+        """Rows forgotten: their keys leave the index (they are filtered out already)."""
+        h = self._indexes.get(kind)
+        if h is not None and seqs.size:
+            with h.lock:
+                h.index.remove(seqs.astype(np.uint64))
+
+    def reset(self, conn: sqlite3.Connection | None = None) -> None:
+        """The mirrors were rebuilt with new rows or vectors: drop every index (the exact scan
+        answers) and queue fresh builds; the saved files are stale."""
+        with self._guard:
+            self._indexes = {}
+        if conn is not None:
+            self.epoch = new_epoch(conn)
+        self.synced()
+
+    # ---- background thread ----
+
+    def _build(self, kind: Kind) -> None:
+        gen, view = self._view_of(kind)
+        h = Hnsw(kind, _new_index(view.dims, kind == "chunk"), gen)
+        add_rows(h, view, matrix_rows(view, kind))
+        self._install(h)
+
+    def _catch_up(self, kind: Kind) -> None:
+        gen, _ = self._view_of(kind)
+        h = self.index(kind, gen)
+        if h is not None and self._follow(h):
+            self._save(h)
+
+    def _install(self, h: Hnsw) -> None:
+        if self._follow(h):
+            with self._guard:
+                self._indexes[h.kind] = h
+            self._save(h)
+
+    def _follow(self, h: Hnsw) -> bool:
+        """Add rows until the index has every row of the current mirror; False when the
+        mirror was rebuilt meanwhile (the index is then useless) or the store closed."""
+        while True:
+            gen, view = self._view_of(h.kind)
+            if gen != h.generation or self._closed:
+                return False
+            rows = matrix_rows(view, h.kind)
+            if rows <= h.covered:
+                return True
+            add_rows(h, view, rows)
+
+    # ---- persistence ----
+
+    def _manifest(self) -> dict[str, Any]:
+        try:
+            data: dict[str, Any] = json.loads((self.dir / "manifest.json").read_text("utf-8"))
+            return data
+        except (OSError, ValueError):
+            return {}
+
+    def _save(self, h: Hnsw) -> None:
+        if not self.settings.persist or self._closed:
+            return
+        self.dir.mkdir(parents=True, exist_ok=True)
+        path, tmp = self.dir / f"{h.kind}.usearch", self.dir / f"{h.kind}.usearch.tmp"
+        with h.lock:
+            h.index.save(str(tmp))
+            count = len(h.index)
+        os.replace(tmp, path)
+        manifest = self._manifest()
+        if manifest.get("epoch") != self.epoch:
+            manifest = {"epoch": self.epoch, "indexes": {}}
+        manifest["indexes"][h.kind] = {"bytes": path.stat().st_size, "vectors": count}
+        body = json.dumps(manifest, sort_keys=True)
+        (self.dir / "manifest.json.tmp").write_text(body, "utf-8")
+        os.replace(self.dir / "manifest.json.tmp", self.dir / "manifest.json")
+
+    def _load_saved(self, gone: npt.NDArray[np.uint64]) -> dict[Kind, Hnsw]:
+        """Saved indexes of this epoch, forgotten keys removed, ``covered`` at the first mirror
+        row each lacks."""
+        from usearch.index import Index
+
+        manifest = self._manifest()
+        if manifest.get("epoch") != self.epoch:
+            return {}
+        out: dict[Kind, Hnsw] = {}
+        for kind, info in manifest.get("indexes", {}).items():
+            path = self.dir / f"{kind}.usearch"
+            if kind not in KINDS or not path.is_file() or path.stat().st_size != info.get("bytes"):
+                continue
+            try:
+                index = Index.restore(str(path))
+            except Exception as exc:  # a torn or foreign file: rebuild instead
+                log.warning("ignoring the saved %s index: %s", kind, exc)
+                continue
+            if index is None:
+                continue
+            if gone.size:
+                index.remove(gone)
+            gen, view = self._view_of(kind)
+            if index.ndim != view.dims:
+                continue
+            out[kind] = Hnsw(kind, index, gen, _first_missing(index, view, kind))
+        return out
+
+    def close(self) -> None:
+        """Stop background work and save every index that is ahead of its file."""
+        with self._guard:
+            worker, self._worker = self._worker, None
+        if worker is not None:
+            worker.shutdown(wait=True, cancel_futures=True)
+        for h in list(self._indexes.values()):
+            try:
+                info = self._manifest().get("indexes", {}).get(h.kind, {})
+                if self._manifest().get("epoch") != self.epoch or info.get("vectors") != len(
+                    h.index
+                ):
+                    self._save(h)
+            except OSError as exc:
+                log.warning("could not save the %s index: %s", h.kind, exc)
+        self._closed = True
+
+
+def _first_missing(index: Any, view: EventView | EntityView, kind: Kind) -> int:
+    """The first mirror row whose key the index lacks (the rows to catch up start there)."""
+    rows = matrix_rows(view, kind)
+    if rows == 0:
+        return 0
+    keys, _ = _keys_and_vectors(view, kind, 0, rows)
+    if keys.size == 0:
+        return rows
+    present = np.asarray(index.contains(keys), dtype=np.bool_).reshape(-1)
+    if present.all():
+        return rows
+    first_key = keys[int(np.argmin(present))]
+    if kind == "chunk":
+        assert isinstance(view, EventView)
+        event_row = int(np.searchsorted(view.seqs[: view.n], first_key))
+        return int(np.searchsorted(view.crow[: view.nc], event_row))
+    return int(np.searchsorted(view.seqs[: view.n], first_key))
+
+
+def rows_of_keys(seqs: I64, n: int, keys: npt.NDArray[np.uint64]) -> I64:
+    """Mirror rows of ANN keys, in the keys' order; keys of no row are dropped."""
+    if keys.size == 0 or n == 0:
+        return np.zeros(0, dtype=np.int64)
+    k = keys.astype(np.int64)
+    rows = np.searchsorted(seqs[:n], k)
+    ok = rows < n
+    ok[ok] &= seqs[rows[ok]] == k[ok]
+    out: I64 = rows[ok]
+    return out

@@ -1,0 +1,219 @@
+"""How the embedded store answers a vector route: exact scan, subset scan, or ANN + rescoring.
+
+* **Subset scan**: when ``restrict`` (expand), an entity filter or a date range leaves at most
+  ``SUBSET_MAX`` events, only those rows are scored (exact, and far cheaper than the matrix).
+* **ANN**: above ``AnnSettings.min_vectors`` rows, the route asks its HNSW index for
+  ``limit x overfetch`` candidates (plus the excluded ids), adds every row the index does not
+  cover yet, drops what fails the filters, rescores the rest exactly from the float32 mirror
+  and cuts the page by (cosine DESC, id ASC), as the exact scan orders it. A fetch that leaves
+  fewer than ``limit`` events is repeated once, four times larger, then the exact scan answers.
+* **Exact scan** (``_embedded_index``) everywhere else, and always with ``mode = "exact"``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from engine.models import Filters, Hit, RouteName
+from engine.store._embedded_ann import AnnIndexes, Hnsw, rows_of_keys
+from engine.store._embedded_index import (
+    F32,
+    I64,
+    EntityView,
+    EventView,
+    Mask,
+    chunk_hits,
+    date_key,
+    entity_top,
+    event_mask,
+    summary_hits,
+)
+
+SUBSET_MAX = 20_000
+RETRY_FACTOR = 4
+
+
+def route_hits(
+    route: RouteName,
+    view: EventView,
+    generation: int,
+    ann: AnnIndexes | None,
+    query: F32,
+    filters: Filters,
+    exclude: frozenset[str],
+    restrict: frozenset[str] | None,
+    allowed: frozenset[str] | None,
+    limit: int,
+) -> list[Hit]:
+    """The route's top ``limit`` events (see the module docstring for the strategy)."""
+    if view.n == 0 or query.shape[0] != view.dims:
+        return []
+    narrowed = restrict is not None or allowed is not None or filters.date_from or filters.date_to
+    mask: Mask | None = None
+    if narrowed:
+        mask = event_mask(view, filters, exclude, restrict, allowed)
+        rows = np.flatnonzero(mask)
+        if rows.size <= SUBSET_MAX:
+            return _subset(route, view, query, rows, limit)
+    h = ann.index(route, generation) if ann is not None and ann.enabled else None
+    if h is not None:
+        assert ann is not None
+        found = _by_index(route, view, h, query, filters, exclude, mask, limit, ann)
+        if found is not None:
+            return found
+    if mask is None:
+        mask = event_mask(view, filters, exclude, restrict, allowed)
+    return (summary_hits if route == "summary" else chunk_hits)(view, query, mask, limit)
+
+
+def _passing(
+    view: EventView, rows: I64, filters: Filters, exclude_rows: I64, mask: Mask | None
+) -> I64:
+    """The candidate rows that pass the filters (live, dates, not excluded)."""
+    if mask is not None:
+        return rows[mask[rows]]
+    ok = view.live[rows].copy()
+    if filters.date_from is not None:
+        ok &= view.dates[rows] >= date_key(filters.date_from)
+    if filters.date_to is not None:
+        ok &= view.dates[rows] <= date_key(filters.date_to)
+    if exclude_rows.size:
+        ok &= ~np.isin(rows, exclude_rows)
+    out: I64 = rows[ok]
+    return out
+
+
+def _by_index(
+    route: RouteName,
+    view: EventView,
+    h: Hnsw,
+    query: F32,
+    filters: Filters,
+    exclude: frozenset[str],
+    mask: Mask | None,
+    limit: int,
+    ann: AnnIndexes,
+) -> list[Hit] | None:
+    n = view.n
+    exclude_rows = view.rows(exclude) if exclude else np.zeros(0, np.int64)
+    covered = min(h.covered, view.nc if route == "chunk" else n)
+    if route == "chunk":  # the uncovered chunks' events, then the index's
+        tail = np.unique(view.crow[covered : view.nc])
+    else:
+        tail = np.arange(covered, n, dtype=np.int64)
+    fetch = limit * ann.settings.overfetch + len(exclude)
+    if route == "chunk":
+        fetch *= 2  # keys repeat: an event's chunks lie close together
+    for _attempt in range(2):
+        keys = h.search(query, fetch)
+        if keys is None:
+            return None
+        rows = np.unique(np.concatenate([rows_of_keys(view.seqs, n, keys), tail]))
+        if route == "summary":
+            rows = rows[view.has_vec[rows]]
+        cand = _passing(view, rows, filters, exclude_rows, mask)
+        if cand.size >= limit:
+            return _rescore(route, view, query, cand, limit)
+        if keys.size < fetch:  # the index gave all it has: too few pass, scan exactly
+            return None
+        fetch *= RETRY_FACTOR
+    return None
+
+
+def _subset(route: RouteName, view: EventView, query: F32, rows: I64, limit: int) -> list[Hit]:
+    """Exact scores of the given rows only (rows already filtered)."""
+    if route == "summary":
+        rows = rows[view.has_vec[rows]]
+    return _rescore(route, view, query, rows, limit) if rows.size else []
+
+
+def _rescore(route: RouteName, view: EventView, query: F32, rows: I64, limit: int) -> list[Hit]:
+    """Exact cosine of candidate event rows; the best ``limit`` by (score DESC, id ASC)."""
+    if route == "summary":
+        scores = view.vecs[rows] @ query
+        order = _order(scores, rows, view.ids)[:limit]
+        return [Hit(view.ids[int(rows[i])], float(scores[i])) for i in order]
+    return _chunk_rescore(view, query, rows, limit)
+
+
+def _order(scores: F32, rows: I64, ids: list[str]) -> list[int]:
+    return sorted(range(rows.size), key=lambda i: (-float(scores[i]), ids[int(rows[i])]))
+
+
+def _chunk_rescore(view: EventView, query: F32, rows: I64, limit: int) -> list[Hit]:
+    """Each candidate event scored by its best chunk over all its chunks (first on a tie)."""
+    ng, nc = view.ng, view.nc
+    g = np.searchsorted(view.gevent[:ng], rows)
+    has = g < ng
+    has[has] &= view.gevent[g[has]] == rows[has]
+    rows, g = rows[has], g[has]
+    if rows.size == 0:
+        return []
+    lo = view.gstart[g]
+    hi = np.where(g + 1 < ng, view.gstart[np.minimum(g + 1, ng - 1)], nc)
+    lens = hi - lo
+    offsets = np.concatenate([[0], np.cumsum(lens)[:-1]])
+    chunk_rows = np.repeat(lo - offsets, lens) + np.arange(int(lens.sum()))
+    cscores = view.cvecs[chunk_rows] @ query
+    best = np.maximum.reduceat(cscores, offsets)
+    hits: list[Hit] = []
+    for i in _order(best, rows, view.ids)[:limit]:
+        start = int(offsets[i])
+        c = int(chunk_rows[start + int(np.argmax(cscores[start : start + int(lens[i])]))])
+        hits.append(
+            Hit(
+                view.ids[int(rows[i])],
+                float(best[i]),
+                int(view.cidx[c]),
+                int(view.cstart[c]),
+                int(view.cend[c]),
+            )
+        )
+    return hits
+
+
+def entity_hits(
+    view: EntityView,
+    generation: int,
+    ann: AnnIndexes | None,
+    kind: str,
+    query: F32,
+    k: int,
+    min_cosine: float | None,
+) -> list[tuple[str, float]]:
+    """Top ``k`` entities by exact cosine (>= ``min_cosine``), candidates from the index when
+    the label has one; the exact scan when the index cannot vouch for the answer."""
+    n = view.n
+    if n == 0 or k <= 0 or query.shape[0] != view.dims:
+        return []
+    h = ann.index(kind, generation) if ann is not None and ann.enabled else None
+    if h is not None:
+        assert ann is not None
+        found = _entities_by_index(view, h, query, k, min_cosine, ann.settings.overfetch)
+        if found is not None:
+            return found
+    return entity_top(view, query, k, min_cosine)
+
+
+def _entities_by_index(
+    view: EntityView, h: Hnsw, query: F32, k: int, min_cosine: float | None, overfetch: int
+) -> list[tuple[str, float]] | None:
+    n = view.n
+    fetch = k * overfetch
+    keys = h.search(query, fetch)
+    if keys is None:
+        return None
+    rows = rows_of_keys(view.seqs, n, keys)
+    rows = np.unique(np.concatenate([rows, np.arange(min(h.covered, n), n, dtype=np.int64)]))
+    rows = rows[view.has_vec[rows]]
+    scores = view.vecs[rows] @ query
+    if min_cosine is not None:
+        keep = scores >= np.float32(min_cosine)
+        # every candidate passing: more may lie beyond the fetch, unless it was all there is
+        if keep.all() and keys.size >= fetch:
+            return None
+        rows, scores = rows[keep], scores[keep]
+    elif rows.size < k and keys.size >= fetch:
+        return None
+    order = _order(scores, rows, view.ids)[:k]
+    return [(view.ids[int(rows[i])], float(scores[i])) for i in order]

@@ -1,0 +1,236 @@
+"""The embedded store's ANN indexes: same answers as the exact scan, derived data that a crash,
+a stale copy, forget, re-vectorize or restore can never make serve a wrong vector."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engine.models import EMPTY_FILTERS, Filters, MemoryMeta, SavePlan, VectorSet
+from engine.store._embedded_ann import AnnSettings
+from engine.store.embedded import EmbeddedStore
+from tests.store._builders import chunks_for, concept, event, plan, rel
+
+D = 32
+META = MemoryMeta("test-embedder", D, "2026-03-01T09:00:00+08:00")
+ANN = AnnSettings(min_vectors=0)
+
+
+def unit(rng: np.random.Generator, n: int) -> np.ndarray:
+    v = rng.standard_normal((n, D)).astype(np.float32)
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def batch(rng: np.random.Generator, n: int, day: str = "2026-03-01") -> SavePlan:
+    """``n`` events with a summary vector and two chunk vectors, each MENTIONing a concept."""
+    vecs, cvecs = unit(rng, n), unit(rng, 2 * n)
+    events = []
+    for i in range(n):
+        ev = event(f"e{i}", vecs[i], content=f"event {i} " + "y" * 60)
+        ev.chunks = chunks_for(ev.content, [cvecs[2 * i], cvecs[2 * i + 1]])
+        events.append(ev)
+    entities = [concept(f"c{k}", f"{day} topic {k}", vector=unit(rng, 1)[0]) for k in range(3)]
+    rels = [rel("MENTIONS", f"e{i}", f"c{i % 3}") for i in range(n)]
+    p = plan(events, entities, rels, day=day, meta=META)
+    return p
+
+
+async def opened(path: Path, ann: AnnSettings = ANN) -> EmbeddedStore:
+    store = EmbeddedStore(path, ann=ann)
+    await store.open()
+    return store
+
+
+async def both(tmp: Path, plans: list[SavePlan]) -> tuple[EmbeddedStore, EmbeddedStore]:
+    exact = await opened(tmp / "exact", AnnSettings(mode="exact"))
+    ann = await opened(tmp / "ann")
+    for p in plans:
+        await exact.apply_save(p)
+        await ann.apply_save(p)
+    return exact, ann
+
+
+def index_of(store: EmbeddedStore, kind: str) -> object:
+    db = store._database
+    return db.ann.index(kind, db.generation)
+
+
+async def same_routes(
+    exact: EmbeddedStore, ann: EmbeddedStore, queries: np.ndarray, **kw: object
+) -> None:
+    for q in queries:
+        for route in ("summary", "chunk"):
+            args = (kw.get("filters", EMPTY_FILTERS), kw.get("exclude", frozenset()))
+            want = await exact.route(route, q, *args, 40, kw.get("restrict"))  # type: ignore[arg-type]
+            got = await ann.route(route, q, *args, 40, kw.get("restrict"))  # type: ignore[arg-type]
+            assert [(h.event_id, h.chunk_index) for h in got] == [
+                (h.event_id, h.chunk_index) for h in want
+            ]
+            assert [h.score for h in got] == pytest.approx([h.score for h in want], abs=1e-6)
+
+
+async def test_index_answers_exactly_like_the_scan_on_small_data(tmp_path: Path) -> None:
+    rng = np.random.default_rng(1)
+    exact, ann = await both(tmp_path, [batch(rng, 150), batch(rng, 150, day="2026-03-05")])
+    try:
+        assert index_of(ann, "summary") is not None and index_of(ann, "chunk") is not None
+        assert index_of(exact, "summary") is None
+        qs = unit(rng, 12)
+        await same_routes(exact, ann, qs)
+        await same_routes(exact, ann, qs, filters=Filters(date_from="2026-03-04"))
+        await same_routes(exact, ann, qs, exclude=frozenset(f"event_{i}" for i in range(1, 60)))
+        await same_routes(exact, ann, qs, restrict=frozenset(f"event_{i}" for i in range(30)))
+        for q in qs:
+            want = await exact.similar_entities("Concept", q, 3, -1.0)
+            got = await ann.similar_entities("Concept", q, 3, -1.0)
+            assert [(e.id, s) for e, s in got] == [(e.id, s) for e, s in want]
+    finally:
+        await exact.close()
+        await ann.close()
+
+
+async def test_the_index_is_used_and_saved_beside_the_database(tmp_path: Path) -> None:
+    rng = np.random.default_rng(2)
+    store = await opened(tmp_path / "m")
+    await store.apply_save(batch(rng, 200))
+    ann_dir = store.file.with_name(store.file.name + ".ann")
+    await store.close()
+    assert (ann_dir / "manifest.json").is_file() and (ann_dir / "summary.usearch").is_file()
+    again = await opened(tmp_path / "m")
+    try:
+        h = index_of(again, "summary")
+        assert h is not None and h.covered == 200  # type: ignore[attr-defined]
+        v = again._database.events.vecs[17]
+        hits = await again.route("summary", v, EMPTY_FILTERS, frozenset(), 1)
+        assert hits[0].event_id == "event_18" and hits[0].score == pytest.approx(1.0, abs=1e-5)
+    finally:
+        await again.close()
+    exact_only = await opened(tmp_path / "x", AnnSettings(mode="exact"))
+    await exact_only.apply_save(batch(rng, 10))
+    await exact_only.close()
+    assert not exact_only.file.with_name(exact_only.file.name + ".ann").exists()
+
+
+def copy_memory(src: EmbeddedStore, dst: Path) -> None:
+    """Copy a memory while it is open (database, WAL and the index directory)."""
+    dst.mkdir(parents=True)
+    for f in src.file.parent.iterdir():
+        target = dst / f.name
+        if f.is_dir():
+            shutil.copytree(f, target)
+        else:
+            shutil.copy2(f, target)
+
+
+async def test_a_copy_made_mid_write_catches_up_and_drops_forgotten_keys(
+    tmp_path: Path,
+) -> None:
+    rng = np.random.default_rng(3)
+    store = await opened(tmp_path / "a")
+    await store.apply_save(batch(rng, 200))
+    old_vec = unit(rng, 1)[0]
+    last = (await store.apply_save(plan([event("x", old_vec)], meta=META))).event_ids[0]
+    await store.close()  # index saved, holding `last` under the newest seq
+    store = await opened(tmp_path / "a")
+    last_seq = int(store._database.events.seqs[store._database.events.n - 1])
+    # forgetting the newest node frees MAX(seq) + 1: the next node takes the same key
+    await store.forget(last)
+    new_vec = unit(rng, 1)[0]
+    reborn = (await store.apply_save(plan([event("n", new_vec)], meta=META))).event_ids[0]
+    view = store._database.events
+    assert int(view.seqs[view.row_of[reborn]]) == last_seq
+    await store.apply_save(batch(rng, 100, day="2026-03-02"))  # indexed in memory only
+    await store.forget("event_5")
+    copy_memory(store, tmp_path / "copy")
+    copy = await opened(tmp_path / "copy")
+    try:
+        db = copy._database
+        h = index_of(copy, "summary")
+        assert h is not None and h.covered == db.events.n  # type: ignore[attr-defined]
+        assert not h.index.contains(5)  # type: ignore[attr-defined]  # event_5's seq
+        hits = await copy.route("summary", new_vec, EMPTY_FILTERS, frozenset(), 3)
+        assert hits[0].event_id == reborn and hits[0].score == pytest.approx(1.0, abs=1e-5)
+        hits = await copy.route("summary", old_vec, EMPTY_FILTERS, frozenset(), 40)
+        assert all(x.event_id not in ("event_5", last) for x in hits)
+        copy_memory(store, tmp_path / "copy2")  # the same copy, scanned exactly
+        exact = await opened(tmp_path / "copy2", AnnSettings(mode="exact"))
+        try:
+            await same_routes(exact, copy, unit(rng, 8))
+        finally:
+            await exact.close()
+    finally:
+        await copy.close()
+        await store.close()
+
+
+async def test_forget_never_returns_the_event_again(tmp_path: Path) -> None:
+    rng = np.random.default_rng(4)
+    exact, ann = await both(tmp_path, [batch(rng, 120)])
+    try:
+        target = exact._database.events.vecs[9]  # event_10
+        for s in (exact, ann):
+            await s.forget("event_10")
+        hits = await ann.route("chunk", target, EMPTY_FILTERS, frozenset(), 40)
+        assert "event_10" not in [h.event_id for h in hits]
+        await same_routes(exact, ann, np.stack([target, *unit(rng, 5)]))
+    finally:
+        await exact.close()
+        await ann.close()
+
+
+async def test_revectorize_and_a_stale_saved_index(tmp_path: Path) -> None:
+    rng = np.random.default_rng(5)
+    exact, ann = await both(tmp_path, [batch(rng, 150)])
+    stale = tmp_path / "stale"
+    await ann.close()
+    ann_dir = ann.file.with_name(ann.file.name + ".ann")
+    shutil.copytree(ann_dir, stale)  # the index of the old vectors
+    ann = await opened(tmp_path / "ann")
+    try:
+        view = exact._database.events
+        ids = view.ids[: view.n]
+        new = unit(rng, len(ids))
+        vectors = VectorSet(
+            events={i: new[k] for k, i in enumerate(ids)},
+            entities={},
+            chunks=[],
+            meta=META,
+        )
+        for s in (exact, ann):
+            await s.replace_vectors(vectors)
+        await same_routes(exact, ann, new[:6])
+        await ann.close()
+        shutil.rmtree(ann_dir)
+        shutil.copytree(stale, ann_dir)  # a crash left the old index in place
+        ann = await opened(tmp_path / "ann")
+        h = index_of(ann, "summary")
+        assert h is not None
+        for k in range(0, 150, 15):  # the index holds the new vectors, not the old ones
+            keys = h.search(new[k], 1)  # type: ignore[attr-defined]
+            assert keys is not None and int(keys[0]) == int(view.seqs[k])
+        await same_routes(exact, ann, new[6:12])
+    finally:
+        await exact.close()
+        await ann.close()
+
+
+async def test_a_restored_memory_gets_an_index(tmp_path: Path) -> None:
+    rng = np.random.default_rng(6)
+    src = await opened(tmp_path / "src")
+    await src.apply_save(batch(rng, 80))
+    records = [r async for r in src.export_records(vectors=True)]
+    dst = await opened(tmp_path / "dst")
+    try:
+        await dst.import_records(records)
+        h = index_of(dst, "summary")
+        assert h is not None and h.covered == 80  # type: ignore[attr-defined]
+        q = src._database.events.vecs[3]
+        want = await src.route("summary", q, EMPTY_FILTERS, frozenset(), 10)
+        got = await dst.route("summary", q, EMPTY_FILTERS, frozenset(), 10)
+        assert [x.event_id for x in got] == [x.event_id for x in want]
+    finally:
+        await src.close()
+        await dst.close()
