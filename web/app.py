@@ -57,10 +57,13 @@ def open_store(settings: Settings, space: str = DEFAULT_SPACE) -> Store:
         from web.neo4j_boot import neo4j_store
 
         return neo4j_store(settings, space=space)
+    from engine.store._embedded_ann import AnnSettings
     from engine.store.embedded import EmbeddedStore
 
+    e = settings.embedded
+    ann = AnnSettings(e.ann, e.ann_min_vectors, e.ann_overfetch, build_threads=e.ann_build_threads)
     # open() creates the directory; a failure there is a StoreUnavailable like any other
-    return EmbeddedStore(settings.data_dir / "memory.db", space=space)
+    return EmbeddedStore(settings.data_dir / "memory.db", space=space, ann=ann)
 
 
 class MemoryGraphQL(GraphQL[RequestContext, None]):

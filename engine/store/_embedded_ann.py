@@ -68,12 +68,14 @@ class AnnSettings:
         min_vectors: a matrix with fewer rows is scanned exactly and gets no index.
         overfetch: candidates fetched per row of the page, before filters and rescoring.
         persist: keep the indexes beside the database file between runs.
+        build_threads: threads of a background build (the inline catch-ups use one).
     """
 
     mode: Literal["auto", "exact"] = "auto"
     min_vectors: int = 20_000
     overfetch: int = 10
     persist: bool = True
+    build_threads: int = 1
 
 
 # ---------------------------------------------------------------- database bookkeeping
@@ -188,7 +190,7 @@ def _batch_end(view: EventView | EntityView, kind: Kind, start: int, end: int) -
     return stop
 
 
-def add_rows(h: Hnsw, view: EventView | EntityView, end: int) -> None:
+def add_rows(h: Hnsw, view: EventView | EntityView, end: int, threads: int = 1) -> None:
     """Index rows ``[h.covered, end)`` in batches, each under the lock (keys already present
     are skipped, so a reloaded index can be caught up from the first row it lacks, and two
     threads catching up the same index never add a row twice)."""
@@ -202,7 +204,7 @@ def add_rows(h: Hnsw, view: EventView | EntityView, end: int) -> None:
             if keys.size:
                 fresh = ~np.asarray(h.index.contains(keys), dtype=np.bool_).reshape(-1)
                 if fresh.any():
-                    h.index.add(keys[fresh], vecs[fresh], threads=1)
+                    h.index.add(keys[fresh], vecs[fresh], threads=threads)
             h.covered = stop
 
 
@@ -325,7 +327,7 @@ class AnnIndexes:
     def _build(self, kind: Kind) -> None:
         gen, view = self._view_of(kind)
         h = Hnsw(kind, _new_index(view.dims, kind == "chunk"), gen)
-        add_rows(h, view, matrix_rows(view, kind))
+        add_rows(h, view, matrix_rows(view, kind), self.settings.build_threads)
         self._install(h)
 
     def _catch_up(self, kind: Kind) -> None:
@@ -405,6 +407,15 @@ class AnnIndexes:
                 continue
             out[kind] = Hnsw(kind, index, gen, _first_missing(index, view, kind))
         return out
+
+    def flush(self) -> None:
+        """Wait until no background build or catch-up is queued (benchmarks, tests)."""
+        while True:
+            with self._guard:
+                worker, busy = self._worker, bool(self._pending)
+            if worker is None or not busy:
+                return
+            worker.submit(lambda: None).result()
 
     def close(self) -> None:
         """Stop background work and save every index that is ahead of its file."""

@@ -102,8 +102,6 @@ def _by_index(
     else:
         tail = np.arange(covered, n, dtype=np.int64)
     fetch = limit * ann.settings.overfetch + len(exclude)
-    if route == "chunk":
-        fetch *= 2  # keys repeat: an event's chunks lie close together
     for _attempt in range(2):
         keys = h.search(query, fetch)
         if keys is None:
@@ -130,14 +128,31 @@ def _subset(route: RouteName, view: EventView, query: F32, rows: I64, limit: int
 def _rescore(route: RouteName, view: EventView, query: F32, rows: I64, limit: int) -> list[Hit]:
     """Exact cosine of candidate event rows; the best ``limit`` by (score DESC, id ASC)."""
     if route == "summary":
-        scores = view.vecs[rows] @ query
-        order = _order(scores, rows, view.ids)[:limit]
+        scores = _dot(view.vecs, rows, query)
+        order = _order(scores, rows, view.ids, limit)
         return [Hit(view.ids[int(rows[i])], float(scores[i])) for i in order]
     return _chunk_rescore(view, query, rows, limit)
 
 
-def _order(scores: F32, rows: I64, ids: list[str]) -> list[int]:
-    return sorted(range(rows.size), key=lambda i: (-float(scores[i]), ids[int(rows[i])]))
+def _dot(matrix: F32, rows: I64, query: F32) -> F32:
+    """Cosines of a few gathered rows. einsum, not BLAS: on a busy machine a threaded BLAS
+    call on a fresh small matrix waited 10-50 ms for its threads (0.3 ms this way)."""
+    out: F32 = np.einsum("ij,j->i", matrix.take(rows, axis=0), query)
+    return out
+
+
+def _order(scores: F32, rows: I64, ids: list[str], limit: int) -> list[int]:
+    """Positions of the best ``limit`` scores by (score DESC, id ASC): a partition finds the
+    cut, every score tied with it stays, and only that short list is sorted by id."""
+    n = scores.shape[0]
+    k = min(limit, n)
+    if k <= 0:
+        return []
+    cand: list[int] | range = range(n)
+    if n > k:
+        cut = np.partition(scores, n - k)[n - k]
+        cand = np.flatnonzero(scores >= cut).tolist()
+    return sorted(cand, key=lambda i: (-float(scores[i]), ids[int(rows[i])]))[:k]
 
 
 def _chunk_rescore(view: EventView, query: F32, rows: I64, limit: int) -> list[Hit]:
@@ -154,10 +169,10 @@ def _chunk_rescore(view: EventView, query: F32, rows: I64, limit: int) -> list[H
     lens = hi - lo
     offsets = np.concatenate([[0], np.cumsum(lens)[:-1]])
     chunk_rows = np.repeat(lo - offsets, lens) + np.arange(int(lens.sum()))
-    cscores = view.cvecs[chunk_rows] @ query
+    cscores = _dot(view.cvecs, chunk_rows, query)
     best = np.maximum.reduceat(cscores, offsets)
     hits: list[Hit] = []
-    for i in _order(best, rows, view.ids)[:limit]:
+    for i in _order(best, rows, view.ids, limit):
         start = int(offsets[i])
         c = int(chunk_rows[start + int(np.argmax(cscores[start : start + int(lens[i])]))])
         hits.append(
@@ -206,7 +221,7 @@ def _entities_by_index(
     rows = rows_of_keys(view.seqs, n, keys)
     rows = np.unique(np.concatenate([rows, np.arange(min(h.covered, n), n, dtype=np.int64)]))
     rows = rows[view.has_vec[rows]]
-    scores = view.vecs[rows] @ query
+    scores = _dot(view.vecs, rows, query)
     if min_cosine is not None:
         keep = scores >= np.float32(min_cosine)
         # every candidate passing: more may lie beyond the fetch, unless it was all there is
@@ -215,5 +230,5 @@ def _entities_by_index(
         rows, scores = rows[keep], scores[keep]
     elif rows.size < k and keys.size >= fetch:
         return None
-    order = _order(scores, rows, view.ids)[:k]
+    order = _order(scores, rows, view.ids, k)
     return [(view.ids[int(rows[i])], float(scores[i])) for i in order]
