@@ -48,6 +48,8 @@ from engine.config import (
 )
 from engine.models import Vector
 from engine.providers.base import EmbedKind
+from engine.providers.querycache import DEFAULT_SIZE as QUERY_CACHE_SIZE
+from engine.providers.querycache import QueryVectors
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +62,6 @@ _LOCAL_BATCH = 32
 _LOCAL_CALL_CHARS = 600
 # Above this many texts the hashing embedder leaves the event loop for a worker thread.
 _HASHING_INLINE_MAX = 16
-
 
 
 def wordset(words: str) -> frozenset[str]:
@@ -154,7 +155,9 @@ class LocalEmbedder:
 
     provider: ClassVar[str] = "local"
 
-    def __init__(self, threads: int = DEFAULT_EMBEDDING_THREADS) -> None:
+    def __init__(
+        self, threads: int = DEFAULT_EMBEDDING_THREADS, query_cache: int = QUERY_CACHE_SIZE
+    ) -> None:
         self.threads = check_embedding_threads(threads)
         self.model = LOCAL_EMBEDDING_MODEL
         self.dimensions = LOCAL_DIMENSIONS
@@ -163,6 +166,7 @@ class LocalEmbedder:
         self._lock = threading.Lock()
         # no thread starts until the first call
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mnemoql-e5")
+        self.queries = QueryVectors(self._embed_queries, query_cache)
 
     def __repr__(self) -> str:
         return (
@@ -215,12 +219,22 @@ class LocalEmbedder:
         await self._run(["warm up"], True)
 
     async def embed(self, texts: Sequence[str], kind: EmbedKind = "passage") -> Vector:
-        """``query: `` / ``passage: `` prefixes follow ``kind``, as e5 expects."""
+        """``query: `` / ``passage: `` prefixes follow ``kind``, as e5 expects. Recent query
+        vectors come from a cache, and concurrent identical queries share one model call
+        (``querycache``)."""
         items = list(texts)
         if not items:
             return np.zeros((0, self.dimensions), dtype=np.float32)
+        if kind == "query":
+            return await self.queries.get(items, self.dimensions)
+        return await self._embed_all(items, False)
+
+    async def _embed_queries(self, items: list[str]) -> Vector:
+        return await self._embed_all(items, True)
+
+    async def _embed_all(self, items: list[str], is_query: bool) -> Vector:
         parts = [
-            await self._run(items[start:end], kind == "query")
+            await self._run(items[start:end], is_query)
             for start, end in local_calls(items, self.threads)
         ]
         return _normalise_rows(np.concatenate(parts, axis=0))
