@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -40,6 +41,7 @@ def test_import_saves_every_line_and_reports_progress(tmp_path: Path) -> None:
     first = _run("import", str(src), data_dir=data)
     assert first.returncode == 0, first.stderr
     assert "13/13 saved, 0 failed" in first.stderr
+    assert re.search(r"[0-9.]+ records/s, ETA 0:00:00$", first.stderr.strip()), first.stderr
     again = _run("import", str(src), data_dir=data)  # idempotency keys: no duplicates
     assert again.returncode == 1  # the caller id exists already: reported, not fatal for the rest
     assert "CONFLICT" in again.stderr and "12/13" not in again.stderr
@@ -80,3 +82,12 @@ def test_a_wrong_setting_is_refused_with_its_variable_not_a_traceback(tmp_path: 
         [sys.executable, "-m", "web.cli", "serve"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
     )
     assert out.returncode == 2 and "port (MNEMOQL_PORT)" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_eta_reads_hours_minutes_seconds() -> None:
+    from web.cli import eta
+
+    assert eta(0, 5.0) == "0:00:00"
+    assert eta(10, 0.0) == "?"
+    assert eta(3_700, 1.0) == "1:01:40"
+    assert eta(90, 2.0) == "0:00:45"

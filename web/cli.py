@@ -90,6 +90,16 @@ def _interrupt() -> None:
     signal.raise_signal(signal.SIGINT)
 
 
+def eta(remaining: int, rate: float) -> str:
+    """``h:mm:ss`` left at ``rate`` records per second (``?`` before the first record)."""
+    if remaining <= 0:
+        return "0:00:00"
+    if rate <= 0:
+        return "?"
+    seconds = int(remaining / rate + 0.5)
+    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
 class Progress:
     """A one-line progress bar on a terminal; plain periodic lines elsewhere."""
 
@@ -115,7 +125,7 @@ class Progress:
         rate = self.done / max(time.monotonic() - self.started, 1e-9)
         line = (
             f"[{bar:<{width}}] {self.done}/{self.total} {self.label}, "
-            f"{self.failed} failed, {rate:.1f}/s"
+            f"{self.failed} failed, {rate:.1f} records/s, ETA {eta(self.total - self.done, rate)}"
         )
         if self.out.isatty():
             self.out.write("\r" + line)
