@@ -201,7 +201,20 @@ async def gql(
     return data
 
 
-async def searcher(i: int, base: str, token: str, deadline: float, stats: Stats, seed: int) -> None:
+_FRESH = "today yesterday budget owner plan risk team week review Berlin Kyoto notes status "
+FRESH_WORDS = tuple((_FRESH + "decision deadline migration backup latency index release").split())
+
+
+def query_text(rng: random.Random, fresh: bool) -> str:
+    """One of the fixed questions; with ``fresh`` three random words make every text new, so
+    no query vector can come from the server's cache."""
+    q = rng.choice(QUERIES)
+    return f"{q} {' '.join(rng.sample(FRESH_WORDS, 3))}" if fresh else q
+
+
+async def searcher(
+    i: int, base: str, token: str, deadline: float, stats: Stats, seed: int, fresh: bool
+) -> None:
     rng = random.Random(seed * 1000 + i)
     headers = {"Authorization": f"Bearer {token}"}
     last: dict[str, Any] | None = None
@@ -223,7 +236,7 @@ async def searcher(i: int, base: str, token: str, deadline: float, stats: Stats,
             elif roll < 0.2:
                 await gql(c, stats, "events", EVENTS, {})
             else:
-                variables = {"q": rng.choice(QUERIES), "s": session, "r": n % 4 == 0}
+                variables = {"q": query_text(rng, fresh), "s": session, "r": n % 4 == 0}
                 data = await gql(c, stats, "search", SEARCH, variables)
                 last = data["search"] if data else None
 
@@ -377,6 +390,13 @@ def table(stats: Stats, seconds: float) -> str:
     return "\n".join(rows)
 
 
+def load_average() -> str:
+    try:
+        return " ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "unknown"
+
+
 def machine() -> str:
     cpu = "unknown CPU"
     try:
@@ -405,6 +425,7 @@ async def main_async(args: argparse.Namespace) -> int:
     env["MNEMOQL_EMBEDDING__PROVIDER"] = args.embedder
     stats = Stats()
     saved: list[Saved] = []
+    load_at_start = load_average()
     with tempfile.TemporaryDirectory(prefix="mnemoql-load-") as tmp:
         data, log = Path(tmp) / "data", Path(tmp) / "server.log"
         port = free_port()
@@ -425,7 +446,7 @@ async def main_async(args: argparse.Namespace) -> int:
             deadline = started + args.seconds
             await asyncio.gather(
                 *(
-                    searcher(i, base, read_token, deadline, stats, args.seed)
+                    searcher(i, base, read_token, deadline, stats, args.seed, args.fresh_queries)
                     for i in range(args.searchers)
                 ),
                 *(
@@ -453,7 +474,13 @@ async def main_async(args: argparse.Namespace) -> int:
             f"embedded store, `--embedder {args.embedder}`: {model}; access tokens on.",
             f"Clients: {args.searchers} searchers (read token) + {args.savers} savers "
             f"(write token), each its own httpx client, for {elapsed:.1f} s "
-            f"after {SEEDS} seed saves.",
+            f"after {SEEDS} seed saves; queries: "
+            + (
+                "every text new (a fixed question + 3 random words)"
+                if args.fresh_queries
+                else f"{len(QUERIES)} fixed questions"
+            )
+            + f". Load average at the start {load_at_start}, at the end {load_average()}.",
             "",
             table(stats, elapsed),
             "",
@@ -474,7 +501,7 @@ async def main_async(args: argparse.Namespace) -> int:
             "",
             "Latencies are measured by the clients (request sent to response parsed), so they "
             "include queueing: the server is one Python process whose event loop runs the query "
-            "embeddings, the saves' extraction and embedding and the GraphQL work for all 60 "
+            "embeddings, the saves' extraction and embedding and the GraphQL work for all the "
             "clients, and the clients share the machine's cores with it. A single search on an "
             "idle server is far faster (bench/results/search_latency.md); this run measures "
             "correctness and throughput under contention.",
@@ -502,6 +529,9 @@ def main(argv: list[str] | None = None) -> int:
         help="the server's embedder (auto: the local model where it can run)",
     )
     p.add_argument("--seed", type=int, default=7)
+    p.add_argument(
+        "--fresh-queries", action="store_true", help="make every search text new (no cache hits)"
+    )
     p.add_argument("--server-log", help="keep the server's output in this file")
     p.add_argument(
         "--out", default=str(RESULTS / "load.md"), help="the markdown report ('' for none)"

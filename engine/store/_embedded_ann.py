@@ -163,19 +163,27 @@ def matrix_rows(view: EventView | EntityView, kind: Kind) -> int:
     return view.n
 
 
+def _kept(
+    view: EventView | EntityView, kind: Kind, start: int, end: int
+) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.bool_]]:
+    """Keys of rows ``[start, end)`` and which of them are worth indexing (a vector, live)."""
+    if kind == "chunk":
+        assert isinstance(view, EventView)
+        events = view.crow[start:end]
+        return view.seqs[events].astype(np.uint64), view.live[events]
+    keep = view.has_vec[start:end].copy()
+    if isinstance(view, EventView):
+        keep &= view.live[start:end]
+    return view.seqs[start:end].astype(np.uint64), keep
+
+
 def _keys_and_vectors(
     view: EventView | EntityView, kind: Kind, start: int, end: int
 ) -> tuple[npt.NDArray[np.uint64], F32]:
     """Keys and vectors of rows ``[start, end)`` worth indexing (with a vector, not dropped)."""
-    if kind == "chunk":
-        assert isinstance(view, EventView)
-        events = view.crow[start:end]
-        keep = view.live[events]
-        return view.seqs[events][keep].astype(np.uint64), view.cvecs[start:end][keep]
-    keep = view.has_vec[start:end].copy()
-    if isinstance(view, EventView):
-        keep &= view.live[start:end]
-    return view.seqs[start:end][keep].astype(np.uint64), view.vecs[start:end][keep]
+    keys, keep = _kept(view, kind, start, end)
+    matrix = view.cvecs if kind == "chunk" else view.vecs  # type: ignore[union-attr]
+    return keys[keep], matrix[start:end][keep]
 
 
 def _batch_end(view: EventView | EntityView, kind: Kind, start: int, end: int) -> int:
@@ -440,7 +448,8 @@ def _first_missing(index: Any, view: EventView | EntityView, kind: Kind) -> int:
     rows = matrix_rows(view, kind)
     if rows == 0:
         return 0
-    keys, _ = _keys_and_vectors(view, kind, 0, rows)
+    keys, keep = _kept(view, kind, 0, rows)
+    keys = keys[keep]
     if keys.size == 0:
         return rows
     present = np.asarray(index.contains(keys), dtype=np.bool_).reshape(-1)

@@ -13,8 +13,6 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
-import numpy as np
-
 from engine.errors import InvalidInput
 from engine.models import (
     ENTITY_LABELS,
@@ -54,12 +52,10 @@ from engine.store._embedded_index import (
     append_events,
     build_entity_view,
     build_event_view,
-    capacity,
-    date_key,
     drop_entity_rows,
     drop_event_rows,
-    event_view_from_arrays,
 )
+from engine.store._embedded_load import load_entities, load_events
 from engine.store._embedded_query import (
     IN_SET,
     check_page,
@@ -75,7 +71,6 @@ from engine.store._embedded_schema import (
     EVENT_COLS,
     NODE_COLS,
     TOPIC_COLS,
-    blob_vec,
     connect,
     json_result,
     relation,
@@ -153,58 +148,12 @@ class Database:
     def _load_mirrors(self) -> None:
         """Rebuild every mirror from the database (open, re-vectorize, forget)."""
         dims = self._dims()
-        self.events = self._load_events(dims)
+        self.events = load_events(self.conn, dims)
         for label in ENTITY_LABELS:
-            self.entities[label] = self._load_entities(label, dims)
+            self.entities[label] = load_entities(self.conn, label, dims)
         self.generation += 1
         if self.generation > 1:  # a reload: rows renumbered, indexes rebuilt from them
             self.ann.reset()
-
-    def _load_events(self, dims: int) -> EventView:
-        conn, width = self.conn, 4 * dims
-        n = conn.execute("SELECT COUNT(*) FROM nodes WHERE label = 'Event'").fetchone()[0]
-        cap = capacity(n)
-        vecs = np.zeros((cap, dims), np.float32)
-        has_vec = np.zeros(cap, np.bool_)
-        dates = np.zeros(cap, np.int32)
-        seqs = np.zeros(cap, np.int64)
-        ids: list[str] = []
-        rows = conn.execute(
-            "SELECT id, create_date, embedding, seq FROM nodes WHERE label = 'Event' ORDER BY seq"
-        )
-        for i, (node_id, create_date, blob, seq) in enumerate(rows):
-            ids.append(node_id)
-            dates[i] = date_key(create_date)
-            seqs[i] = seq
-            if blob is not None and len(blob) == width:
-                vecs[i] = np.frombuffer(blob, np.float32)
-                has_vec[i] = True
-        row_of = {node_id: i for i, node_id in enumerate(ids)}
-        nc = conn.execute(
-            "SELECT COUNT(*) FROM chunks WHERE length(embedding) = ?", (width,)
-        ).fetchone()[0]
-        cvecs = np.zeros((capacity(nc), dims), np.float32)
-        chunk_rows = np.zeros(nc, np.int64)
-        chunk_cols = np.zeros((nc, 3), np.int64)
-        chunks = conn.execute(
-            "SELECT event_id, chunk_index, start_pos, end_pos, embedding FROM chunks "
-            "WHERE length(embedding) = ?",
-            (width,),
-        )
-        for j, (event_id, idx, start, end, blob) in enumerate(chunks):
-            chunk_rows[j] = row_of[event_id]
-            chunk_cols[j] = (idx, start, end)
-            cvecs[j] = np.frombuffer(blob, np.float32)
-        return event_view_from_arrays(
-            dims, ids, vecs, has_vec, dates, seqs, chunk_rows, chunk_cols, cvecs
-        )
-
-    def _load_entities(self, label: EntityLabel, dims: int) -> EntityView:
-        rows = self.conn.execute(
-            "SELECT id, embedding, seq FROM nodes WHERE label = ? ORDER BY seq", (label,)
-        ).fetchall()
-        seq_of = {i: q for i, _, q in rows}
-        return build_entity_view(dims, [(i, blob_vec(b)) for i, b, _ in rows], seq_of)
 
     # ------------------------------------------------------------ writes
 
