@@ -42,6 +42,7 @@ from resolvers import build_schema
 from resolvers.context import RequestContext
 from web.auth import BearerAuth, Grant, TokenTable, grant_of, token_from_params
 from web.guards import BodyLimit, MutationDeadline, within_deadline
+from web.mcp.mount import McpMount
 
 if TYPE_CHECKING:
     from engine.providers.factory import Providers
@@ -181,6 +182,7 @@ def create_app(
         ValueError: the tokens file is missing or invalid.
     """
     tokens = TokenTable.from_settings(settings.auth)
+    mcp = McpMount(settings, tokens)
 
     def store_for(space: str) -> Store:
         if store is not None and space == DEFAULT_SPACE:
@@ -202,6 +204,7 @@ def create_app(
                 providers = dataclasses.replace(providers, embedder=embedder)
             spaces = Spaces(settings, providers, store_for)
             stack.push_async_callback(spaces.close)
+            await stack.enter_async_context(mcp.serving(spaces))  # MCP sessions end first
             # the default space opens now, so a store that cannot open stops the start-up
             app.state.memory = await spaces.get(DEFAULT_SPACE)
             app.state.spaces = spaces
@@ -249,6 +252,7 @@ def create_app(
             Route("/explorer", explorer),
             Route("/graphql", graphql, methods=["GET", "POST"]),
             WebSocketRoute("/graphql", graphql),
+            Route("/mcp", mcp, methods=["GET", "POST", "DELETE"]),
             Mount("/static", StaticFiles(directory=STATIC, check_dir=False), name="static"),
         ]
     )
