@@ -123,14 +123,14 @@ def error_code(result: CallToolResult) -> str:
     return code
 
 
-def record(n: int, word: str = "dragon") -> dict[str, Any]:
-    """memory_save arguments of book_ch1_eNN: every record mentions the dragon (a shared
+def record(n: int, word: str = "dragon", book: str = "book") -> dict[str, Any]:
+    """memory_save arguments of <book>_ch1_eNN: every record mentions the ``word`` (a shared
     concept, for expand); their ids carry their position (for nearby)."""
     return {
         "content": f"Chapter one, record {n}: the {word} flew over the village number {n}. "
         + f"filler {n} " * 20,
-        "id": f"book_ch1_e{n:02d}",
-        "idempotency_key": f"book-{n}",
+        "id": f"{book}_ch1_e{n:02d}",
+        "idempotency_key": f"{book}-{n}",
         "extraction": {
             "events": [{"ref": "e", "summary": f"The {word} flies, record {n}", "concepts": ["c"]}],
             "concepts": [{"ref": "c", "name": word}],
