@@ -42,13 +42,15 @@ def mnemoql() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "web.cli"]
 
 
-def stdio_client(data_dir: Path, *flags: str, mode: str = "auto") -> Client:
+def stdio_client(
+    data_dir: Path, *flags: str, mode: str = "auto", env: dict[str, str] | None = None
+) -> Client:
     """The SDK client over a fresh ``mnemoql mcp`` subprocess on ``data_dir``."""
     command, *args = mnemoql()
     params = StdioServerParameters(
         command=command,
         args=[*args, "mcp", *flags],
-        env={"MNEMOQL_DATA_DIR": str(data_dir), **OFFLINE},
+        env={"MNEMOQL_DATA_DIR": str(data_dir), **OFFLINE, **(env or {})},
         cwd=str(ROOT),
     )
     return Client(params, mode=mode)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.fake_model_server import FakeModelServer
 from tests.web.mcp_support import (
     OFFLINE,
     ROOT,
@@ -157,3 +158,26 @@ def test_a_store_that_cannot_open_is_reported_on_stderr(tmp_path: Path) -> None:
     )
     assert done.returncode == 1 and done.stdout == ""
     assert "STORE_UNAVAILABLE" in done.stderr and "Traceback" not in done.stderr
+
+
+async def test_deadlines_and_model_failures_are_coded_and_write_nothing(tmp_path: Path) -> None:
+    with FakeModelServer(timeout_sleep_s=5.0) as fake:
+        model = {
+            "MNEMOQL_EXTRACTION__BASE_URL": fake.base_url,
+            "MNEMOQL_EXTRACTION__API_KEY": "sk-extract-SECRET",
+            "MNEMOQL_EXTRACTION__TIMEOUT_S": "30",
+            "MNEMOQL_EXTRACTION__RETRIES": "0",
+            "MNEMOQL_LIMITS__MUTATION_TIMEOUT_S": "1",
+        }
+        async with stdio_client(tmp_path, env=model) as client:
+            note = {"content": "Alice met Bob in Paris."}
+            fake.fail("chat", "timeout")
+            late = await client.call_tool("memory_save", note)
+            assert error_code(late) == "TIMEOUT" and "longer than 1 s" in text(late)
+            fake.fail("chat", "http_500")
+            broken = await client.call_tool("memory_save", note)
+            assert error_code(broken) == "UPSTREAM_FAILED"
+            assert "SECRET" not in text(broken)
+            assert await events(client) == 0  # neither call wrote anything
+            assert ok(await client.call_tool("memory_save", note))["event_ids"] == ["event_1"]
+            assert await events(client) == 1
