@@ -133,7 +133,7 @@ async def _import(settings: Settings, path: Path, concurrency: int) -> int:
     from engine.ingest import SaveInput, parse_extraction
     from engine.memory import Memory
     from engine.providers.factory import build_providers
-    from web.app import open_store
+    from web.service import open_store
 
     lines = [ln for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip()]
     items: list[SaveInput] = []
@@ -178,7 +178,7 @@ async def _revectorize(settings: Settings) -> int:
     from engine.errors import MnemoError
     from engine.memory import Memory
     from engine.providers.factory import build_providers
-    from web.app import open_store
+    from web.service import open_store
 
     store = open_store(settings)
     await store.open()
@@ -227,7 +227,7 @@ def _phase_bars() -> Callable[[str, int, int], None]:
 async def _export(settings: Settings, target: str, space: str, vectors: bool) -> int:
     from engine import dump
     from engine.errors import MnemoError
-    from web.app import open_store
+    from web.service import open_store
 
     out = None if target == "-" else Path(target)
     partial = None if out is None else out.with_name(out.name + ".partial")
@@ -273,7 +273,7 @@ async def _restore(settings: Settings, source: Path, space: str, revectorize: bo
     from engine.errors import MnemoError
     from engine.memory import Memory
     from engine.providers.factory import build_providers
-    from web.app import open_store
+    from web.service import open_store
 
     try:  # a first pass checks every line: a bad dump is refused before anything is written
         with source.open(encoding="utf-8") as f:

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import re
 
+from engine.models import Entity, Event, Neighbour, Relation
 from engine.retrieval.evidence import (
     ConceptRef,
     EvidenceItem,
@@ -14,7 +15,6 @@ from engine.retrieval.evidence import (
     continuations,
     shared_concepts,
 )
-from engine.models import Entity, Event, Neighbour, Relation
 from engine.retrieval.pipeline import TargetedHit, TargetedPage
 from engine.retrieval.render import render, render_empty, render_read, render_targeted
 

@@ -99,9 +99,11 @@ def serving(data_dir: Path, tokens: list[dict[str, Any]] | None = None) -> Itera
 async def http_client(url: str, token: str | None, mode: str = "auto") -> AsyncIterator[Client]:
     """The SDK client over ``url``/mcp with a bearer token."""
     headers = {"Authorization": f"Bearer {token}"} if token else {}
-    async with httpx2.AsyncClient(headers=headers, timeout=60) as http:
-        async with Client(streamable_http_client(url + "/mcp", http_client=http), mode=mode) as c:
-            yield c
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=60) as http,
+        Client(streamable_http_client(url + "/mcp", http_client=http), mode=mode) as client,
+    ):
+        yield client
 
 
 def text(result: CallToolResult) -> str:

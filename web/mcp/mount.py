@@ -1,9 +1,10 @@
-"""``/mcp`` in the running service, without slowing its start-up.
+"""``/mcp`` in the running service, at no cost to a service that is never asked for it.
 
-Importing the MCP SDK takes about 1.4 s, so the service does not wait for it: ``serving`` (entered
-in the app's lifespan) loads the MCP edge (``web.mcp.http``) in a worker thread and runs its
-streamable HTTP session manager in a background task until the app stops. A request that comes
-in before that is done waits for it; if loading failed, it is answered 503.
+Importing the MCP SDK takes about 1.4 s and, run beside the service's start-up, it slowed the
+first GraphQL search (docs/DECISIONS.md). So the first request to ``/mcp`` loads the MCP edge
+(``web.mcp.http``) in a worker thread and starts its streamable HTTP session manager in a
+background task, which runs until the app stops (``serving``, entered in the app's lifespan);
+requests wait for it meanwhile. If loading fails, they are answered 503.
 """
 
 from __future__ import annotations
@@ -28,29 +29,33 @@ log = logging.getLogger("mnemoql.mcp")
 
 
 class McpMount:
-    """The ASGI app routed at ``/mcp``; ``serving(spaces)`` starts and stops what it needs."""
+    """The ASGI app routed at ``/mcp``; ``serving(spaces)`` bounds the life of what it starts."""
 
     def __init__(self, settings: Settings, tokens: TokenTable) -> None:
         self.settings = settings
         self.tokens = tokens
-        self._edge: McpHttp | None = None
+        self._spaces: Spaces | None = None
+        self._stop: asyncio.Event | None = None
         self._settled: asyncio.Event | None = None  # set once the edge is up or has failed
+        self._task: asyncio.Task[None] | None = None
+        self._edge: McpHttp | None = None
 
     @contextlib.asynccontextmanager
     async def serving(self, spaces: Spaces) -> AsyncIterator[None]:
-        """Load the edge in the background; on exit, stop its sessions (before the spaces
-        close, so no tool call outlives its memory)."""
-        stop, settled = asyncio.Event(), asyncio.Event()
-        self._settled = settled
-        task = asyncio.create_task(self._run(spaces, stop, settled))
+        """Let ``/mcp`` start on demand; on exit, end its sessions (before the spaces close, so
+        no tool call outlives its memory)."""
+        self._spaces, self._stop, self._settled = spaces, asyncio.Event(), asyncio.Event()
         try:
             yield
         finally:
-            stop.set()
-            if not settled.is_set():
-                task.cancel()  # still importing: nothing to shut down
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            self._stop.set()
+            task, self._task = self._task, None
+            if task is not None:
+                if not self._settled.is_set():
+                    task.cancel()  # still importing: nothing to shut down
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+            self._spaces = None
 
     async def _run(self, spaces: Spaces, stop: asyncio.Event, settled: asyncio.Event) -> None:
         try:
@@ -71,8 +76,13 @@ class McpMount:
         return McpHttp(self.settings, self.tokens, spaces)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if self._settled is not None:
-            await self._settled.wait()
+        spaces, stop, settled = self._spaces, self._stop, self._settled
+        if spaces is None or stop is None or settled is None or stop.is_set():
+            await _unavailable(send)  # not serving (yet, or any more)
+            return
+        if self._task is None:
+            self._task = asyncio.create_task(self._run(spaces, stop, settled))
+        await settled.wait()
         if self._edge is None:
             await _unavailable(send)
             return

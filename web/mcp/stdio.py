@@ -33,7 +33,7 @@ log = logging.getLogger("mnemoql.mcp")
 async def serve(settings: Settings) -> int:
     """Serve until the client closes stdin (or SIGTERM); 1 when the store cannot be opened."""
     from engine.providers.factory import build_providers
-    from web.app import open_store, warm_up
+    from web.service import open_store, warm_up
 
     space = settings.mcp.space
     async with contextlib.AsyncExitStack() as stack:
