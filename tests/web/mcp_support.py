@@ -23,6 +23,16 @@ from mcp_types import CallToolResult
 
 ROOT = Path(__file__).resolve().parents[2]
 OFFLINE = {"MNEMOQL_EMBEDDING__PROVIDER": "hashing", "MNEMOQL_LIMITS__QUERY_TIMEOUT_S": "60"}
+INIT = {  # a raw initialize request (protocol 2025-11-25)
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"},
+    },
+}
 TOOLS = {
     "memory_save",
     "memory_search",

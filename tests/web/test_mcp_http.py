@@ -9,7 +9,17 @@ import httpx
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from tests.web.mcp_support import error_code, events, http_client, ok, record, serving, text, walk
+from tests.web.mcp_support import (
+    INIT,
+    error_code,
+    events,
+    http_client,
+    ok,
+    record,
+    serving,
+    text,
+    walk,
+)
 
 LEGACY, STATELESS = "legacy-token-0123456789", "stateless-token-0123456789"
 WRITER_A, READER_A, WRITER_B = "writer-a-0123456789", "reader-a-0123456789", "writer-b-0123456789"
@@ -20,16 +30,6 @@ TOKENS = [
     {"token": READER_A, "space": "a", "scopes": ["read"]},
     {"token": WRITER_B, "space": "b", "scopes": ["read", "write"]},
 ]
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "raw", "version": "0"},
-    },
-}
 ACCEPT = {"Accept": "application/json, text/event-stream"}
 
 

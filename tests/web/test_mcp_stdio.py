@@ -10,6 +10,7 @@ import pytest
 
 from tests.fake_model_server import FakeModelServer
 from tests.web.mcp_support import (
+    INIT,
     OFFLINE,
     ROOT,
     error_code,
@@ -95,18 +96,8 @@ async def test_topics_recall_and_activation_with_resources(tmp_path: Path) -> No
 
 def test_stdout_carries_only_the_protocol(tmp_path: Path) -> None:
     """A raw JSON-RPC exchange: every stdout line is a protocol message, logs go to stderr."""
-    init = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "raw", "version": "0"},
-        },
-    }
     calls = [
-        init,
+        INIT,
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
          "params": {"name": "memory_save", "arguments": record(1)}},

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 from collections.abc import AsyncIterator
 from importlib.metadata import version
 from typing import Any
@@ -32,6 +31,7 @@ from engine.config import Settings
 from engine.errors import Unauthorized
 from engine.spaces import Spaces
 from web.auth import OPEN_GRANT, Grant, TokenTable, bearer, grant_of, is_loopback
+from web.mcp.mount import send_error
 from web.mcp.server import Caller, build_server
 
 SESSION_HEADER = "mcp-session-id"
@@ -100,18 +100,4 @@ async def _unauthenticated(send: Send) -> None:
     message = (
         "UNAUTHENTICATED: missing or invalid bearer token: send 'Authorization: Bearer <token>'"
     )
-    body = json.dumps(
-        {"jsonrpc": "2.0", "id": None, "error": {"code": -32001, "message": message}}
-    ).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 401,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-                (b"www-authenticate", b'Bearer realm="mnemoql"'),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
+    await send_error(send, 401, -32001, message, [(b"www-authenticate", b'Bearer realm="mnemoql"')])

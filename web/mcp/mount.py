@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING
 
 from starlette.types import Receive, Scope, Send
@@ -90,9 +90,15 @@ class McpMount:
 
 
 async def _unavailable(send: Send) -> None:
-    body = json.dumps(
-        {"jsonrpc": "2.0", "id": None, "error": {"code": -32603, "message": "MCP is unavailable"}}
-    ).encode()
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-    await send({"type": "http.response.start", "status": 503, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
+    await send_error(send, 503, -32603, "MCP is unavailable")
+
+
+async def send_error(
+    send: Send, status: int, code: int, message: str, headers: Sequence[tuple[bytes, bytes]] = ()
+) -> None:
+    """An HTTP answer carrying a JSON-RPC error with no request id (the SDK's shape)."""
+    body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}})
+    data = body.encode()
+    head = [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": [*head, *headers]})
+    await send({"type": "http.response.body", "body": data})
