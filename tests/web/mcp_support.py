@@ -233,6 +233,11 @@ async def walk(client: Client, *, stateless: bool, records: int = 12) -> None:
     assert fresh and not set(fresh) & set(items + got + around)
     assert second["excluded_count"] == len(items + got + around)
 
+    reset = {"query": "dragon village", "reset_seen": True, **follow}
+    afresh = ok(await client.call_tool("memory_search", reset))
+    assert [i["event_id"] for i in afresh["items"]] == items and afresh["excluded_count"] == 0
+    assert afresh["session"] == session
+
     gone = ok(await client.call_tool("memory_forget", {"event_id": items[0]}))
     assert items[0] in gone["deleted_ids"]
     missing = await client.call_tool("memory_read", {"event_id": items[0]})
