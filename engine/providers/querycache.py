@@ -34,6 +34,7 @@ class QueryVectors:
         self._size = size
         self._lru: OrderedDict[str, Vector] = OrderedDict()
         self._flying: dict[str, asyncio.Future[Vector]] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
         self.hits = 0
         self.misses = 0
 
@@ -57,28 +58,34 @@ class QueryVectors:
                 waits.append((i, mine[text]))
                 self.misses += 1
         if mine:
-            await self._resolve(mine)
+            # its own task: a caller cancelled meanwhile (a request timeout) must not cancel
+            # the other callers waiting for the same texts
+            task = asyncio.ensure_future(self._resolve(mine))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
         for i, fut in waits:
             out[i] = await asyncio.shield(fut)
         return out
 
     async def _resolve(self, mine: dict[str, asyncio.Future[Vector]]) -> None:
+        """Embed the texts and settle their futures (never raises: the waiters do)."""
         texts = list(mine)
         try:
             matrix = await self._embed(texts)
         except BaseException as exc:
             for text, fut in mine.items():
                 self._flying.pop(text, None)
-                if isinstance(exc, asyncio.CancelledError):
-                    fut.cancel()
-                elif not fut.done():
+                if not fut.done():
                     fut.set_exception(exc)
-                    fut.exception()  # retrieved: the waiters re-raise it, no warning
-            raise
+                    fut.exception()  # retrieved here: the waiters re-raise it, no warning
+            if isinstance(exc, asyncio.CancelledError | KeyboardInterrupt | SystemExit):
+                raise
+            return
         for row, (text, fut) in enumerate(mine.items()):
             vec = np.array(matrix[row], dtype=np.float32)
             self._flying.pop(text, None)
-            fut.set_result(vec)
+            if not fut.done():
+                fut.set_result(vec)
             if self._size > 0:
                 self._lru[text] = vec
         while len(self._lru) > self._size:

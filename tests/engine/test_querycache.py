@@ -89,3 +89,21 @@ async def test_a_failure_reaches_every_waiter_and_is_not_cached() -> None:
     model.fail = False
     await cache.get(["q"], DIMS)
     assert model.calls == [["q"], ["q"]]
+
+
+async def test_a_cancelled_caller_does_not_fail_the_others_waiting_for_the_same_text() -> None:
+    model = CountingModel()
+    model.gate.clear()
+    cache = QueryVectors(model.embed, size=8)
+    first = asyncio.create_task(cache.get(["q"], DIMS))  # the caller that starts the call
+    await asyncio.sleep(0.01)
+    second = asyncio.create_task(cache.get(["q"], DIMS))
+    await asyncio.sleep(0.01)
+    first.cancel()  # e.g. its request timed out
+    with pytest.raises(asyncio.CancelledError):
+        await first
+    model.gate.set()
+    np.testing.assert_array_equal(await second, HashingEmbedder(DIMS).embed_sync(["q"]))
+    assert model.calls == [["q"]]
+    await cache.get(["q"], DIMS)  # and the vector was kept
+    assert model.calls == [["q"]]
