@@ -524,10 +524,13 @@ async def one_size(args: argparse.Namespace, size: int, rows: list[list[str]]) -
                 pick_queries(rng, store, args.queries + WARM_UP, vectors),
                 f"n{size}",
             )
+            db = store._database
+            indexed = [k for k in ("summary", "chunk") if db.ann.index(k, db.generation)]
             rows.append(
                 [
                     f"{size:,}",
                     f"{m['vectors']:,}",
+                    " + ".join(indexed) or "none (exact below the threshold)",
                     ms(m["floor"]),
                     ms(m["route_ann"]),
                     ms(m["route_exact"]),
@@ -584,6 +587,7 @@ async def main(args: argparse.Namespace) -> str:
         [
             "events",
             "vectors (summaries + chunks)",
+            "ANN indexes used",
             "numpy floor, summaries + chunks p50 / p95 ms",
             "store.route x2, ANN p50 / p95 ms",
             "store.route x2, exact p50 / p95 ms",
