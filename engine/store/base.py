@@ -184,9 +184,12 @@ class Store(Protocol):
         direction: Direction,
         limit_per_node: int,
         after: str | None = None,
+        before: str | None = None,
     ) -> dict[str, list[Neighbour]]:
         """Relationships of each node, ordered by (type, other id), at most ``limit_per_node``
-        each, starting after other id ``after`` (keyset)."""
+        each, starting after other id ``after`` (keyset). With ``before`` instead: the last
+        ``limit_per_node`` of those whose other id is below it, still in that order (a
+        backward page). Not both."""
 
     async def graph(
         self, max_nodes: int, max_relations: int, *, topics: bool = False

@@ -339,9 +339,16 @@ class EmbeddedStore:
         direction: Direction,
         limit_per_node: int,
         after: str | None = None,
+        before: str | None = None,
     ) -> dict[str, list[Neighbour]]:
         return await self._call(
-            self._database.neighbours, list(node_ids), rel_type, direction, limit_per_node, after
+            self._database.neighbours,
+            list(node_ids),
+            rel_type,
+            direction,
+            limit_per_node,
+            after,
+            before,
         )
 
     async def graph(
