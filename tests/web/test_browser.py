@@ -37,7 +37,7 @@ pytestmark = pytest.mark.browser
 TIMEOUT_MS = 15_000
 VIEWPORT: ViewportSize = {"width": 1440, "height": 900}
 LONG_EVENT = "retro_2025_06"
-GRAPH = "{ graph(includeTopics: true) { nodes { id label name } relationships { id type } } }"
+GRAPH = "{ graph(includeTopics: true) { nodes { id: nodeId label name } relationships { id: relationshipId type } } }"
 # A GraphQL mutation operation: `mutation {`, `mutation Name`, `mutation(` -- not the word in prose.
 MUTATION_OP = re.compile(r"\bmutation\s*[A-Za-z_({]")
 

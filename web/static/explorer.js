@@ -19,10 +19,15 @@
    * GraphQL documents: all read-only
    * ------------------------------------------------------------------ */
 
+  // Graph views name nodes by nodeId and relationships by relationshipId (no `id` field, so a
+  // normalising client cache never confuses them with Node records); aliased back to `id` here.
+  var NODE_FIELDS = 'id: nodeId label name properties';
+  var RELATIONSHIP_FIELDS = 'id: relationshipId type source target properties';
+
   var GRAPH_QUERY =
     'query ExplorerGraph { graph(maxNodes: 5000, maxRelationships: 30000, includeTopics: true) {' +
-    ' nodes { id label name properties }' +
-    ' relationships { id type source target properties }' +
+    ' nodes { ' + NODE_FIELDS + ' }' +
+    ' relationships { ' + RELATIONSHIP_FIELDS + ' }' +
     ' truncatedNodes truncatedRelationships } }';
 
   var SEARCH_QUERY =
@@ -43,8 +48,8 @@
 
   var NEIGHBOURHOOD_QUERY =
     'query ExplorerNeighbourhood($id: ID!) { neighbourhood(id: $id, first: 100) {' +
-    ' nodes { id label name properties }' +
-    ' relationships { id type source target properties } } }';
+    ' nodes { ' + NODE_FIELDS + ' }' +
+    ' relationships { ' + RELATIONSHIP_FIELDS + ' } } }';
 
   /* ------------------------------------------------------------------ *
    * Settings
