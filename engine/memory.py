@@ -350,8 +350,12 @@ class Memory:
         limit: int,
         after: str | None = None,
         before: str | None = None,
+        *,
+        backward: bool = False,
     ) -> dict[str, list[Neighbour]]:
-        return await self.store.neighbours(node_ids, rel_type, direction, limit, after, before)
+        return await self.store.neighbours(
+            node_ids, rel_type, direction, limit, after, before, backward=backward
+        )
 
     async def graph(
         self,

@@ -47,9 +47,10 @@ ADJACENCY: tuple[RelType, ...] = ("PARTICIPATED_IN", "OCCURRED_AT", "MENTIONS")
 
 # Positional ids from imports, e.g. event_ch33_e06 or book_ch3_e12 (SPEC §1.6 nearby).
 POSITIONAL_ID = re.compile(r"^(?P<prefix>.+)_ch(?P<ch>\d+)_e(?P<rec>\d+)$")
-# What a caller may choose as an event id: positional ids, or any other safe slug that does not
-# collide with the allocator's own event_N space.
-CALLER_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
+# What a caller may choose as an event id: positional ids, or any other safe slug. Never one
+# that names another node: the allocator's own label_N ids are refused where ids are checked
+# (``label_of``), and ``topic:`` (any case) names Topic nodes, so it may not start one.
+CALLER_ID = re.compile(r"^(?![Tt][Oo][Pp][Ii][Cc]:)[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
 
 
 def label_of(node_id: str) -> NodeLabel | None:

@@ -16,7 +16,8 @@ from engine.errors import Forbidden, MnemoError, Unauthorized
 from engine.memory import Memory
 from engine.models import Chunk, Direction, Neighbour, Node, RelType
 
-_NKey = tuple[str, RelType, Direction, int, str | None, str | None]  # ..., after, before
+_NGroup = tuple[RelType, Direction, int, str | None, str | None, bool]  # after, before, backward
+_NKey = tuple[str, RelType, Direction, int, str | None, str | None, bool]
 
 
 class RequestLoaders:
@@ -39,8 +40,11 @@ class RequestLoaders:
         limit: int,
         after: str | None,
         before: str | None = None,
+        backward: bool = False,
     ) -> list[Neighbour]:
-        return await self._rels.load((node_id, rel_type, direction, limit, after, before))
+        return await self._rels.load(
+            (node_id, rel_type, direction, limit, after, before, backward)
+        )
 
     async def chunks(self, event_id: str) -> list[Chunk]:
         return await self._chunks.load(event_id)
@@ -50,14 +54,15 @@ class RequestLoaders:
         return list(nodes)
 
     async def _load_neighbours(self, keys: Sequence[_NKey]) -> list[list[Neighbour]]:
-        groups: dict[tuple[RelType, Direction, int, str | None, str | None], list[str]] = (
-            defaultdict(list)
-        )
-        for node_id, rel, direction, limit, after, before in keys:
-            groups[(rel, direction, limit, after, before)].append(node_id)
+        groups: dict[_NGroup, list[str]] = defaultdict(list)
+        for node_id, rel, direction, limit, after, before, backward in keys:
+            groups[(rel, direction, limit, after, before, backward)].append(node_id)
         found: dict[_NKey, list[Neighbour]] = {}
         for group, ids in groups.items():
-            rows = await self.memory.neighbours(ids, *group)
+            rel, direction, limit, after, before, backward = group
+            rows = await self.memory.neighbours(
+                ids, rel, direction, limit, after, before, backward=backward
+            )
             for node_id in ids:
                 found[(node_id, *group)] = rows.get(node_id, [])
         return [found[k] for k in keys]

@@ -24,6 +24,7 @@ class Loaders(Protocol):
         limit: int,
         after: str | None,
         before: str | None = None,
+        backward: bool = False,
     ) -> list[Neighbour]: ...
 
     async def chunks(self, event_id: str) -> list[Chunk]: ...

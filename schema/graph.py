@@ -90,7 +90,9 @@ async def _relation_page(
         raise CursorInvalid("the cursor does not hold a position", argument="after")
     after, before = (None, at) if w.backward else (at, None)
     loaders = info.context.loaders
-    rows = await loaders.neighbours(node_id, rel_type, direction, w.size + 1, after, before)
+    rows = await loaders.neighbours(
+        node_id, rel_type, direction, w.size + 1, after, before, w.backward
+    )
     more = len(rows) > w.size
     # backward, the store gives the rows nearest `before` last: the extra one is the first
     rows = rows[len(rows) - w.size :] if w.backward else rows[: w.size]

@@ -396,6 +396,7 @@ class Database:
         limit_per_node: int,
         after: str | None,
         before: str | None = None,
+        backward: bool = False,
     ) -> dict[str, list[Neighbour]]:
         if rel_type is not None and rel_type not in REL_TYPES:
             raise InvalidInput(f"unknown relationship type {rel_type!r}")
@@ -415,10 +416,12 @@ class Database:
             parts.append(branch.format(other="source", dir="in", end="target"))
         if after is not None and before is not None:
             raise InvalidInput("neighbours pages forward (after) or backward (before), not both")
-        # backward: the rows just before `before`, walked in reverse and turned round below
+        backward = backward or before is not None
+        # backward: the rows just before `before` (or the end), walked in reverse and turned
+        # round below
         order, cmp, bound = (
             ("type DESC, other DESC, dir DESC, event_key DESC", "<", before)
-            if before is not None
+            if backward
             else ("type, other, dir, event_key", ">", after)
         )
         sql = (
@@ -433,7 +436,7 @@ class Database:
             sql, (json_set(unique), rel_type, bound, limit_per_node)
         ):
             out[node].append(Neighbour(node, relation(kind, src, dst, props), other, way))
-        if before is not None:
+        if backward:
             for rows in out.values():
                 rows.reverse()
         return out

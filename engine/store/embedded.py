@@ -340,6 +340,8 @@ class EmbeddedStore:
         limit_per_node: int,
         after: str | None = None,
         before: str | None = None,
+        *,
+        backward: bool = False,
     ) -> dict[str, list[Neighbour]]:
         return await self._call(
             self._database.neighbours,
@@ -349,6 +351,7 @@ class EmbeddedStore:
             limit_per_node,
             after,
             before,
+            backward,
         )
 
     async def graph(

@@ -400,9 +400,12 @@ async def test_neighbours_backward_before_per_node(store: Store) -> None:
     one = (await store.neighbours([e1], "PARTICIPATED_IN", "in", 1, before=r["b"]))[e1]
     assert [(n.other_id, n.rel.source, n.direction) for n in one] == [(r["a"], r["a"], "in")]
     assert (await store.neighbours([e1], "PARTICIPATED_IN", "in", 5, before=r["a"]))[e1] == []
-    # from past the end: the last ones
-    tail = (await store.neighbours([e1], "MENTIONS", "out", 1, before="~"))[e1]
+    # from the end: the last ones
+    tail = (await store.neighbours([e1], "MENTIONS", "out", 1, backward=True))[e1]
     assert [n.other_id for n in tail] == [r["h"]]
+    last2 = await store.neighbours([e1, alice], "PARTICIPATED_IN", "both", 2, backward=True)
+    assert [n.other_id for n in last2[e1]] == [r["b"], r["c"]]
+    assert [n.other_id for n in last2[alice]] == [r["e1"], r["e2"]]
 
 
 # ---------------------------------------------------------------- graph snapshot

@@ -560,9 +560,10 @@ RETURN id, rows
 
 
 NEIGHBOURS: Final = _neighbours("($after IS NULL OR o.id > $after)", "id, type, other, dir, ek")
-# a backward page: the rows just below $before, nearest first (the store turns them round)
+# a backward page: the rows just below $before (or the end), nearest first (the store turns
+# them round)
 NEIGHBOURS_BACKWARD: Final = _neighbours(
-    "o.id < $before", "id, type DESC, other DESC, dir DESC, ek DESC"
+    "($before IS NULL OR o.id < $before)", "id, type DESC, other DESC, dir DESC, ek DESC"
 )
 GRAPH_NODES: Final = f"""
 CALL () {{

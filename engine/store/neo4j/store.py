@@ -544,8 +544,11 @@ class Neo4jStore:
         limit_per_node: int,
         after: str | None = None,
         before: str | None = None,
+        *,
+        backward: bool = False,
     ) -> dict[str, list[Neighbour]]:
         kind = None if rel_type is None else q.rel_type(rel_type)
+        backward = backward or before is not None
         if after is not None and before is not None:
             raise InvalidInput("neighbours pages forward (after) or backward (before), not both")
         if direction not in ("out", "in", "both"):
@@ -557,7 +560,7 @@ class Neo4jStore:
         if not unique or limit_per_node == 0:
             return out
         rows = await self._run(
-            q.NEIGHBOURS if before is None else q.NEIGHBOURS_BACKWARD,
+            q.NEIGHBOURS_BACKWARD if backward else q.NEIGHBOURS,
             {
                 "ids": unique, "type": kind, "after": after, "before": before,
                 "limit": int(limit_per_node), "out": direction != "in", "in": direction != "out",
@@ -568,8 +571,8 @@ class Neo4jStore:
             for e in r["rows"]:
                 rel = rec.relation(e["type"], e["source"], e["target"], e["props"] or {})
                 out[node_id].append(Neighbour(node_id, rel, e["other"], e["dir"]))
-            if before is not None:
-                out[node_id].reverse()  # walked backward from `before`
+            if backward:
+                out[node_id].reverse()  # walked backward from `before` (or the end)
         return out
 
     async def graph(
