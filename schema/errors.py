@@ -10,6 +10,8 @@ Codes, by where an error comes from:
 - ``BAD_USER_INPUT``: a variable or argument value that does not fit its type (``$n: Int!``
   given ``"abc"``, missing or null; an unknown input field inside a variable).
 - ``BAD_REQUEST``: an ``operationName`` the document does not define.
+- ``OPERATION_NOT_SUPPORTED``: an operation type the transport does not carry (a query over
+  the legacy ``graphql-ws`` websocket protocol, which carries subscriptions only).
 - ``INTERNAL_SERVER_ERROR``: anything else. Logged once with its traceback; the client sees
   only ``Internal server error``.
 
@@ -25,7 +27,7 @@ from typing import Any
 from graphql import GraphQLError, GraphQLSyntaxError, OperationDefinitionNode
 from strawberry import Schema
 from strawberry.extensions import MaskErrors, SchemaExtension
-from strawberry.schema.exceptions import CannotGetOperationTypeError
+from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOperationTypeError
 from strawberry.types import ExecutionContext
 
 from engine.errors import MnemoError
@@ -37,6 +39,7 @@ PARSE_FAILED = "GRAPHQL_PARSE_FAILED"
 VALIDATION_FAILED = "GRAPHQL_VALIDATION_FAILED"
 BAD_USER_INPUT = "BAD_USER_INPUT"
 BAD_REQUEST = "BAD_REQUEST"
+NOT_SUPPORTED = "OPERATION_NOT_SUPPORTED"
 
 
 def request_error(message: str, code: str, **details: Any) -> GraphQLError:
@@ -65,6 +68,8 @@ def code_of(error: GraphQLError) -> str:
         return PARSE_FAILED
     if isinstance(original, CannotGetOperationTypeError):
         return BAD_REQUEST
+    if isinstance(original, InvalidOperationTypeError):
+        return NOT_SUPPORTED
     given = (error.extensions or {}).get("code")
     if original is None:
         if isinstance(given, str):
@@ -100,7 +105,15 @@ class CodedErrors(MaskErrors):
                 path=error.path,
                 extensions={"code": INTERNAL},
             )
-        return _with(error, error.message, {**(error.extensions or {}), "code": code})
+        message = error.message
+        if code == NOT_SUPPORTED:
+            # the only transport that refuses an operation type after parsing it (HTTP answers
+            # before: web.graphql_http)
+            message += (
+                " over this websocket protocol: the legacy graphql-ws carries subscriptions "
+                "only; send queries and mutations over HTTP or graphql-transport-ws"
+            )
+        return _with(error, message, {**(error.extensions or {}), "code": code})
 
 
 class MemorySchema(Schema):
