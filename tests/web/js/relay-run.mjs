@@ -5,7 +5,8 @@
 // Usage: node relay-run.mjs <graphql url> <token or ""> <plan.json>
 // plan.json: [{artifact, key, parent, filters, variables, direction}], where artifact is the
 // path of a generated refetch query, key its @connection key, parent the record the
-// connection hangs on ("client:root" for Query), direction "forward" or "backward".
+// connection hangs on ("client:root" for Query), direction "forward", "backward" or "once"
+// (a plain query, run once).
 // Prints one JSON object: {warnings: [...], connections: [{key, pages, edges, pageInfo}]}.
 import { createRequire } from 'node:module';
 import { readFileSync } from 'node:fs';
@@ -83,6 +84,12 @@ for (const step of plan) {
   const query = require(step.artifact);
   const variables = { ...step.variables };
   let pages = 0;
+  if (step.direction === 'once') {
+    // a plain query: run it once; what matters is what the store says while normalising it
+    await fetchQuery(environment, query, variables).toPromise();
+    connections.push({ key: step.key, pages: 1, edges: [], pageInfo: null });
+    continue;
+  }
   // like usePaginationFragment: the first page, then loadNext / loadPrevious until the end
   for (let i = 0; i < 10; i += 1) {
     await fetchQuery(environment, query, variables).toPromise();
