@@ -32,6 +32,7 @@ from strawberry.asgi import GraphQL
 from strawberry.exceptions import ConnectionRejectionError, MissingQueryError
 from strawberry.http import GraphQLHTTPResponse, GraphQLRequestData
 from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOperationTypeError
+from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
 from strawberry.types import ExecutionResult
 from strawberry.types.graphql import OperationType
 from strawberry.types.unset import UNSET, UnsetType
@@ -97,6 +98,13 @@ class MemoryGraphQL(GraphQL[RequestContext, None]):
             context.failure = exc
             return
         context.bind(memory, grant.space, grant.scopes)
+
+    async def pick_websocket_subprotocol(self, request: WebSocket) -> str | None:
+        # graphql-transport-ws when the client offers it at all: the legacy graphql-ws carries
+        # subscriptions only, and clients such as gql offer it first
+        if GRAPHQL_TRANSPORT_WS_PROTOCOL in request.scope.get("subprotocols", []):
+            return GRAPHQL_TRANSPORT_WS_PROTOCOL
+        return await super().pick_websocket_subprotocol(request)
 
     async def on_ws_connect(self, context: RequestContext) -> UnsetType | dict[str, object] | None:
         if context.scopes or context.failure is not None:

@@ -334,3 +334,12 @@ def test_relay_compiles_and_pages_every_connection_both_ways(
         # one edge per page, merged by Relay's ConnectionHandler into the whole list, in order
         assert conn["edges"] == truth, (step["key"], conn)
         assert conn["pages"] == len(truth), (step["key"], conn)
+
+
+async def test_a_client_offering_both_protocols_gets_graphql_transport_ws(server: Served) -> None:
+    """gql offers the legacy protocol first; the server picks the one that also runs queries."""
+    both = WebsocketsTransport(url=server.ws, init_payload={"Authorization": f"Bearer {ALICE_READ}"})
+    async with Client(transport=both) as session:
+        assert both.subprotocol == WebsocketsTransport.GRAPHQLWS_SUBPROTOCOL
+        data = await session.execute(gql("{ memoryIndex { counts { events } } }"))
+    assert data["memoryIndex"]["counts"]["events"] >= 0
