@@ -167,3 +167,25 @@ async def test_a_caller_id_cannot_name_a_topic(api: Api, bad: str) -> None:
     assert ok["save"]["eventIds"] == ["berlin:1"]
     node = await api.gql('{ node(id: "topic:Berlin") { __typename id } }')
     assert node["node"] == {"__typename": "Topic", "id": "topic:Berlin"}
+
+
+async def test_topic_bindings_page_both_ways(api: Api) -> None:
+    for i in range(4):
+        await api.gql(
+            SAVE, input={"content": f"api note {i}", "id": f"note_{i}", "topicPath": "work->api"}
+        )
+    q = 'query($f: Int, $a: String, $l: Int, $b: String) { topic(path: "work->api") { bindings(first: $f, after: $a, last: $l, before: $b) { totalCount edges { cursor node { id } } INFO } } }'.replace(
+        "INFO", INFO
+    )
+    page = (await api.gql(q, f=3))["topic"]["bindings"]
+    assert [e["node"]["id"] for e in page["edges"]] == ["note_0", "note_1", "note_2"]
+    assert page["pageInfo"]["hasNextPage"] and not page["pageInfo"]["hasPreviousPage"]
+    tail = (await api.gql(q, l=2))["topic"]["bindings"]
+    assert [e["node"]["id"] for e in tail["edges"]] == ["note_2", "note_3"]
+    assert tail["pageInfo"]["hasPreviousPage"] and not tail["pageInfo"]["hasNextPage"]
+    back = (await api.gql(q, l=5, b=tail["pageInfo"]["startCursor"]))["topic"]["bindings"]
+    assert [e["node"]["id"] for e in back["edges"]] == ["note_0", "note_1"]
+    assert back["pageInfo"]["hasNextPage"] and not back["pageInfo"]["hasPreviousPage"]
+    events = (await api.gql("{ events(first: 1) { edges { cursor } } }"))["events"]
+    err = await api.error(q, a=events["edges"][0]["cursor"])  # a cursor of another list
+    assert err["extensions"]["code"] == "CURSOR_INVALID"
