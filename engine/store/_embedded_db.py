@@ -147,7 +147,7 @@ class Database:
         return int(row[0]) if row else 0
 
     def _load_mirrors(self) -> None:
-        """Rebuild every mirror from the database (open, re-vectorize, forget)."""
+        """Rebuild every mirror from the database (open, re-vectorize, restore, a new width)."""
         dims = self._dims()
         self.events = load_events(self.conn, dims)
         for label in ENTITY_LABELS:
