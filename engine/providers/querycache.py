@@ -34,7 +34,6 @@ class QueryVectors:
         self._size = size
         self._lru: OrderedDict[str, Vector] = OrderedDict()
         self._flying: dict[str, asyncio.Future[Vector]] = {}
-        self._tasks: set[asyncio.Task[None]] = set()
         self.hits = 0
         self.misses = 0
 
@@ -42,7 +41,7 @@ class QueryVectors:
         """A ``(len(texts), dims)`` matrix; only texts neither cached nor in flight reach the
         model, in one call."""
         out = np.zeros((len(texts), dims), dtype=np.float32)
-        waits: list[tuple[int, asyncio.Future[Vector]]] = []
+        waits: list[tuple[int, str, asyncio.Future[Vector]]] = []
         mine: dict[str, asyncio.Future[Vector]] = {}
         loop = asyncio.get_running_loop()
         for i, text in enumerate(texts):
@@ -51,36 +50,41 @@ class QueryVectors:
                 out[i] = vec
                 self.hits += 1
             elif (fut := self._flying.get(text) or mine.get(text)) is not None:
-                waits.append((i, fut))
+                waits.append((i, text, fut))
                 self.hits += 1
             else:
                 mine[text] = self._flying[text] = loop.create_future()
-                waits.append((i, mine[text]))
+                waits.append((i, text, mine[text]))
                 self.misses += 1
         if mine:
-            # its own task: a caller cancelled meanwhile (a request timeout) must not cancel
-            # the other callers waiting for the same texts
-            task = asyncio.ensure_future(self._resolve(mine))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
-        for i, fut in waits:
-            out[i] = await asyncio.shield(fut)
+            # in the caller's task, so a caller cancelled by its request timeout also drops
+            # its queued model call (the embedder's queue never fills with abandoned work)
+            await self._resolve(mine)
+        for i, text, fut in waits:
+            try:
+                out[i] = await asyncio.shield(fut)
+            except asyncio.CancelledError:
+                task = asyncio.current_task()
+                if not fut.cancelled() or (task is not None and task.cancelling()):
+                    raise  # this caller was cancelled
+                # the caller that was embedding this text was cancelled: embed it here
+                out[i] = (await self._embed([text]))[0]
         return out
 
     async def _resolve(self, mine: dict[str, asyncio.Future[Vector]]) -> None:
-        """Embed the texts and settle their futures (never raises: the waiters do)."""
+        """Embed the texts and settle their futures; a failure reaches every waiter."""
         texts = list(mine)
         try:
             matrix = await self._embed(texts)
         except BaseException as exc:
             for text, fut in mine.items():
                 self._flying.pop(text, None)
-                if not fut.done():
+                if isinstance(exc, asyncio.CancelledError):
+                    fut.cancel()
+                elif not fut.done():
                     fut.set_exception(exc)
                     fut.exception()  # retrieved here: the waiters re-raise it, no warning
-            if isinstance(exc, asyncio.CancelledError | KeyboardInterrupt | SystemExit):
-                raise
-            return
+            raise
         for row, (text, fut) in enumerate(mine.items()):
             vec = np.array(matrix[row], dtype=np.float32)
             self._flying.pop(text, None)

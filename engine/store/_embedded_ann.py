@@ -391,11 +391,10 @@ class AnnIndexes:
     def _load_saved(self, gone: npt.NDArray[np.uint64]) -> dict[Kind, Hnsw]:
         """Saved indexes of this epoch, forgotten keys removed, ``covered`` at the first mirror
         row each lacks."""
-        from usearch.index import Index
-
         manifest = self._manifest()
-        if manifest.get("epoch") != self.epoch:
+        if manifest.get("epoch") != self.epoch or not manifest.get("indexes"):
             return {}
+        from usearch.index import Index  # only a memory that has indexes loads the library
         out: dict[Kind, Hnsw] = {}
         for kind, info in manifest.get("indexes", {}).items():
             path = self.dir / f"{kind}.usearch"
