@@ -114,6 +114,16 @@ class Neo4jSettings(BaseModel):
     index_overfetch: int = Field(default=10, ge=1, le=100)
 
 
+class RetrievalSettings(BaseModel):
+    """How search ranks (docs/DECISIONS.md, "Lexical route")."""
+
+    # BM25 over chunk texts and summaries as a third ranked list beside the two vector routes;
+    # off gives SPEC §1.4's two routes.
+    lexical: bool = True
+    # Weight of query-term coverage added to the fused RRF score (SPEC §1.4: 0.10).
+    coverage_weight: float = Field(default=0.10, ge=0.0, le=1.0)
+
+
 class Limits(BaseModel):
     max_content_chars: int = Field(default=2_000_000, ge=1)
     max_page_size: int = Field(default=100, ge=1)
@@ -192,6 +202,7 @@ class Settings(BaseSettings):
     embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
     alignment: AlignmentSettings = Field(default_factory=AlignmentSettings)
     neo4j: Neo4jSettings = Field(default_factory=Neo4jSettings)
+    retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
     limits: Limits = Field(default_factory=Limits)
     auth: AuthSettings = Field(default_factory=AuthSettings)
 

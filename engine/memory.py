@@ -132,6 +132,8 @@ class Memory:
             self.sessions,
             self.cursors,
             today=lambda: self.ingestor.now().date(),
+            lexical=settings.retrieval.lexical,
+            coverage_weight=settings.retrieval.coverage_weight,
         )
 
     # ---- evidence ----
