@@ -89,6 +89,14 @@ class Explain:
     chunk_rank: int | None
     summary_cosine: float | None
     chunk_cosine: float | None
+    lexical_rank: int | None = strawberry.field(
+        description="1-based rank in the lexical (BM25) route over chunk texts and summaries; "
+        "null when the event was not among its candidates or the route is off."
+    )
+    lexical_score: float | None = strawberry.field(
+        description="BM25 score of the event's best chunk or summary (higher is better; "
+        "comparable only within one search)."
+    )
     rrf: float
     coverage: float
     score: float
@@ -104,6 +112,8 @@ class Explain:
             chunk_rank=e.chunk_rank,
             summary_cosine=e.summary_cosine,
             chunk_cosine=e.chunk_cosine,
+            lexical_rank=e.lexical_rank,
+            lexical_score=e.lexical_score,
             rrf=e.rrf,
             coverage=e.coverage,
             score=e.score,
