@@ -58,9 +58,21 @@ VAGUE_NOUNS = wordset(
     hour hours minute minutes second seconds morning evening night afternoon weekend
     something anything everything nothing someone anyone everyone home"""
 )
+# Verbs common enough that a word which may also be a noun ("keep", "work", "plan") is taken
+# as the verb unless a determiner or an adjective comes right before it ("my work").
+COMMON_VERBS = wordset(
+    """be have do say get make go know take see come think look want give use find tell ask
+    work seem feel try leave call need keep let begin help show hear play run move live
+    believe bring happen write sit stand lose pay meet include continue set learn change lead
+    understand watch follow stop create speak read spend grow open walk win offer remember
+    consider appear buy wait serve send expect build stay fall cut reach remain suggest
+    raise pass sell require report decide pull start turn plan hope enjoy visit share miss
+    check love like hate cook clean finish join drive fly travel sleep eat drink"""
+)
 HONORIFICS = wordset("mr mrs ms miss dr prof sir madam")
 _STOP = (
     HONORIFICS
+    | DETERMINERS
     | ENGLISH_STOPWORDS
     | PRONOUNS
     | AUXILIARIES
@@ -112,8 +124,7 @@ _lexicon_lock = threading.Lock()
 _get_lemmas: Any = None
 
 
-def readings(word: str) -> frozenset[str]:
-    """The parts of speech the lexicon knows for ``word`` (empty when unknown)."""
+def _lemmas(word: str) -> dict[str, tuple[str, ...]]:
     global _get_lemmas
     if _get_lemmas is None:
         with _lexicon_lock:
@@ -121,7 +132,17 @@ def readings(word: str) -> frozenset[str]:
                 from lemminflect import getAllLemmas
 
                 _get_lemmas = getAllLemmas
-    return frozenset(_get_lemmas(word.lower()))
+    found: dict[str, tuple[str, ...]] = _get_lemmas(word.lower())
+    return found
+
+
+def readings(word: str) -> frozenset[str]:
+    """The parts of speech the lexicon knows for ``word`` (empty when unknown)."""
+    return frozenset(_lemmas(word))
+
+
+def _common_verb(word: str) -> bool:
+    return any(lemma in COMMON_VERBS for lemma in _lemmas(word).get("VERB", ()))
 
 
 def _is_word(token: str) -> bool:
@@ -144,10 +165,15 @@ def _kind(token: str) -> str:
 
 
 def _runs(tokens: list[str]) -> Iterator[tuple[int, int]]:
-    """[start, end) of each maximal run of noun-capable words."""
+    """[start, end) of each maximal run of noun-capable words; a common verb that may be a
+    noun joins a run only right after a determiner or an adjective."""
     start = None
     for i, tok in enumerate(tokens):
         kind = _kind(tok)
+        if kind == "ambiguous" and _common_verb(tok):
+            before = tokens[i - 1] if i else ""
+            if before.casefold() not in DETERMINERS and not _adjective(before):
+                kind = "other"
         if kind in ("noun", "ambiguous"):
             if start is None:
                 start = i

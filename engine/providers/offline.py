@@ -449,7 +449,7 @@ def _nicknames(blocks: list[_Block]) -> dict[str, str]:
     speakers = {_key(b.speaker): b.speaker for b in blocks if b.speaker}
     out: dict[str, str] = {}
     for b in blocks:
-        for p in b.persons:
+        for p in [*b.persons, *(c for c in b.concepts if c[:1].isupper())]:
             k = _key(p)
             if k in speakers or len(k) < 3 or " " in k:
                 continue
@@ -468,6 +468,9 @@ def _resolve_names(blocks: list[_Block]) -> dict[str, list[str]]:
     nick = _nicknames(blocks)
     aliases: dict[str, list[str]] = {}
     for b in blocks:
+        named = [c for c in b.concepts if _key(c) in nick]
+        b.concepts = [c for c in b.concepts if _key(c) not in nick]
+        b.persons = b.persons + named
         for i, p in enumerate(b.persons):
             if _key(p) in nick:
                 aliases.setdefault(nick[_key(p)], []).append(p)
