@@ -53,7 +53,7 @@ _FETCH_PER_EVENT = 4
 # FTS5 scores every row a query matches (bm25() costs ~5 us a row here), so a query keeps its
 # rarest terms while their rows add up to at most this many; a term in more than half the rows
 # has no weight anyway (FTS5 clamps its idf to 1e-6). Small memories are never pruned.
-MATCH_BUDGET = 5_000
+MATCH_BUDGET = 2_000
 
 Part = tuple[int, str]  # (part, text)
 
