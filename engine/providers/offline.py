@@ -534,8 +534,10 @@ class OfflineExtractor:
         )
 
     async def warm_up(self) -> None:
-        """Load jieba's dictionary now, in a worker thread (the first save need not wait)."""
+        """Load jieba's dictionary and the English lexicon now, in a worker thread (the first
+        save need not wait)."""
         await asyncio.to_thread(_pos_cut, "预热")
+        await asyncio.to_thread(english.readings, "warm")
 
     async def extract(
         self, content: str, now_iso: str, *, topic_tree: str | None = None
