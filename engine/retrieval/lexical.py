@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from engine.retrieval.terms import normalise
 
 # Bump when the tokens change: a store whose index was built by another version rebuilds it.
-LEXICAL_VERSION = "bigram-v1"
+LEXICAL_VERSION = "bigram-v2"
 # A query contributes at most this many distinct terms (long cues: the first ones).
 MAX_QUERY_TERMS = 64
 # The lexical route returns this many events, like the vector routes (SPEC §1.4's LIMIT 40).

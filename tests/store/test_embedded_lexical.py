@@ -7,6 +7,7 @@ import sqlite3
 from pathlib import Path
 
 from engine.models import EMPTY_FILTERS
+from engine.store._embedded_lexical import unindex_event
 from engine.store.embedded import EmbeddedStore
 from tests.store._builders import axis, event, plan
 
@@ -36,7 +37,7 @@ async def test_a_missing_index_is_rebuilt_at_open(tmp_path: Path) -> None:
     await store.close()
     conn = sqlite3.connect(store.file)
     conn.executescript(
-        "DROP TABLE lexical; DROP TABLE lexical_vocab; DROP TABLE lexical_rows; "
+        "DROP TABLE lexical; DROP TABLE lexical_df; DROP TABLE lexical_rows; "
         "DROP TABLE lexical_state;"
     )
     conn.close()
@@ -70,19 +71,12 @@ async def test_events_written_past_the_index_are_caught_up(tmp_path: Path) -> No
     await store.close()
     conn = sqlite3.connect(store.file)
     with conn:  # as if an older mnemoql had written event b: no rows, state behind it
-        rows = conn.execute("SELECT rowid FROM lexical_rows WHERE event_id = ?", (b,)).fetchall()
-        text = conn.execute("SELECT text FROM chunks WHERE event_id = ?", (b,)).fetchone()[0]
-        from engine.retrieval.lexical import indexed_text
-
-        summary = conn.execute("SELECT summary FROM nodes WHERE id = ?", (b,)).fetchone()[0]
-        for (rowid,), body in zip(rows, [summary, text], strict=True):
-            conn.execute(
-                "INSERT INTO lexical (lexical, rowid, terms) VALUES ('delete', ?, ?)",
-                (rowid, indexed_text(body)),
-            )
-        conn.execute("DELETE FROM lexical_rows WHERE event_id = ?", (b,))
+        unindex_event(conn, b)
         seq = conn.execute("SELECT seq FROM nodes WHERE id = ?", (a,)).fetchone()[0]
         conn.execute("UPDATE lexical_state SET seq = ?", (seq,))
+        assert (
+            conn.execute("SELECT rows FROM lexical_df WHERE term = 'sourdough'").fetchone() is None
+        )
     conn.close()
     again = EmbeddedStore(tmp_path)
     await again.open()
@@ -91,3 +85,24 @@ async def test_events_written_past_the_index_are_caught_up(tmp_path: Path) -> No
         assert await _lex(again, "lighthouse") == [a]
     finally:
         await again.close()
+
+
+async def test_term_counts_follow_saves_and_forget(tmp_path: Path) -> None:
+    store, (a, b) = await _seeded(tmp_path)
+    try:
+        extra = await store.apply_save(
+            plan([event("c", axis(0), content="a storm over the bread market", **ONE)])
+        )
+        conn = sqlite3.connect(store.file)
+
+        def rows(term: str) -> int | None:
+            found = conn.execute("SELECT rows FROM lexical_df WHERE term = ?", (term,)).fetchone()
+            return None if found is None else int(found[0])
+
+        assert (rows("storm"), rows("sourdough"), rows("market")) == (2, 1, 1)
+        await store.forget(extra.event_ids[0])
+        assert (rows("storm"), rows("sourdough"), rows("market")) == (1, 1, None)
+        conn.close()
+        assert await _lex(store, "storm") == [a]
+    finally:
+        await store.close()
