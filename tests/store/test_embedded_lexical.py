@@ -88,7 +88,7 @@ async def test_events_written_past_the_index_are_caught_up(tmp_path: Path) -> No
 
 
 async def test_term_counts_follow_saves_and_forget(tmp_path: Path) -> None:
-    store, (a, b) = await _seeded(tmp_path)
+    store, (a, _b) = await _seeded(tmp_path)
     try:
         extra = await store.apply_save(
             plan([event("c", axis(0), content="a storm over the bread market", **ONE)])
