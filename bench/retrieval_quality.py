@@ -103,14 +103,17 @@ MIN_SHOWN = 50
 _offline = OfflineExtractor()
 
 
-# --coverage-weight: the fused score's coverage weight for this run (None: the setting's).
+# --coverage-weight / --lexical-weight for this run (empty: the settings').
 COVERAGE_WEIGHT: list[float] = []
+LEXICAL_WEIGHT: list[float] = []
 
 
 def tune(bench: Bench) -> None:
     """Apply this run's ranking options to a fresh memory."""
     if COVERAGE_WEIGHT:
         bench.memory.retriever.coverage_weight = COVERAGE_WEIGHT[0]
+    if LEXICAL_WEIGHT:
+        bench.memory.retriever.lexical_weight = LEXICAL_WEIGHT[0]
 
 
 def log(msg: str) -> None:
@@ -728,7 +731,14 @@ async def fusion_orders(bench: Bench, cue: str, qv: Any) -> tuple[list[str], lis
     terms = query_terms(cue)
     cov = {e.id: coverage(terms, e.summary, e.content) for e in pool.events.values()}
     l_ids = [h.event_id for h in pool.lexical]
-    fused = scoring.fuse(s_ids, c_ids, cov, lexical_ids=l_ids, weight=retriever.coverage_weight)
+    fused = scoring.fuse(
+        s_ids,
+        c_ids,
+        cov,
+        lexical_ids=l_ids,
+        weight=retriever.coverage_weight,
+        lexical_weight=retriever.lexical_weight,
+    )
     by_rrf = sorted(fused, key=lambda x: (-x.rrf, x.id))
     return [x.id for x in by_rrf], [x.id for x in fused]
 
@@ -927,6 +937,7 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "whole haystack; 3 gives the earlier ~5-session setting)",
     )
     p.add_argument("--coverage-weight", type=float, default=None, help="override the setting")
+    p.add_argument("--lexical-weight", type=float, default=None, help="override the setting")
     p.add_argument("--cue-turns", type=int, default=3, help="MADial utterances in the cue")
     p.add_argument("--skip-lme", action="store_true")
     p.add_argument("--skip-madial", action="store_true")
@@ -939,6 +950,8 @@ def cli(argv: Sequence[str] | None = None) -> None:
     args = parse(argv)
     if args.coverage_weight is not None:
         COVERAGE_WEIGHT.append(args.coverage_weight)
+    if args.lexical_weight is not None:
+        LEXICAL_WEIGHT.append(args.lexical_weight)
     publish(asyncio.run(main(args)), args.out, write=not args.no_write)
 
 

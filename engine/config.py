@@ -120,6 +120,8 @@ class RetrievalSettings(BaseModel):
     # BM25 over chunk texts and summaries as a third ranked list beside the two vector routes;
     # off gives SPEC §1.4's two routes.
     lexical: bool = True
+    # The lexical list's weight in the RRF sum (each vector route counts 1).
+    lexical_weight: float = Field(default=1.0, ge=0.0, le=4.0)
     # Weight of query-term coverage added to the fused RRF score (SPEC §1.4: 0.10).
     coverage_weight: float = Field(default=0.10, ge=0.0, le=1.0)
 

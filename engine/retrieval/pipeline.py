@@ -137,6 +137,7 @@ class Retriever:
         *,
         lexical: bool = True,
         coverage_weight: float = scoring.COVERAGE_WEIGHT,
+        lexical_weight: float = 1.0,
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -146,6 +147,7 @@ class Retriever:
         # The lexical (BM25) route beside the two vector routes; off gives SPEC §1.4's two.
         self.lexical = lexical
         self.coverage_weight = coverage_weight
+        self.lexical_weight = lexical_weight
 
     # ---- public operations ----
 
@@ -356,6 +358,7 @@ class Retriever:
             cov,
             lexical_ids=[h.event_id for h in pool.lexical if h.event_id in events],
             weight=self.coverage_weight,
+            lexical_weight=self.lexical_weight,
         )
         distinct = scoring.dedup_by_hash(fused, lambda s: events[s.id].content_hash)
         hashes = {s.id: pool.chunk_hashes.get(s.id, frozenset()) for s in distinct}
