@@ -169,7 +169,8 @@ class Ingestor:
         if item.id is not None and (not CALLER_ID.match(item.id) or _ALLOCATED.match(item.id)):
             raise InvalidId(
                 f"id {item.id!r} is not allowed: use letters, digits and _.:- (at most 128), "
-                "for example book_ch3_e12; event_N style ids are allocated by the service",
+                "for example book_ch3_e12; event_N style ids are allocated by the service and "
+                "topic:... ids name topics",
                 zh=f"ID 不合法：{item.id}",
                 argument="id",
             )
