@@ -103,6 +103,19 @@ MIN_SHOWN = 50
 _offline = OfflineExtractor()
 
 
+# --coverage-weight / --lexical-weight for this run (empty: the settings').
+COVERAGE_WEIGHT: list[float] = []
+LEXICAL_WEIGHT: list[float] = []
+
+
+def tune(bench: Bench) -> None:
+    """Apply this run's ranking options to a fresh memory."""
+    if COVERAGE_WEIGHT:
+        bench.memory.retriever.coverage_weight = COVERAGE_WEIGHT[0]
+    if LEXICAL_WEIGHT:
+        bench.memory.retriever.lexical_weight = LEXICAL_WEIGHT[0]
+
+
 def log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
@@ -365,6 +378,42 @@ def pick_sessions(item: dict[str, Any], distractors: int | None) -> list[int]:
     return sorted({*evidence, *others})
 
 
+async def searches(memory: Memory, query: str, session: str, n: int, locale: str) -> list[Call]:
+    """The same question ``n`` times in one session: each call brings 4 new events."""
+    return [
+        await timed("search", memory.search(SearchRequest(query=query), session), locale)
+        for _ in range(n)
+    ]
+
+
+async def nearby_chain(memory: Memory, query: str, session: str, locale: str) -> list[Call]:
+    """search, then nearby(1 before, 1 after) of every anchor the pages offer, oldest page
+    first, until 20 events or nothing is offered."""
+    calls = [await timed("search", memory.search(SearchRequest(query=query), session), locale)]
+    queue = [(calls[0].page.cursor, a) for a in calls[0].page.continuations.nearby_events]
+    while queue and sum(len(c.page.items) for c in calls) < CHAIN_EVENTS:
+        cursor, anchor = queue.pop(0)
+        if cursor is None:
+            continue
+        try:
+            call = await timed("nearby", memory.nearby(cursor, anchor, 1, 1, session), locale)
+        except MnemoError:
+            continue
+        if call.page.items:
+            calls.append(call)
+            queue += [(call.page.cursor, a) for a in call.page.continuations.nearby_events]
+    return calls
+
+
+@dataclass
+class Units:
+    """What every method of one question can show: the stored chunks and the single turns."""
+
+    chunks: list[tuple[int, int, int]]  # (unit index, start, end) in the unit's content
+    turns: list[tuple[int, int]]  # (session, turn)
+    turn_text: list[str]
+
+
 async def run_question(
     item: dict[str, Any], distractors: int | None, emb: CachingEmbedder, workdir: Path
 ) -> QuestionResult:
@@ -381,32 +430,29 @@ async def run_question(
         raise RuntimeError(f"{qid}: no has_answer turn in the haystack")
 
     units: list[Unit] = []
-    texts: list[SessionText] = []
     for si in chosen:
         units += units_of(si, sessions[si], lme_time(item["haystack_dates"][si]))
-        texts.append(session_text(si, sessions[si]))
     extractions = [client_extraction(u.summary_source, u.concept_source) for u in units]
-    # session-text chunks for the vector baseline
-    schunks: list[tuple[int, int, int]] = [
-        (k, s, e) for k, st in enumerate(texts) for s, e in chunk_ranges(len(st.text))
-    ]
-    # the chunks mnemoql stores, for the same-chunks vector baseline
-    echunks: list[tuple[int, int, int]] = [
-        (k, s, e) for k, u in enumerate(units) for s, e in chunk_ranges(len(u.content))
-    ]
+    turns = [(si, ti) for si in chosen for ti in range(len(sessions[si]))]
+    pieces = Units(
+        [(k, s, e) for k, u in enumerate(units) for s, e in chunk_ranges(len(u.content))],
+        turns,
+        [turn_line(sessions[si][ti]) for si, ti in turns],
+    )
 
     t0 = time.perf_counter()
     warm = [
         t for u, ex in zip(units, extractions, strict=True) for t in passage_texts(u.content, ex)
     ]
-    warm += [texts[k].text[s:e] for k, s, e in schunks]
     await emb.embed(list(dict.fromkeys(warm)), "passage")
     qvec = (await emb.embed([query], "query"))[0]
     res.seconds["embed"] = time.perf_counter() - t0
 
-    # ---- mnemoql
+    # ---- mnemoql: every method in its own session of one memory
     t0 = time.perf_counter()
     bench = await open_memory(workdir / qid, wrap=lambda _e: emb)
+    tune(bench)
+    runs: dict[str, list[Call]] = {}
     try:
         inputs = [
             SaveInput(content=u.content, id=u.id, time=u.time, extraction=ex)
@@ -415,9 +461,15 @@ async def run_question(
         await save_all(bench.memory, inputs)
         res.seconds["save"] = time.perf_counter() - t0
         t0 = time.perf_counter()
-        calls = await chain(bench.memory, query, f"q-{qid}", "en")
+        memory = bench.memory
+        runs["five"] = await searches(memory, query, f"five-{qid}", 5, "en")
+        runs["chain"] = await chain(memory, query, f"chain-{qid}", "en")
+        runs["nearby"] = await nearby_chain(memory, query, f"nearby-{qid}", "en")
         res.seconds["calls"] = time.perf_counter() - t0
+        res.seconds["n_calls"] = float(sum(len(c) for c in runs.values()))
         rrf_only, fused = await fusion_orders(bench, query, qvec)
+        memory.retriever.lexical = False  # the seed's two routes, same memory, same run
+        runs["five-off"] = await searches(memory, query, f"off-{qid}", 5, "en")
     finally:
         await bench.close()
     by_id = {u.id: u for u in units}
@@ -462,22 +514,29 @@ async def run_question(
 
     res.rows[DIAG_RRF] = diag_scores(rrf_only)
     res.rows[DIAG_FUSED] = diag_scores(fused)
-    res.rows["mnemoql search (call 1)"] = mnemo_scores(calls[:1])
-    res.rows["mnemoql search x2 (calls 1-2)"] = mnemo_scores(calls[:2])
-    res.rows["mnemoql chain (<=20 events)"] = mnemo_scores(calls)
-    res.seconds["n_calls"] = float(len(calls))
-    budget1 = res.rows["mnemoql search (call 1)"].chars
-    budget_chain = res.rows["mnemoql chain (<=20 events)"].chars
+    res.rows[M_FIRST] = mnemo_scores(runs["five"][:1])
+    res.rows[M_FIRST_OFF] = mnemo_scores(runs["five-off"][:1])
+    res.rows[M_TWO] = mnemo_scores(runs["five"][:2])
+    res.rows[M_FIVE] = mnemo_scores(runs["five"])
+    res.rows[M_FIVE_OFF] = mnemo_scores(runs["five-off"])
+    res.rows[M_CHAIN] = mnemo_scores(runs["chain"])
+    res.rows[M_NEARBY] = mnemo_scores(runs["nearby"])
+    budget1 = res.rows[M_FIRST].chars
+    budget20 = res.rows[M_FIVE].chars
 
-    # ---- baselines
-    # BM25 over turns
-    turns = [(si, ti) for si in chosen for ti in range(len(sessions[si]))]
-    turn_text = [turn_line(sessions[si][ti]) for si, ti in turns]
-    bm = BM25([bm25_tokens(t) for t in turn_text])
-    ranked_turns = top_k(bm.scores(bm25_tokens(query)), len(turns))
+    # ---- baselines: the same texts (stored chunks; single turns for BM25), same embedder
+    bm_turns = BM25([bm25_tokens(t) for t in pieces.turn_text])
+    turn_order = top_k(bm_turns.scores(bm25_tokens(query)), len(turns))
+    chunk_text = [units[k].content[s:e] for k, s, e in pieces.chunks]
+    bm_chunks = BM25([bm25_tokens(t) for t in chunk_text])
+    bm_order = top_k(bm_chunks.scores(bm25_tokens(query)), len(chunk_text))
+    mat = await emb.embed(chunk_text, "passage")
+    dense_order = top_k(mat @ qvec, len(chunk_text))
+    fused_rrf = scoring.rrf(([str(i) for i in bm_order], [str(i) for i in dense_order]))
+    rrf_order = sorted(range(len(chunk_text)), key=lambda i: (-fused_rrf.get(str(i), 0.0), i))
 
     def turn_scores(budget: int | None, k: int | None) -> Scores:
-        shown = shown_units(ranked_turns, [len(t) for t in turn_text], budget, k)
+        shown = shown_units(turn_order, [len(t) for t in pieces.turn_text], budget, k)
         got = {turns[u] for u, n in shown if n > 0}
         return Scores(
             None,
@@ -488,74 +547,68 @@ async def run_question(
             len(shown),
         )
 
-    # vector over chunks: (owner, start, end) ranges of some text, scored by cosine
-    def vector_method(
-        chunks: list[tuple[int, int, int]], owner_text: Any, owner_spans: Any, owner_session: Any
-    ) -> Any:
-        async def ranked() -> list[int]:
-            mat = await emb.embed([owner_text(k)[s:e] for k, s, e in chunks], "passage")
-            return top_k(mat @ qvec, len(chunks))
+    def chunk_scores(order: list[int], budget: int | None, k: int | None) -> Scores:
+        shown = shown_units(order, [e - s for _, s, e in pieces.chunks], budget, k)
+        got: set[tuple[int, int]] = set()
+        sess: set[int] = set()
+        for u, n in shown:
+            owner, s, _e = pieces.chunks[u]
+            sess.add(units[owner].session)
+            for ti, span in units[owner].spans.items():
+                if n > 0 and shows(span, (s, s + n)):
+                    got.add((units[owner].session, ti))
+        return Scores(
+            None,
+            len(evidence & got) / len(evidence),
+            len(sess & answer_sessions) / len(answer_sessions),
+            sum(n for _, n in shown),
+            None,
+            len(shown),
+        )
 
-        def scores(order: list[int], budget: int | None, k: int | None) -> Scores:
-            shown = shown_units(order, [e - s for _, s, e in chunks], budget, k)
-            got: set[tuple[int, int]] = set()
-            sess: set[int] = set()
-            for u, n in shown:
-                owner, s, _e = chunks[u]
-                sess.add(owner_session(owner))
-                for ti, span in owner_spans(owner).items():
-                    if n > 0 and shows(span, (s, s + n)):
-                        got.add((owner_session(owner), ti))
-            return Scores(
-                None,
-                len(evidence & got) / len(evidence),
-                len(sess & answer_sessions) / len(answer_sessions),
-                sum(n for _, n in shown),
-                None,
-                len(shown),
-            )
-
-        return ranked, scores
-
-    s_ranked, s_scores = vector_method(
-        schunks, lambda k: texts[k].text, lambda k: texts[k].spans, lambda k: texts[k].session
-    )
-    e_ranked, e_scores = vector_method(
-        echunks, lambda k: units[k].content, lambda k: units[k].spans, lambda k: units[k].session
-    )
-    s_order, e_order = await s_ranked(), await e_ranked()
-    for name, fn in (
-        ("BM25 turns", lambda b, k: turn_scores(b, k)),
-        ("vector session chunks", lambda b, k: s_scores(s_order, b, k)),
-        ("vector event chunks", lambda b, k: e_scores(e_order, b, k)),
-    ):
-        res.rows[f"{name} @call-1 chars"] = fn(budget1, None)
-        res.rows[f"{name} @chain chars"] = fn(budget_chain, None)
+    baselines: dict[str, Any] = {
+        B_BM25_TURNS: turn_scores,
+        B_BM25: lambda b, k: chunk_scores(bm_order, b, k),
+        B_DENSE: lambda b, k: chunk_scores(dense_order, b, k),
+        B_RRF: lambda b, k: chunk_scores(rrf_order, b, k),
+    }
+    for name, fn in baselines.items():
         res.rows[f"{name} k=4"] = fn(None, 4)
         res.rows[f"{name} k=20"] = fn(None, 20)
+        res.rows[f"{name} @call-1 chars"] = fn(budget1, None)
+        res.rows[f"{name} @20-event chars"] = fn(budget20, None)
     res.seconds["units"] = float(len(units))
     res.seconds["sessions"] = float(len(chosen))
-    res.seconds["chars"] = float(sum(len(t.text) for t in texts))
+    res.seconds["chars"] = float(sum(len(u.content) for u in units))
     return res
 
 
+M_FIRST = "mnemoql search (call 1)"
+M_FIRST_OFF = "mnemoql search (call 1), lexical route off"
+M_TWO = "mnemoql search x2"
+M_FIVE = "mnemoql search x5 (20 events)"
+M_FIVE_OFF = "mnemoql search x5, lexical route off"
+M_CHAIN = "mnemoql chain: search x2, then expand/nearby (<=20 events)"
+M_NEARBY = "mnemoql chain: search, then nearby(1,1) of each anchor (<=20 events)"
+B_BM25_TURNS = "BM25 turns"
+B_BM25 = "BM25 chunks"
+B_DENSE = "dense chunks"
+B_RRF = "RRF(BM25, dense) chunks"
+_BASES = (B_RRF, B_BM25, B_DENSE, B_BM25_TURNS)
 ROW_ORDER = [
-    "mnemoql search (call 1)",
-    "BM25 turns @call-1 chars",
-    "vector session chunks @call-1 chars",
-    "vector event chunks @call-1 chars",
-    "mnemoql search x2 (calls 1-2)",
-    "mnemoql chain (<=20 events)",
-    "BM25 turns @chain chars",
-    "vector session chunks @chain chars",
-    "vector event chunks @chain chars",
-    "BM25 turns k=4",
-    "vector session chunks k=4",
-    "vector event chunks k=4",
-    "BM25 turns k=20",
-    "vector session chunks k=20",
-    "vector event chunks k=20",
+    M_FIRST,
+    M_FIRST_OFF,
+    *(f"{b} k=4" for b in _BASES),
+    *(f"{b} @call-1 chars" for b in _BASES),
+    M_TWO,
+    M_FIVE,
+    M_FIVE_OFF,
+    M_CHAIN,
+    M_NEARBY,
+    *(f"{b} k=20" for b in _BASES),
+    *(f"{b} @20-event chars" for b in _BASES),
 ]
+TYPE_COLUMNS = [M_FIRST, f"{B_RRF} k=4", M_FIVE, M_CHAIN, f"{B_RRF} k=20"]
 
 
 def mean(xs: Sequence[float]) -> float:
@@ -590,22 +643,13 @@ def lme_tables(results: Sequence[QuestionResult]) -> str:
             "turn recall (text shown)",
             "all evidence shown",
             "session recall",
-            "chars shown",
+            "quote chars shown",
             "render() chars",
             "units",
         ],
         rows,
     )
-    # by question type: the equal-character comparison
     types = sorted({r.qtype for r in results})
-    cols = [
-        "mnemoql search (call 1)",
-        "BM25 turns @call-1 chars",
-        "vector session chunks @call-1 chars",
-        "mnemoql chain (<=20 events)",
-        "BM25 turns @chain chars",
-        "vector session chunks @chain chars",
-    ]
     trows = []
     for t in types:
         mine = [r for r in results if r.qtype == t]
@@ -618,10 +662,10 @@ def lme_tables(results: Sequence[QuestionResult]) -> str:
                     if c.startswith("mnemoql")
                     else "-"
                 )
-                for c in cols
+                for c in TYPE_COLUMNS
             ]
         )
-    by_type = table(["question type", "n", *cols], trows)
+    by_type = table(["question type", "n", *TYPE_COLUMNS], trows)
     return out + "\n\nTurn recall by question type (text shown / event delivered):\n\n" + by_type
 
 
@@ -674,20 +718,27 @@ def record(row: RankRow, ranked: Sequence[str], relevant: Sequence[str], chars: 
 
 
 DIAG_RRF = "diagnostic: route candidates by RRF only"
-DIAG_FUSED = "diagnostic: route candidates by RRF + 0.10 coverage (no MMR)"
+DIAG_FUSED = "diagnostic: route candidates by RRF + coverage (no MMR)"
 
 
 async def fusion_orders(bench: Bench, cue: str, qv: Any) -> tuple[list[str], list[str]]:
     """The pipeline's candidates ranked by RRF alone and by its fused score (no session, no
     MMR): shows what the coverage term does to the order."""
-    store = bench.store
-    summary = await store.route("summary", qv, EMPTY_FILTERS, frozenset(), ROUTE_LIMIT)
-    chunk = await store.route("chunk", qv, EMPTY_FILTERS, frozenset(), ROUTE_LIMIT)
-    s_ids, c_ids = [h.event_id for h in summary], [h.event_id for h in chunk]
-    events = await store.get_events(list(dict.fromkeys(s_ids + c_ids)))
+    store, retriever = bench.store, bench.memory.retriever
+    text = cue if retriever.lexical else None
+    pool = await store.route_pool(qv, EMPTY_FILTERS, frozenset(), ROUTE_LIMIT, text=text)
+    s_ids, c_ids = [h.event_id for h in pool.summary], [h.event_id for h in pool.chunk]
     terms = query_terms(cue)
-    cov = {e.id: coverage(terms, e.summary, e.content) for e in events}
-    fused = scoring.fuse(s_ids, c_ids, cov)
+    cov = {e.id: coverage(terms, e.summary, e.content) for e in pool.events.values()}
+    l_ids = [h.event_id for h in pool.lexical]
+    fused = scoring.fuse(
+        s_ids,
+        c_ids,
+        cov,
+        lexical_ids=l_ids,
+        weight=retriever.coverage_weight,
+        lexical_weight=retriever.lexical_weight,
+    )
     by_rrf = sorted(fused, key=lambda x: (-x.rrf, x.id))
     return [x.id for x in by_rrf], [x.id for x in fused]
 
@@ -714,7 +765,13 @@ async def run_madial(
         if "user-id" in v:
             owner[k] = int(v["user-id"])
     users = sorted({int(d["user-id"]) for d in dialogues})
-    names = ("mnemoql search (call 1)", "mnemoql search x2", "vector top-k", "BM25")
+    names = (
+        "mnemoql search (call 1)",
+        "mnemoql search x2",
+        "mnemoql search (call 1), lexical route off",
+        "vector top-k",
+        "BM25",
+    )
     rows = {name: RankRow() for name in (*names, DIAG_RRF, DIAG_FUSED)}
     for user in users:
         mine = [k for k in mems if owner.get(k) == user]
@@ -725,6 +782,7 @@ async def run_madial(
         mat = await emb.embed([contents[k] for k in mine], "passage")
         bm = BM25([bm25_tokens(contents[k]) for k in mine])
         bench = await open_memory(workdir / f"madial-{lang}-{user}", wrap=lambda _e: emb)
+        tune(bench)
         try:
             await save_all(
                 bench.memory,
@@ -751,6 +809,11 @@ async def run_madial(
                 c1 = page_chars(first.page)
                 record(rows["mnemoql search (call 1)"], got1, relevant, c1)
                 record(rows["mnemoql search x2"], got2, relevant, c1 + page_chars(second.page))
+                bench.memory.retriever.lexical = False
+                off = await bench.memory.search(SearchRequest(query=cue), f"{session}-off")
+                bench.memory.retriever.lexical = True
+                got_off = [i.event_id[1:] for i in off.page.items]
+                record(rows[names[2]], got_off, relevant, page_chars(off.page))
                 qv = (await emb.embed([cue], "query"))[0]
                 vec_order = [mine[i] for i in top_k(mat @ qv, 5)]
                 record(
@@ -869,9 +932,12 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--questions", default="", help="comma-separated question ids")
     p.add_argument(
         "--distractors",
-        default="3",
-        help="distractor sessions per question besides the evidence ones, or 'all'",
+        default="all",
+        help="distractor sessions per question besides the evidence ones, or 'all' (the "
+        "whole haystack; 3 gives the earlier ~5-session setting)",
     )
+    p.add_argument("--coverage-weight", type=float, default=None, help="override the setting")
+    p.add_argument("--lexical-weight", type=float, default=None, help="override the setting")
     p.add_argument("--cue-turns", type=int, default=3, help="MADial utterances in the cue")
     p.add_argument("--skip-lme", action="store_true")
     p.add_argument("--skip-madial", action="store_true")
@@ -882,6 +948,10 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def cli(argv: Sequence[str] | None = None) -> None:
     args = parse(argv)
+    if args.coverage_weight is not None:
+        COVERAGE_WEIGHT.append(args.coverage_weight)
+    if args.lexical_weight is not None:
+        LEXICAL_WEIGHT.append(args.lexical_weight)
     publish(asyncio.run(main(args)), args.out, write=not args.no_write)
 
 

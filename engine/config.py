@@ -125,6 +125,18 @@ class EmbeddedSettings(BaseModel):
     ann_build_threads: int = Field(default=1, ge=1, le=64)
 
 
+class RetrievalSettings(BaseModel):
+    """How search ranks (docs/DECISIONS.md, "Lexical route")."""
+
+    # BM25 over chunk texts and summaries as a third ranked list beside the two vector routes;
+    # off gives SPEC §1.4's two routes.
+    lexical: bool = True
+    # The lexical list's weight in the RRF sum (each vector route counts 1).
+    lexical_weight: float = Field(default=1.0, ge=0.0, le=4.0)
+    # Weight of query-term coverage added to the fused RRF score (SPEC §1.4: 0.10).
+    coverage_weight: float = Field(default=0.10, ge=0.0, le=1.0)
+
+
 class Limits(BaseModel):
     max_content_chars: int = Field(default=2_000_000, ge=1)
     max_page_size: int = Field(default=100, ge=1)
@@ -229,6 +241,7 @@ class Settings(BaseSettings):
     alignment: AlignmentSettings = Field(default_factory=AlignmentSettings)
     neo4j: Neo4jSettings = Field(default_factory=Neo4jSettings)
     embedded: EmbeddedSettings = Field(default_factory=EmbeddedSettings)
+    retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
     limits: Limits = Field(default_factory=Limits)
     auth: AuthSettings = Field(default_factory=AuthSettings)
     mcp: McpSettings = Field(default_factory=McpSettings)

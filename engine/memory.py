@@ -134,6 +134,9 @@ class Memory:
             self.sessions,
             self.cursors,
             today=lambda: self.ingestor.now().date(),
+            lexical=settings.retrieval.lexical,
+            coverage_weight=settings.retrieval.coverage_weight,
+            lexical_weight=settings.retrieval.lexical_weight,
         )
 
     # ---- evidence ----

@@ -242,8 +242,9 @@ class Hit:
 
 @dataclass(slots=True, frozen=True)
 class RoutePool:
-    """Both retrieval routes at once, with what ranking needs of every event they found: the
-    event (with its summary vector) and the text hashes of its chunks (MMR's overlap term)."""
+    """The retrieval routes at once (summary, chunk and, when asked for, lexical), with what
+    ranking needs of every event they found: the event (with its summary vector) and the text
+    hashes of its chunks (MMR's overlap term)."""
 
     summary: list[Hit]
     chunk: list[Hit]
@@ -252,6 +253,8 @@ class RoutePool:
     # (concept id, name) of each event's MENTIONS by concept id, when the store read them on
     # the way (Neo4j); None leaves them to the delivery step.
     concepts: dict[str, tuple[tuple[str, str], ...]] | None = None
+    # BM25 over chunk texts and summaries (``Store.lexical_route``); empty when not asked for.
+    lexical: list[Hit] = field(default_factory=list)
 
 
 # A tiny filter language for root connections, in the style of the Neo4j GraphQL Library.
@@ -454,7 +457,7 @@ class VectorSet:
 
 
 EMPTY_FILTERS = Filters()
-RouteName = Literal["summary", "chunk"]
+RouteName = Literal["summary", "chunk"]  # the vector routes; lexical has its own call
 SortDir = Literal["ASC", "DESC"]
 SortSpec = tuple[str, SortDir]
 Direction = Literal["out", "in", "both"]

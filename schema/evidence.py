@@ -115,6 +115,14 @@ class Explain:
     chunk_rank: int | None = strawberry.field(description="Rank on the chunk route (1-based).")
     summary_cosine: float | None = strawberry.field(description="Cosine of the summary.")
     chunk_cosine: float | None = strawberry.field(description="Cosine of the best chunk.")
+    lexical_rank: int | None = strawberry.field(
+        description="1-based rank in the lexical (BM25) route over chunk texts and summaries; "
+        "null when the event was not among its candidates or the route is off."
+    )
+    lexical_score: float | None = strawberry.field(
+        description="BM25 score of the event's best chunk or summary (higher is better; "
+        "comparable only within one search)."
+    )
     rrf: float = strawberry.field(description="Reciprocal-rank fusion of the routes.")
     coverage: float = strawberry.field(description="Share of the query's terms the item has.")
     score: float = strawberry.field(description="The fused score the item was ranked by.")
@@ -130,6 +138,8 @@ class Explain:
             chunk_rank=e.chunk_rank,
             summary_cosine=e.summary_cosine,
             chunk_cosine=e.chunk_cosine,
+            lexical_rank=e.lexical_rank,
+            lexical_score=e.lexical_score,
             rrf=e.rrf,
             coverage=e.coverage,
             score=e.score,

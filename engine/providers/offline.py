@@ -20,11 +20,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from engine.providers import _english as english
 from engine.providers.local import ENGLISH_STOPWORDS, wordset
 from prompts.extraction import Extraction
 
 MAX_EVENTS = 8
 MAX_CONCEPTS_PER_EVENT = 8
+MAX_CONCEPTS_PER_SAVE = 16
 MAX_ENTITIES_PER_EVENT = 12
 SUMMARY_MAX = 200
 # A text this short is one event whatever its layout.
@@ -47,7 +49,14 @@ _CALENDAR_WORDS = wordset(
     """monday tuesday wednesday thursday friday saturday sunday january february march april may
     june july august september october november december today tomorrow yesterday"""
 )
-_NOT_NAMES = ENGLISH_STOPWORDS | ROLE_WORDS | _HEADING_WORDS | _CALENDAR_WORDS
+_NOT_NAMES = (
+    ENGLISH_STOPWORDS
+    | ROLE_WORDS
+    | _HEADING_WORDS
+    | _CALENDAR_WORDS
+    | english.INTERJECTIONS
+    | english.HONORIFICS
+)
 _VERBISH = wordset(
     """said says told tell asked ask think thinks thought want wants wanted like likes liked
     went goes going come came comes know knows knew need needs needed feel felt seem seems
@@ -80,7 +89,6 @@ _SPEAKER = re.compile(
     r"^[ \t]*(?P<name>[A-Za-z][A-Za-z.'’ -]{0,40}?|[\u4e00-\u9fff·]{1,8})[ \t]*[:：][ \t]*(?=\S)"
 )
 _NAME_WORD = re.compile(r"^[A-Z][a-z]+(?:[-'’][A-Z]?[a-z]+)?$")
-_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_'’+#.-]*[A-Za-z0-9+#]|[A-Za-z]")
 _NAME_PART = r"[A-Z][a-z]+(?:[-'’][A-Z]?[a-z]+)?"
 _CAP_SEQ = re.compile(rf"\b{_NAME_PART}(?:\s+{_NAME_PART}){{0,2}}\b")
 _PLACE = re.compile(
@@ -92,7 +100,7 @@ _PLACE = re.compile(
 _WEAK_PLACE_PREP = frozenset({"to", "from", "into"})
 _MOTION = re.compile(
     r"\b(?:moved|moving|move|went|go|going|flew|fly|travel(?:l)?ed|drove|came|come|back|"
-    r"relocated|returned|trip|flight)\s+(?:\w+\s+)?$"
+    r"relocated|returned|trip|flight)\s+(?:\w+\s+){0,3}$"
 )
 _PERSON_CUE_BEFORE = re.compile(
     r"\b(?:with|and|met|meet|meeting|told|asked|called|named|by|thanks|thank|dear|hi|hello|"
@@ -276,6 +284,10 @@ def _english_entities(text: str) -> tuple[list[str], list[str], list[str]]:
         name = " ".join(words)
         if _key(name) in place_keys or any(_key(name) in k.split() for k in place_keys):
             continue
+        if english.is_place(name):
+            places.append(name)
+            place_keys.add(_key(name))
+            continue
         start = m.start() + m.group(0).index(words[0])
         before = text[:start]
         sentence_start = not before.strip() or bool(re.search(r"[.!?:：\n]\s*$", before))
@@ -289,22 +301,42 @@ def _english_entities(text: str) -> tuple[list[str], list[str], list[str]]:
     return persons, places, proper
 
 
-def _english_keywords(text: str, exclude: set[str]) -> Counter[str]:
-    """Noun-ish English words by frequency. Identifiers (Neo4j, MemoryRuntime) count double:
-    they name specific things, where common words often do not."""
-    counts: Counter[str] = Counter()
-    for word in _WORD.findall(text):
-        key = word.casefold().strip("'’.-")
-        if key in exclude or key in ENGLISH_STOPWORDS or key in _VERBISH:
-            continue
-        acronym = word.isupper() and len(word) >= 2
-        tail = word[1:]
-        techy = not acronym and (
-            any(c.isdigit() or c == "_" for c in word) or tail != tail.lower()
-        )
-        if acronym or techy or (len(key) >= 4 and not key.endswith(("ed", "ly"))):
-            counts[word if acronym or techy else key] += 2 if techy else 1
-    return counts
+def _english_concepts(text: str, exclude: set[str]) -> list[tuple[str, int]]:
+    """Content noun phrases (``_english``) with their first position, names left out: a
+    phrase holding a person or place word keeps only the words around it."""
+    out: list[tuple[str, int]] = []
+    folded = text.casefold()
+    for phrase in english.noun_phrases(text):
+        parts: list[list[str]] = [[]]
+        for word in phrase.split():
+            if _key(word) in exclude or _key(word) in _NOT_NAMES or _key(word) in _VERBISH:
+                parts.append([])
+            else:
+                parts[-1].append(word)
+        for words in parts:
+            if not words or (len(parts) > 1 and english.lone_ambiguous(" ".join(words))):
+                continue
+            name = " ".join(_common_case(w) for w in words)
+            if _key(name) not in exclude:
+                out.append((name, folded.find(_key(name))))
+    return out
+
+
+def _techy(phrase: str) -> bool:
+    """An identifier (Neo4j, MemoryRuntime, gpt-4): it names a specific thing, so it counts
+    double where common words often do not."""
+    tail = phrase[1:]
+    return " " not in phrase and (
+        any(c.isdigit() or c == "_" for c in phrase) or tail != tail.lower()
+    ) and not phrase.isupper()
+
+
+def _common_case(word: str) -> str:
+    """A capitalised dictionary word (a sentence start) in lower case; names, acronyms and
+    identifiers as written."""
+    if word[:1].isupper() and word[1:].islower() and english.readings(word):
+        return word.lower()
+    return word
 
 
 def _plain(text: str) -> str:
@@ -361,10 +393,9 @@ def _analyse(block: _Block) -> None:
     for name in proper:
         add(name, 2, text.find(name))
     proper_keys = {_key(n) for n in proper}
-    folded = text.casefold()
-    for word, count in _english_keywords(text, exclude).items():
-        if _key(word) not in proper_keys:
-            add(word, count, folded.find(_key(word)))
+    for phrase, position in _english_concepts(text, exclude):
+        if _key(phrase) not in proper_keys:
+            add(phrase, 2 if _techy(phrase) else 1, position)
     for k in exclude:
         nouns.pop(k, None)
     block.persons = _dedupe(persons)[:MAX_ENTITIES_PER_EVENT]
@@ -405,6 +436,60 @@ class _Registry:
             self.items.append({"ref": self._refs[k], "name": name, "aliases": []})
         return self._refs[k]
 
+    def alias(self, name: str, alias: str) -> None:
+        """Record ``alias`` on the item of ``name`` (which must have a ref already)."""
+        item = self.items[int(self._refs[_key(name)][len(self.prefix) :]) - 1]
+        if _key(alias) not in {_key(a) for a in item["aliases"]} | {_key(name)}:
+            item["aliases"].append(alias)
+
+
+def _nicknames(blocks: list[_Block]) -> dict[str, str]:
+    """Short names that start exactly one speaker's name ("Mel" for speaker "Melanie"):
+    normalised short name -> the speaker's name."""
+    speakers = {_key(b.speaker): b.speaker for b in blocks if b.speaker}
+    out: dict[str, str] = {}
+    for b in blocks:
+        for p in [*b.persons, *(c for c in b.concepts if c[:1].isupper())]:
+            k = _key(p)
+            if k in speakers or len(k) < 3 or " " in k:
+                continue
+            owners = [s for key, s in speakers.items() if key.startswith(k) and key != k]
+            if len(owners) == 1:
+                out[k] = owners[0]
+    return out
+
+
+def _resolve_names(blocks: list[_Block]) -> dict[str, list[str]]:
+    """Across the blocks of one save: a name that is a place anywhere is no person, a short
+    name of a speaker is that speaker, a name that is a person anywhere (a speaker, say) is no
+    concept but a participant where it is named; then at most MAX_CONCEPTS_PER_SAVE concepts,
+    the most repeated first. Returns the aliases found per person name."""
+    places = {_key(loc) for b in blocks for loc in b.locations}
+    nick = _nicknames(blocks)
+    aliases: dict[str, list[str]] = {}
+    for b in blocks:
+        named = [c for c in b.concepts if _key(c) in nick]
+        b.concepts = [c for c in b.concepts if _key(c) not in nick]
+        b.persons = b.persons + named
+        for i, p in enumerate(b.persons):
+            if _key(p) in nick:
+                aliases.setdefault(nick[_key(p)], []).append(p)
+                b.persons[i] = nick[_key(p)]
+    people = {_key(p) for b in blocks for p in b.persons} - places
+    counts: Counter[str] = Counter()
+    first: dict[str, int] = {}
+    for b in blocks:
+        named = [c for c in b.concepts if _key(c) in people]
+        b.persons = _dedupe([p for p in b.persons if _key(p) not in places] + named)
+        b.concepts = [c for c in b.concepts if _key(c) not in people | places]
+        for c in b.concepts:
+            counts[_key(c)] += 1
+            first.setdefault(_key(c), len(first))
+    kept = set(sorted(counts, key=lambda k: (-counts[k], first[k]))[:MAX_CONCEPTS_PER_SAVE])
+    for b in blocks:
+        b.concepts = [c for c in b.concepts if _key(c) in kept]
+    return aliases
+
 
 class OfflineExtractor:
     """Extraction with no model: see the module docstring for the rules."""
@@ -418,10 +503,12 @@ class OfflineExtractor:
     def extract_sync(self, content: str) -> Extraction:
         """The extraction of ``content``, computed in the calling thread."""
         blocks = split_blocks(content) or [_Block(content.strip() or content)]
+        for block in blocks:
+            _analyse(block)
+        aliases = _resolve_names(blocks)
         persons, locations, concepts = _Registry("p"), _Registry("l"), _Registry("c")
         events: list[dict[str, Any]] = []
         for i, block in enumerate(blocks, start=1):
-            _analyse(block)
             events.append(
                 {
                     "ref": f"e{i}",
@@ -432,6 +519,9 @@ class OfflineExtractor:
                     "concepts": [concepts.ref(c) for c in block.concepts],
                 }
             )
+        for name, found in aliases.items():
+            for alias in found:
+                persons.alias(name, alias)
         for item in concepts.items + persons.items:
             item["description"] = ""
         return Extraction.model_validate(
@@ -444,8 +534,10 @@ class OfflineExtractor:
         )
 
     async def warm_up(self) -> None:
-        """Load jieba's dictionary now, in a worker thread (the first save need not wait)."""
+        """Load jieba's dictionary and the English lexicon now, in a worker thread (the first
+        save need not wait)."""
         await asyncio.to_thread(_pos_cut, "预热")
+        await asyncio.to_thread(english.readings, "warm")
 
     async def extract(
         self, content: str, now_iso: str, *, topic_tree: str | None = None

@@ -69,6 +69,8 @@ class Explain:
     chunk_rank: int | None = None
     summary_cosine: float | None = None
     chunk_cosine: float | None = None
+    lexical_rank: int | None = None
+    lexical_score: float | None = None  # BM25 of the event's best chunk or summary
     rrf: float = 0.0
     coverage: float = 0.0
     score: float = 0.0
@@ -132,12 +134,20 @@ class Retriever:
         sessions: SessionStore,
         cursors: CursorStore,
         today: Callable[[], date],
+        *,
+        lexical: bool = True,
+        coverage_weight: float = scoring.COVERAGE_WEIGHT,
+        lexical_weight: float = 1.0,
     ) -> None:
         self.store = store
         self.embedder = embedder
         self.sessions = sessions
         self.cursors = cursors
         self.today = today
+        # The lexical (BM25) route beside the two vector routes; off gives SPEC §1.4's two.
+        self.lexical = lexical
+        self.coverage_weight = coverage_weight
+        self.lexical_weight = lexical_weight
 
     # ---- public operations ----
 
@@ -333,7 +343,10 @@ class Retriever:
             )
             picked = kept[:quota]
             return Ranked(picked, {i: Explain(order="recency") for i in picked}, events=events)
-        pool = await self.store.route_pool(vector, filters, excluded, ROUTE_LIMIT, restrict)
+        text = query if self.lexical else None
+        pool = await self.store.route_pool(
+            vector, filters, excluded, ROUTE_LIMIT, restrict, text=text
+        )
         summary_hits, chunk_hits, events = pool.summary, pool.chunk, pool.events
         if not events:
             return Ranked([], {})
@@ -343,18 +356,24 @@ class Retriever:
             [h.event_id for h in summary_hits if h.event_id in events],
             [h.event_id for h in chunk_hits if h.event_id in events],
             cov,
+            lexical_ids=[h.event_id for h in pool.lexical if h.event_id in events],
+            weight=self.coverage_weight,
+            lexical_weight=self.lexical_weight,
         )
         distinct = scoring.dedup_by_hash(fused, lambda s: events[s.id].content_hash)
         hashes = {s.id: pool.chunk_hashes.get(s.id, frozenset()) for s in distinct}
         picks = scoring.mmr(distinct, {i: e.embedding for i, e in events.items()}, hashes, quota)
         s_cos = {h.event_id: h.score for h in summary_hits}
         c_hit: dict[str, Hit] = {h.event_id: h for h in chunk_hits}
+        lex: dict[str, Hit] = {h.event_id: h for h in pool.lexical}
         explain = {
             p.id: Explain(
                 summary_rank=p.scored.summary_rank,
                 chunk_rank=p.scored.chunk_rank,
                 summary_cosine=s_cos.get(p.id),
                 chunk_cosine=c_hit[p.id].score if p.id in c_hit else None,
+                lexical_rank=p.scored.lexical_rank,
+                lexical_score=lex[p.id].score if p.id in lex else None,
                 rrf=p.scored.rrf,
                 coverage=p.scored.coverage,
                 score=p.scored.score,
@@ -364,9 +383,10 @@ class Retriever:
             )
             for p in picks
         }
+        # The quote's region: the chunk the vector route liked best, else the lexical one.
         best = {
             i: (h.start, h.end)
-            for i, h in c_hit.items()
+            for i, h in [*lex.items(), *c_hit.items()]
             if h.start is not None and h.end is not None
         }
         return Ranked([p.id for p in picks], explain, best, events, pool.concepts)

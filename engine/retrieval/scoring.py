@@ -29,7 +29,8 @@ class Scored:
         chunk_rank: 1-based rank in the chunk route, None when absent.
         rrf: Sum of ``1/(k + rank)`` over the routes.
         coverage: Query-term coverage in [0, 1].
-        score: ``rrf + 0.10 * coverage``.
+        score: ``rrf + weight * coverage``.
+        lexical_rank: 1-based rank in the lexical (BM25) route, None when absent or off.
     """
 
     id: str
@@ -38,6 +39,7 @@ class Scored:
     rrf: float
     coverage: float
     score: float
+    lexical_rank: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,20 +73,26 @@ def _ranks(ids: Iterable[str]) -> dict[str, int]:
     return ranks
 
 
-def rrf(route_ranks: Sequence[Sequence[str]], k: int = RRF_K) -> dict[str, float]:
+def rrf(
+    route_ranks: Sequence[Sequence[str]],
+    k: int = RRF_K,
+    weights: Sequence[float] | None = None,
+) -> dict[str, float]:
     """Reciprocal rank fusion.
 
     Args:
         route_ranks: One id list per route, best first (ranks are 1-based).
         k: The RRF constant.
+        weights: One weight per route (default 1 each).
 
     Returns:
-        ``id -> Σ_routes 1/(k + rank)``; a route that lacks an id adds nothing.
+        ``id -> Σ_routes w/(k + rank)``; a route that lacks an id adds nothing.
     """
     fused: dict[str, float] = {}
-    for route in route_ranks:
+    for i, route in enumerate(route_ranks):
+        w = 1.0 if weights is None else weights[i]
         for event_id, rank in _ranks(route).items():
-            fused[event_id] = fused.get(event_id, 0.0) + 1.0 / (k + rank)
+            fused[event_id] = fused.get(event_id, 0.0) + w / (k + rank)
     return fused
 
 
@@ -93,23 +101,28 @@ def fuse(
     chunk_ids: Sequence[str],
     coverage: Mapping[str, float],
     *,
+    lexical_ids: Sequence[str] = (),
     k: int = RRF_K,
     weight: float = COVERAGE_WEIGHT,
+    lexical_weight: float = 1.0,
 ) -> list[Scored]:
-    """Score the union of both routes: ``rrf + weight * coverage``.
+    """Score the union of the routes: ``rrf + weight * coverage``.
 
     Args:
         summary_ids: Summary-route ids, best first.
         chunk_ids: Chunk-route ids, best first.
         coverage: Coverage per id; a missing id counts as 0.
+        lexical_ids: Lexical-route (BM25) ids, best first; empty when the route is off.
         k: The RRF constant.
         weight: The coverage weight.
+        lexical_weight: The lexical route's weight in the RRF sum (the vector routes' is 1).
 
     Returns:
         Candidates by score descending, ties by id ascending.
     """
     by_summary, by_chunk = _ranks(summary_ids), _ranks(chunk_ids)
-    fused = rrf((summary_ids, chunk_ids), k)
+    by_lexical = _ranks(lexical_ids)
+    fused = rrf((summary_ids, chunk_ids, lexical_ids), k, (1.0, 1.0, lexical_weight))
     scored = [
         Scored(
             id=event_id,
@@ -118,6 +131,7 @@ def fuse(
             rrf=value,
             coverage=coverage.get(event_id, 0.0),
             score=value + weight * coverage.get(event_id, 0.0),
+            lexical_rank=by_lexical.get(event_id),
         )
         for event_id, value in fused.items()
     ]

@@ -7,6 +7,7 @@ it), so the connection is never shared and writes are serialised. The published 
 
 from __future__ import annotations
 
+import logging
 import re
 import sqlite3
 from collections.abc import Callable, Iterable, Sequence
@@ -27,6 +28,7 @@ from engine.models import (
     Event,
     Filters,
     GraphSnapshot,
+    Hit,
     MemoryMeta,
     Neighbour,
     Node,
@@ -43,6 +45,7 @@ from engine.models import (
     VectorSet,
     Where,
 )
+from engine.store import _embedded_lexical as lexical
 from engine.store import _embedded_write as write
 from engine.store._embedded_ann import AnnIndexes, AnnSettings, new_epoch, record_forgotten
 from engine.store._embedded_index import (
@@ -54,6 +57,7 @@ from engine.store._embedded_index import (
     build_event_view,
     drop_entity_rows,
     drop_event_rows,
+    event_mask,
 )
 from engine.store._embedded_load import load_entities, load_events
 from engine.store._embedded_query import (
@@ -85,6 +89,7 @@ from engine.store._embedded_schema import (
 )
 from engine.text import normalise_name
 
+log = logging.getLogger(__name__)
 P = ParamSpec("P")
 T = TypeVar("T")
 
@@ -121,6 +126,9 @@ class Database:
     def open(self) -> None:
         self.file.parent.mkdir(parents=True, exist_ok=True)
         self._conn = connect(str(self.file))
+        indexed = lexical.ensure(self._conn)
+        if indexed:
+            log.info("lexical index of %s: %d events indexed", self.file, indexed)
         self._load_mirrors()
         self.ann.opened(self._conn)
 
@@ -348,6 +356,19 @@ class Database:
             "SELECT source FROM relations WHERE target = ? AND type = 'MENTIONS'", (concept_id,)
         )
         return frozenset(r[0] for r in rows)
+
+    def lexical_hits(
+        self,
+        terms: Sequence[str],
+        filters: Filters,
+        exclude: frozenset[str],
+        restrict: frozenset[str] | None,
+        limit: int,
+    ) -> list[Hit]:
+        allowed = self.events_in_groups(filters) if filters.groups else None
+        view = self.events
+        mask = event_mask(view, filters, exclude, restrict, allowed)
+        return lexical.hits(self.conn, terms, view, mask, limit, restrict)
 
     def positional_events(self, prefix: str, chapter: str) -> list[str]:
         head = f"{prefix}_ch{chapter}_e"

@@ -22,6 +22,7 @@ import numpy as np
 
 from engine.errors import Conflict
 from engine.models import NodeLabel
+from engine.store import _embedded_lexical as lexical
 from engine.store._embedded_db import Database
 from engine.store._embedded_schema import (
     BINDING_COLS,
@@ -193,6 +194,7 @@ def _import(conn: sqlite3.Connection, records: Iterable[Record]) -> dict[str, in
             seq[kind] += 1
         _WRITERS[kind](conn, rec, seq.get(kind, 0))
         counts[kind] += 1
+    lexical.rebuild(conn)  # derived from the restored chunks and summaries
     return dict(counts)
 
 

@@ -29,6 +29,7 @@ from engine.models import (
     epoch_ms,
     label_of,
 )
+from engine.store import _embedded_lexical as lexical
 from engine.store._embedded_index import F32, NewEvent, normalise
 from engine.store._embedded_schema import (
     LABEL_RANK,
@@ -151,6 +152,7 @@ def apply_save(conn: sqlite3.Connection, plan: SavePlan) -> Written:
         node_id = _insert_event(conn, alloc, plan, ev, out)
         out.result.refs[ev.ref] = node_id
         labels[node_id] = "Event"
+    lexical.index_saved(conn, plan.events, out.result.refs)
     merged: dict[str, list[str]] = {}
     for ent in plan.entities:
         if ent.merge_into is not None:
@@ -401,8 +403,7 @@ def bind_topic(
     found = {
         r[0]
         for r in conn.execute(
-            "SELECT id FROM nodes WHERE label = 'Event' AND id IN "
-            "(SELECT value FROM json_each(?))",
+            "SELECT id FROM nodes WHERE label = 'Event' AND id IN (SELECT value FROM json_each(?))",
             (json.dumps(ids),),
         )
     }
@@ -430,6 +431,7 @@ def forget(conn: sqlite3.Connection, event_id: str) -> list[str]:
         )
     ]
     conn.execute("DELETE FROM relations WHERE event_key = ?", (event_id,))
+    lexical.unindex_event(conn, event_id)
     conn.execute("DELETE FROM nodes WHERE id = ?", (event_id,))
     pruned: list[tuple[int, str]] = []
     for node_id in touched:
@@ -478,6 +480,7 @@ def replace_vectors(conn: sqlite3.Connection, vectors: VectorSet) -> None:
             for c in vectors.chunks
         ],
     )
+    lexical.rebuild(conn)  # the chunks were rewritten; the index is derived from them
     m = vectors.meta
     conn.execute(
         "INSERT INTO meta (key, model, dimensions, updated_at, schema_version) "

@@ -125,6 +125,20 @@ class Store(Protocol):
         """Top ``limit`` distinct events for the summary or chunk route (best chunk per event),
         ordered by cosine DESC then id. ``restrict`` limits candidates to these ids (expand)."""
 
+    async def lexical_route(
+        self,
+        text: str,
+        filters: Filters,
+        exclude: frozenset[str],
+        limit: int,
+        restrict: frozenset[str] | None = None,
+    ) -> list[Hit]:
+        """Top ``limit`` distinct events by BM25 of their best chunk text or summary against
+        ``text`` (tokens of ``engine.retrieval.lexical``), score DESC then id, under the same
+        filters, exclusions and restriction as ``route``. ``score`` is the BM25 value (higher
+        is better; not comparable across stores); a chunk hit carries its range. Served by a
+        full-text index derived from the stored texts (rebuilt when missing)."""
+
     async def route_pool(
         self,
         query: Vector,
@@ -132,10 +146,12 @@ class Store(Protocol):
         exclude: frozenset[str],
         limit: int,
         restrict: frozenset[str] | None = None,
+        text: str | None = None,
     ) -> RoutePool:
-        """Both routes as ``route`` gives them, every event they hit (with vectors) and its
-        chunks' text hashes: what one ranking step reads, in as few round trips as the
-        database allows (``route_pool_by_parts`` is the reference)."""
+        """Both vector routes as ``route`` gives them (and, with ``text``, the lexical route),
+        every event they hit (with vectors) and its chunks' text hashes: what one ranking step
+        reads, in as few round trips as the database allows (``route_pool_by_parts`` is the
+        reference)."""
 
     async def recent_events(
         self,
@@ -240,17 +256,25 @@ async def route_pool_by_parts(
     exclude: frozenset[str],
     limit: int,
     restrict: frozenset[str] | None = None,
+    text: str | None = None,
 ) -> RoutePool:
-    """``Store.route_pool`` composed of the other reads: the two routes side by side, then
-    their events and chunks. Right for a store in the same process, where a read is cheap."""
-    summary, chunk = await asyncio.gather(
+    """``Store.route_pool`` composed of the other reads: the routes side by side, then their
+    events and chunks. Right for a store in the same process, where a read is cheap."""
+    summary, chunk, lexical = await asyncio.gather(
         store.route("summary", query, filters, exclude, limit, restrict),
         store.route("chunk", query, filters, exclude, limit, restrict),
+        _no_hits()
+        if text is None
+        else store.lexical_route(text, filters, exclude, limit, restrict),
     )
-    union = list(dict.fromkeys([h.event_id for h in summary] + [h.event_id for h in chunk]))
+    union = list(dict.fromkeys(h.event_id for h in [*summary, *chunk, *lexical]))
     if not union:
-        return RoutePool(summary, chunk, {}, {})
+        return RoutePool(summary, chunk, {}, {}, lexical=lexical)
     events = {e.id: e for e in await store.get_events(union, with_vectors=True)}
     chunks = await store.get_chunks(list(events))
     hashes = {i: frozenset(c.text_hash for c in cs) for i, cs in chunks.items()}
-    return RoutePool(summary, chunk, events, hashes)
+    return RoutePool(summary, chunk, events, hashes, lexical=lexical)
+
+
+async def _no_hits() -> list[Hit]:
+    return []

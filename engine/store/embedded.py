@@ -63,6 +63,7 @@ from engine.models import (
     VectorSet,
     Where,
 )
+from engine.retrieval.lexical import query_terms as lexical_terms
 from engine.store import _embedded_dump as dump
 from engine.store._embedded_ann import AnnSettings
 from engine.store._embedded_db import Database
@@ -290,6 +291,20 @@ class EmbeddedStore:
 
         return await self._compute_on(cells, run)
 
+    async def lexical_route(
+        self,
+        text: str,
+        filters: Filters,
+        exclude: frozenset[str],
+        limit: int,
+        restrict: frozenset[str] | None = None,
+    ) -> list[Hit]:
+        terms = lexical_terms(text)
+        if not terms or limit <= 0 or (restrict is not None and not restrict):
+            return []
+        db = self._database
+        return await self._call(db.lexical_hits, terms, filters, exclude, restrict, limit)
+
     async def route_pool(
         self,
         query: Vector,
@@ -297,8 +312,9 @@ class EmbeddedStore:
         exclude: frozenset[str],
         limit: int,
         restrict: frozenset[str] | None = None,
+        text: str | None = None,
     ) -> RoutePool:
-        return await route_pool_by_parts(self, query, filters, exclude, limit, restrict)
+        return await route_pool_by_parts(self, query, filters, exclude, limit, restrict, text)
 
     async def recent_events(
         self,

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.api.conftest import Api
+from tests.api.conftest import Api, offline_settings, running
 
 SAVE = "mutation($input: SaveInput!) { save(input: $input) { eventIds } }"
 PAGE = """
@@ -357,3 +358,40 @@ async def test_text_rendering_in_both_locales(api: Api, locale: str) -> None:
     )["search"]["text"]
     assert text.startswith("[memory_database_search] operation=search target=Event")
     assert ("摘要：" in text) == (locale == "ZH")
+
+
+LEXICAL = (
+    'query($q: String!, $s: String) { search(query: $q, session: $s) { items { eventId '
+    "explain { summaryRank chunkRank lexicalRank lexicalScore rrf } } } }"
+)
+
+
+async def _seed_part_numbers(api: Api) -> str:
+    """Eight notes; one holds a part number that only the lexical route can rank first."""
+    wanted = ""
+    for i in range(8):
+        body = f"Maintenance log {i}: replaced the filter and checked the pressure. " * 3
+        if i == 5:
+            body += "The spare part is XK-4471-B, ordered from the usual supplier."
+        ex = extraction(f"maintenance log {i}")
+        ids = (await api.gql(SAVE, input={"content": body, "extraction": ex}))["save"]["eventIds"]
+        wanted = ids[0] if i == 5 else wanted
+    return wanted
+
+
+async def test_explain_shows_the_lexical_rank(api: Api) -> None:
+    wanted = await _seed_part_numbers(api)
+    items = (await api.gql(LEXICAL, q="which part XK-4471-B", s="lex"))["search"]["items"]
+    assert items[0]["eventId"] == wanted
+    top = items[0]["explain"]
+    assert top["lexicalRank"] == 1 and top["lexicalScore"] > 0
+    assert all(i["explain"]["lexicalRank"] != 1 for i in items[1:])
+
+
+async def test_the_lexical_route_can_be_switched_off(tmp_path: Path) -> None:
+    settings = offline_settings(tmp_path, retrieval={"lexical": False})
+    async with running(settings) as off:
+        await _seed_part_numbers(off)
+        items = (await off.gql(LEXICAL, q="which part XK-4471-B", s="lex"))["search"]["items"]
+    assert items and all(i["explain"]["lexicalRank"] is None for i in items)
+    assert all(i["explain"]["lexicalScore"] is None for i in items)

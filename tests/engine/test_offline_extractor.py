@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from engine.providers.offline import MAX_EVENTS, SUMMARY_MAX, OfflineExtractor, summarise
+from engine.providers.offline import (
+    MAX_CONCEPTS_PER_SAVE,
+    MAX_EVENTS,
+    SUMMARY_MAX,
+    OfflineExtractor,
+    summarise,
+)
 from prompts.extraction import Extraction
 
 # From shared/seeds/001 (the original plugin's README), a few lines.
@@ -36,7 +42,9 @@ def names(items: list[object]) -> list[str]:
 
 
 def refs_of(extraction: Extraction, event: int) -> dict[str, list[str]]:
-    by_ref = {e.ref: e.name for e in extraction.persons + extraction.locations + extraction.concepts}
+    by_ref = {
+        e.ref: e.name for e in extraction.persons + extraction.locations + extraction.concepts
+    }
     ev = extraction.events[event]
     return {
         "persons": [by_ref[p.person] for p in ev.participants],
@@ -46,7 +54,9 @@ def refs_of(extraction: Extraction, event: int) -> dict[str, list[str]]:
 
 
 def test_chinese_persons_places_and_concepts(extractor: OfflineExtractor) -> None:
-    result = extractor.extract_sync("张三上周在北京参加了图数据库的技术大会，和李四讨论了向量检索。")
+    result = extractor.extract_sync(
+        "张三上周在北京参加了图数据库的技术大会，和李四讨论了向量检索。"
+    )
     assert len(result.events) == 1
     assert names(result.persons) == ["张三", "李四"]
     assert names(result.locations) == ["北京"]
@@ -85,11 +95,13 @@ def test_english_dialogue(extractor: OfflineExtractor) -> None:
     assert result.events[0].time == "last week"
     assert result.events[0].summary == "Alice: I moved to Berlin last week and started a new job."
     assert "Carol" in refs_of(result, 2)["persons"]
-    assert "apartment" in refs_of(result, 1)["concepts"]
+    assert refs_of(result, 1)["concepts"] == ["apartment search"]
 
 
 def test_roles_are_not_persons(extractor: OfflineExtractor) -> None:
-    text = "user: I want to visit Kyoto in April.\nassistant: Kyoto is lovely in spring.\n用户：好的"
+    text = (
+        "user: I want to visit Kyoto in April.\nassistant: Kyoto is lovely in spring.\n用户：好的"
+    )
     result = extractor.extract_sync(text)
     lowered = {n.casefold() for n in names(result.persons)}
     assert not lowered & {"user", "assistant", "用户"}
@@ -110,7 +122,9 @@ def test_labels_are_not_speakers(extractor: OfflineExtractor) -> None:
 
 
 def test_entities_link_only_to_their_block(extractor: OfflineExtractor) -> None:
-    text = "Alice lives in Paris and loves painting.\n\nBob met Carol in Rome to talk about sculpture."
+    text = (
+        "Alice lives in Paris and loves painting.\n\nBob met Carol in Rome to talk about sculpture."
+    )
     result = extractor.extract_sync(text)
     assert len(result.events) == 1  # a short text is one event
     long_text = text.replace("\n\n", " " + "filler words here. " * 20 + "\n\n")
@@ -123,7 +137,9 @@ def test_entities_link_only_to_their_block(extractor: OfflineExtractor) -> None:
 
 
 def test_at_most_eight_events(extractor: OfflineExtractor) -> None:
-    paragraphs = [f"第{i}段：今天讨论了项目{i}的进度和风险，需要继续跟进后续的安排。" * 3 for i in range(20)]
+    paragraphs = [
+        f"第{i}段：今天讨论了项目{i}的进度和风险，需要继续跟进后续的安排。" * 3 for i in range(20)
+    ]
     result = extractor.extract_sync("\n\n".join(paragraphs))
     assert len(result.events) == MAX_EVENTS
     assert [e.ref for e in result.events] == [f"e{i}" for i in range(1, 9)]
@@ -165,3 +181,71 @@ def test_no_duplicate_refs_within_an_event(extractor: OfflineExtractor) -> None:
 async def test_async_extract_runs_in_a_thread(extractor: OfflineExtractor) -> None:
     result = await extractor.extract(DIALOGUE, "2026-03-01T10:20:00+08:00")
     assert result == extractor.extract_sync(DIALOGUE)
+
+
+CHAT = """Caroline: Hey Mel! Good to see you! How have you been?
+Melanie: Hey Caroline! Good to see you! I'm swamped with the kids & work. What's up with you? Anything new?
+Caroline: I went to a LGBTQ support group yesterday and it was so powerful.
+Melanie: Wow, that's cool, Caroline! What happened that was so awesome? Did you hear any inspiring stories?"""
+
+
+def test_english_chat_speakers_are_persons_and_concepts_are_noun_phrases(
+    extractor: OfflineExtractor,
+) -> None:
+    result = extractor.extract_sync(CHAT)
+    assert [(p.name, p.aliases) for p in result.persons] == [
+        ("Caroline", []),
+        ("Melanie", ["Mel"]),  # a short name of a speaker is that speaker
+    ]
+    assert names(result.concepts) == ["kids", "LGBTQ support group", "stories"]
+    assert result.locations == []
+    assert refs_of(result, 0)["persons"] == ["Caroline", "Melanie"]  # speaker, then addressee
+    assert refs_of(result, 3)["persons"] == ["Melanie", "Caroline"]
+    assert refs_of(result, 2)["concepts"] == ["LGBTQ support group"]
+
+
+def test_english_places_and_no_verbs_or_adjectives(extractor: OfflineExtractor) -> None:
+    result = extractor.extract_sync(
+        "User: I chose to take a lot of photos at the Grand Canyon because it's beautiful. "
+        "My sister Emily came with me from Denver.\n"
+        "Assistant: That sounds like a wonderful trip! The Grand Canyon in Arizona is stunning."
+    )
+    assert names(result.persons) == ["Emily"]  # User / Assistant are roles, not persons
+    assert names(result.locations) == ["Grand Canyon", "Denver", "Arizona"]
+    assert names(result.concepts) == ["photos", "sister", "trip"]
+
+
+def test_english_technical_note_and_honorifics(extractor: OfflineExtractor) -> None:
+    result = extractor.extract_sync(
+        "We migrated the graph database to Neo4j last week, and the backup script failed "
+        "twice. Priya said the new disk arrives on Monday."
+    )
+    assert names(result.persons) == ["Priya"]
+    assert names(result.concepts) == ["Neo4j", "graph database", "backup script", "disk"]
+    lesson = extractor.extract_sync(
+        "Tom: I've been learning to play the violin since March.\n"
+        "Sarah: That's amazing, Tom! Are you taking lessons with a teacher in Chicago?\n"
+        "Tom: Yes, my teacher Mrs. Lee runs a small music school downtown."
+    )
+    assert names(lesson.persons) == ["Tom", "Sarah", "Lee"]
+    assert names(lesson.locations) == ["Chicago"]
+    assert names(lesson.concepts) == ["violin", "lessons", "teacher", "music school"]
+
+
+def test_chinese_exact_persons_places_and_concepts(extractor: OfflineExtractor) -> None:
+    result = extractor.extract_sync(
+        "昨天我和张伟在北京吃了烤鸭，他说下个月要去上海参加人工智能大会。"
+    )
+    assert names(result.persons) == ["张伟"]
+    assert names(result.locations) == ["北京", "上海"]
+    assert names(result.concepts) == ["烤鸭", "人工智能", "大会"]
+
+
+def test_concepts_are_capped_per_save(extractor: OfflineExtractor) -> None:
+    words = "violin piano guitar drums flute cello harp banjo trumpet oboe tuba viola"
+    text = "\n\n".join(
+        f"Note {i}: the {a} teacher and the {b} workshop."
+        for i, (a, b) in enumerate(zip(words.split(), reversed(words.split()), strict=True))
+    )
+    result = extractor.extract_sync(text)
+    assert 8 <= len(result.concepts) <= MAX_CONCEPTS_PER_SAVE

@@ -116,3 +116,22 @@ def test_mmr_rejects_vectors_of_mixed_dimensions() -> None:
     pool = [_scored("a", 1.0), _scored("b", 0.5)]
     with pytest.raises(ValueError):
         mmr(pool, {"a": np.ones(2), "b": np.ones(3)}, {}, quota=2)
+
+
+def test_rrf_weights_each_route() -> None:
+    from engine.retrieval.scoring import rrf
+
+    plain = rrf([["a", "b"], ["b"]], k=60)
+    weighted = rrf([["a", "b"], ["b"]], k=60, weights=(1.0, 0.5))
+    assert plain["b"] == pytest.approx(1 / 62 + 1 / 61)
+    assert weighted["b"] == pytest.approx(1 / 62 + 0.5 / 61)
+    assert weighted["a"] == plain["a"] == pytest.approx(1 / 61)
+
+
+def test_fuse_ranks_the_lexical_route_with_its_weight() -> None:
+    out = fuse(["a"], ["a"], {}, lexical_ids=["b", "a"], lexical_weight=2.0)
+    by_id = {s.id: s for s in out}
+    assert by_id["b"].lexical_rank == 1 and by_id["a"].lexical_rank == 2
+    assert by_id["b"].rrf == pytest.approx(2 / 61)
+    assert by_id["a"].rrf == pytest.approx(2 / 61 + 2 / 62)
+    assert [s.id for s in out] == ["a", "b"]

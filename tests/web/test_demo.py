@@ -14,6 +14,7 @@ from web.demo import DEMO_DATA, DemoReport, banner, demo_inputs, demo_settings, 
 
 COUNTS = "{ memoryIndex { counts { events persons concepts locations chunks } } }"
 GRAPH = "{ graph { nodes { id: nodeId label } relationships { type source target } truncatedNodes } }"
+GRAPH_NAMES = "{ graph { nodes { label name } } }"
 SEARCH = (
     'query($q: String!) { search(query: $q, session: "demo", resetSeen: true) {'
     " cursor nearbyEvents items { eventId } } }"
@@ -46,7 +47,7 @@ async def test_loading_twice_gives_the_same_memory(tmp_path: Path) -> None:
     async with demo_api(tmp_path) as (api, first):
         assert (first.saved, first.replayed) == (len(demo_inputs()), 0)
         counts = (await api.gql(COUNTS))["memoryIndex"]["counts"]
-        assert counts["events"] == first.saved
+        assert counts["events"] == len(first.event_ids)  # a chat save gives one per turn
         again = await load_demo(api.app.state.memory)
         assert (again.saved, again.replayed) == (0, first.saved)
         assert again.event_ids == first.event_ids
@@ -113,3 +114,23 @@ async def test_the_demo_lives_in_its_own_data_dir(
     assert "search(" in text and "nearby(" in text
     # the user's own memory was not touched
     assert not (tmp_path / "mine").exists()
+
+
+PERSON = (
+    'query($n: String!) { persons(first: 5, where: {name: {eq: $n}}) { edges { node {'
+    " name aliases } } } }"
+)
+
+
+async def test_the_english_chat_is_filed_under_its_speakers(tmp_path: Path) -> None:
+    """The one chat in the sample has no extraction of its own: the offline rules make its
+    speakers Persons (merged with the same people saved before) and its noun phrases
+    Concepts, and nothing like "great" or "keep" becomes a concept."""
+    async with demo_api(tmp_path) as (api, _):
+        graph = (await api.gql(GRAPH_NAMES))["graph"]
+        priya = (await api.gql(PERSON, n="Priya Nair"))["persons"]["edges"]
+    names = {(n["label"], n["name"]) for n in graph["nodes"]}
+    assert {("Concept", "sync engine"), ("Concept", "soak test")} <= names
+    assert {("Concept", "conflict resolver"), ("Location", "Lisbon")} <= names
+    assert not {("Concept", w) for w in ("great", "keep", "Priya", "Marco", "morning")} & names
+    assert len(priya) == 1 and "Priya" in priya[0]["node"]["aliases"]

@@ -457,6 +457,11 @@ _POOL_CONCEPTS = (
 )
 
 
+# For the lexical route's queries (``_lexical.py``): the same filters and pool projections.
+EVENT_FILTERS: Final = _EVENT_FILTERS
+POOL_HASHES: Final = _POOL_HASHES
+POOL_CONCEPTS: Final = _POOL_CONCEPTS
+
 POOL_ROUTES: Final = {key: with_pool(query) for key, query in ROUTES.items() if key[0] != "recent"}
 POOL_BY_INDEX: Final = {
     route: (index, with_pool(query)) for route, (index, query) in BY_INDEX.items()

@@ -22,6 +22,7 @@ from neo4j.exceptions import ClientError
 
 from engine.models import Event, Filters, Hit, RouteName, RoutePool, Vector
 from engine.store.neo4j import _cypher as q
+from engine.store.neo4j import _lexical
 from engine.store.neo4j import _records as rec
 
 if TYPE_CHECKING:
@@ -117,12 +118,12 @@ def hit(route: RouteName, r: Row) -> Hit:
     return Hit(r["id"], rec.raw_cosine(r["score"]), int(r["i"]), int(r["start"]), int(r["end"]))
 
 
-def pool(summary: list[Row], chunk: list[Row]) -> RoutePool:
-    """A RoutePool from the two routes' pool rows (an event hit by both is read once)."""
+def pool(summary: list[Row], chunk: list[Row], lexical: list[Row] | None = None) -> RoutePool:
+    """A RoutePool from the routes' pool rows (an event hit by several is read once)."""
     events: dict[str, Event] = {}
     hashes: dict[str, frozenset[str]] = {}
     concepts: dict[str, tuple[tuple[str, str], ...]] = {}
-    for r in [*summary, *chunk]:
+    for r in [*summary, *chunk, *(lexical or [])]:
         if r["id"] not in events:
             events[r["id"]] = rec.event(r["ev"], True)
             hashes[r["id"]] = frozenset(r["hashes"])
@@ -133,4 +134,5 @@ def pool(summary: list[Row], chunk: list[Row]) -> RoutePool:
         events,
         hashes,
         concepts,
+        [_lexical.hit(r) for r in lexical or []],
     )

@@ -74,6 +74,7 @@ from engine.models import (
 )
 from engine.store.neo4j import _cypher as q
 from engine.store.neo4j import _dump as dump
+from engine.store.neo4j import _lexical as lexical
 from engine.store.neo4j import _records as rec
 from engine.store.neo4j import _routes as routes
 from engine.store.neo4j import _write as write
@@ -263,6 +264,8 @@ class Neo4jStore:
         for name, statement in {**q.CONSTRAINTS, **q.INDEXES}.items():
             if name not in existing:
                 await self._schema(statement)
+        if lexical.INDEX not in existing:  # Neo4j fills it from the nodes already there
+            await self._schema(lexical.CREATE_INDEX)
         wanted = [*q.VECTOR_INDEXES.values(), q.CHUNK_VECTOR_INDEX]
         self._vector_indexes = all(n in existing for n in wanted)
         if not self._vector_indexes:
@@ -422,6 +425,17 @@ class Neo4jStore:
         rows = await routes.rows(self, route, query, filters, exclude, limit, restrict, False)
         return [routes.hit(route, r) for r in rows]
 
+    async def lexical_route(
+        self,
+        text: str,
+        filters: Filters,
+        exclude: frozenset[str],
+        limit: int,
+        restrict: frozenset[str] | None = None,
+    ) -> list[Hit]:
+        rows = await lexical.rows(self, text, filters, exclude, limit, restrict, False)
+        return [lexical.hit(r) for r in rows]
+
     async def route_pool(
         self,
         query: Vector,
@@ -429,14 +443,18 @@ class Neo4jStore:
         exclude: frozenset[str],
         limit: int,
         restrict: frozenset[str] | None = None,
+        text: str | None = None,
     ) -> RoutePool:
-        """Both routes side by side, each query returning its events with their vectors and
-        chunk hashes: one round trip of two concurrent queries instead of four in a row."""
-        summary, chunk = await asyncio.gather(
+        """The routes side by side, each query returning its events with their vectors and
+        chunk hashes: one round trip of two (three with ``text``) concurrent queries."""
+        summary, chunk, lex = await asyncio.gather(
             routes.rows(self, "summary", query, filters, exclude, limit, restrict, True),
             routes.rows(self, "chunk", query, filters, exclude, limit, restrict, True),
+            _none()
+            if text is None
+            else lexical.rows(self, text, filters, exclude, limit, restrict, True),
         )
-        return routes.pool(summary, chunk)
+        return routes.pool(summary, chunk, lex)
 
     async def _index_usable(self, index: str, dims: int) -> bool:
         return await routes.index_usable(self, index, dims)
@@ -669,3 +687,6 @@ class Neo4jStore:
         ``_dump.py``)."""
         return await dump.Importer(self).run(records)
 
+
+async def _none() -> list[dict[str, Any]]:
+    return []
