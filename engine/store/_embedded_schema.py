@@ -33,7 +33,7 @@ from engine.models import (
 )
 from engine.store._embedded_index import normalise
 
-LAYOUT_VERSION = 1
+LAYOUT_VERSION = 2  # 2: id_marks
 
 DDL = """
 CREATE TABLE IF NOT EXISTS nodes (
@@ -101,6 +101,14 @@ CREATE TABLE IF NOT EXISTS meta (
     schema_version INTEGER NOT NULL
 );
 
+-- The id high-water mark per prefix (event, person, concept, location): the highest N ever
+-- allocated or restored. The allocator counts on from here, so an id is never handed out twice,
+-- not even after the node that carried it was forgotten.
+CREATE TABLE IF NOT EXISTS id_marks (
+    prefix TEXT PRIMARY KEY,
+    last   INTEGER NOT NULL
+) WITHOUT ROWID;
+
 CREATE TABLE IF NOT EXISTS idempotency (
     key        TEXT PRIMARY KEY,
     result     TEXT NOT NULL,               -- JSON SaveResult
@@ -127,6 +135,14 @@ CREATE TABLE IF NOT EXISTS topic_bindings (
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS topic_bindings_event ON topic_bindings (event_id);
 """
+
+# Raises every mark to at least the highest allocated id present: a database written before marks
+# existed, or a restore from a dump without an ``ids`` record. Marks only ever grow.
+CATCH_UP_MARKS = (
+    "INSERT INTO id_marks (prefix, last) SELECT id_prefix, MAX(id_num) FROM nodes "
+    "WHERE id_prefix IS NOT NULL GROUP BY id_prefix "
+    "ON CONFLICT (prefix) DO UPDATE SET last = MAX(last, excluded.last)"
+)
 
 LABEL_RANK: dict[NodeLabel, int] = {label: i for i, label in enumerate(NODE_LABELS)}
 _ALLOCATED = re.compile(r"^(" + "|".join(ID_PREFIX.values()) + r")_([0-9]+)$")
@@ -159,7 +175,14 @@ def connect(path: str) -> sqlite3.Connection:
     conn.execute("PRAGMA foreign_keys = ON")
     conn.execute("PRAGMA busy_timeout = 10000")
     conn.executescript(DDL)
-    conn.execute(f"PRAGMA user_version = {LAYOUT_VERSION}")
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute(CATCH_UP_MARKS)
+        conn.execute(f"PRAGMA user_version = {LAYOUT_VERSION}")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
     return conn
 
 

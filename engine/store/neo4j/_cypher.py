@@ -22,6 +22,7 @@ from engine.errors import InvalidInput
 from engine.models import (
     ADJACENCY,
     ENTITY_LABELS,
+    ID_PREFIX,
     NODE_LABELS,
     REL_TYPES,
     TOPIC_LABEL,
@@ -188,6 +189,27 @@ ON CREATE SET s.seq = 0
 SET s.seq = s.seq + $n
 RETURN s.seq - $n + 1 AS first
 """
+# The id high-water marks live on the space node: ``last_<prefix>`` is the highest N ever
+# allocated (or restored) for that prefix; the allocator counts on from it, so a forgotten id
+# is never handed out again. A space written before marks existed has none: the allocator then
+# starts from the highest id present (MAX_NUM). Read and written under LOCK_SPACE.
+MARK_PROPERTY: Final[dict[NodeLabel, str]] = {
+    lbl: f"last_{ID_PREFIX[lbl]}" for lbl in NODE_LABELS
+}
+GET_MARKS: Final = (
+    f"MATCH (s:{SPACE_LABEL} {{space: $space}}) RETURN "
+    + ", ".join(f"s.{prop} AS {ID_PREFIX[lbl]}" for lbl, prop in MARK_PROPERTY.items())
+)
+SET_MARKS: Final = (
+    f"MATCH (s:{SPACE_LABEL} {{space: $space}}) SET "
+    + ", ".join(
+        f"s.{prop} = CASE WHEN ${ID_PREFIX[lbl]} IS NULL THEN s.{prop} "
+        f"WHEN s.{prop} IS NULL OR s.{prop} < ${ID_PREFIX[lbl]} THEN ${ID_PREFIX[lbl]} "
+        f"ELSE s.{prop} END"
+        for lbl, prop in MARK_PROPERTY.items()
+    )
+    + " RETURN count(s) AS n"
+)
 ENSURE_META: Final = f"""
 MERGE (m:MemoryMeta {{space: $space, key: 'embedding'}})
 ON CREATE SET m.model = $model, m.dimensions = $dims, m.updated_at = $at, m.schema_version = $v

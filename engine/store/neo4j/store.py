@@ -17,9 +17,9 @@ Transactions
     Each write is one managed transaction (``execute_write`` retries transient failures, so
     the transaction functions have no side effects outside the database). A write first
     MERGEs the space's ``MnemoSpace`` node and bumps its counter: that write lock serialises
-    saves of one space across processes, which keeps ``1 + max N`` id allocation safe. Schema
-    statements run in their own auto-commit transactions (Neo4j refuses schema and data
-    changes in one transaction).
+    saves of one space across processes, which keeps id allocation (from the high-water marks
+    on that node) safe. Schema statements run in their own auto-commit transactions (Neo4j
+    refuses schema and data changes in one transaction).
 
 All Cypher text is static (see ``_cypher.py``); labels and relationship types reach it only
 through allow-lists.
