@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -19,14 +20,18 @@ from zoneinfo import ZoneInfo
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from engine import checks
 from engine.binding import TopicChoice, choose_topic
+from engine.config import Limits
 from engine.errors import (
     Conflict,
     ExtractionInvalid,
+    Forgotten,
     InvalidId,
     InvalidInput,
     MetaMismatch,
     MnemoError,
+    OutOfRange,
 )
 from engine.models import (
     CALLER_ID,
@@ -49,6 +54,7 @@ from prompts.extraction import EntityItem, EventItem, Extraction, ProfileItem
 log = logging.getLogger(__name__)
 
 _ALLOCATED = re.compile(r"^(event|person|concept|location)_\d+$")
+IDEMPOTENCY_KEY_MAX = 200
 CONCEPT_CANDIDATES = 5
 CONCEPT_MIN_COSINE = 0.75
 
@@ -65,7 +71,9 @@ class SaveInput(BaseModel):
     related_topics: list[str] = Field(default_factory=list)
     activation_profile: ProfileItem | None = None
     extraction: Extraction | None = None
-    idempotency_key: str | None = Field(default=None, max_length=200)
+    # checked by Ingestor.validate (a coded error), not here: a pydantic failure in the
+    # resolver would reach the client as an internal error
+    idempotency_key: str | None = None
     dedupe_by_hash: bool = False
 
 
@@ -99,6 +107,18 @@ Now = Callable[[], datetime]
 
 
 def meta_mismatch(meta: MemoryMeta, model: str, dims: int) -> MetaMismatch:
+    if meta.stale:
+        return MetaMismatch(
+            "the memory was restored without its vectors and has not been re-embedded yet, so "
+            "semantic search would find nothing; run the revectorize mutation (or `mnemoql "
+            "revectorize`)",
+            zh="记忆恢复时未携带向量，尚未重新向量化；请先重新向量化",
+            stored_model=meta.model,
+            stored_dimensions=meta.dimensions,
+            configured_model=model,
+            configured_dimensions=dims,
+            vectors_stale=True,
+        )
     return MetaMismatch(
         f"the memory was embedded with {meta.model}/{meta.dimensions} but the service is "
         f"configured for {model}/{dims}; saving and semantic search are paused until you run "
@@ -130,6 +150,7 @@ class Ingestor:
         now: Now | None = None,
         lock: asyncio.Lock | None = None,
         topics: TopicIndex | None = None,
+        limits: Limits | None = None,
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -138,6 +159,7 @@ class Ingestor:
         self.tz = ZoneInfo(timezone)
         self.judge_threshold = judge_threshold
         self.max_content_chars = max_content_chars
+        self.limits = limits or Limits()
         self._now = now or (lambda: datetime.now(self.tz))
         # Saves, revectorize and forget share this lock (SPEC §1.3.6).
         self.lock = lock or asyncio.Lock()
@@ -155,10 +177,13 @@ class Ingestor:
             raise meta_mismatch(meta, self.embedder.model, self.embedder.dimensions)
 
     def validate(self, item: SaveInput) -> None:
+        """Refuse, with a coded error and before any work, what no save may hold."""
+        checks.text(item.content, "content")
         if not item.content.strip():
             raise InvalidInput(
                 "content must not be empty", zh="content 不能为空", argument="content"
             )
+        checks.visible(item.content, "content")
         if len(item.content) > self.max_content_chars:
             raise InvalidInput(
                 f"content has {len(item.content)} characters; the limit is "
@@ -166,20 +191,44 @@ class Ingestor:
                 zh=f"content 超过 {self.max_content_chars} 字上限",
                 argument="content",
             )
+        named = (("id", item.id), ("time", item.time), ("topicPath", item.topic_path),
+                 ("idempotencyKey", item.idempotency_key))  # fmt: skip
+        checks.texts((arg, v) for arg, v in named if v is not None)
+        checks.texts((f"relatedTopics[{i}]", p) for i, p in enumerate(item.related_topics))
+        if item.idempotency_key is not None:
+            checks.size("idempotencyKey", len(item.idempotency_key), IDEMPOTENCY_KEY_MAX,
+                        "characters")  # fmt: skip
+        _check_profile(item.activation_profile)
         if item.id is not None and (not CALLER_ID.match(item.id) or _ALLOCATED.match(item.id)):
             raise InvalidId(
-                f"id {item.id!r} is not allowed: use letters, digits and _.:- (at most 128), "
-                "for example book_ch3_e12; event_N style ids are allocated by the service",
-                zh=f"ID 不合法：{item.id}",
+                f"id {checks.clip(item.id)!r} is not allowed: use letters, digits and _.:- (at "
+                "most 128), for example book_ch3_e12; event_N style ids are allocated by the "
+                "service",
+                zh=f"ID 不合法：{checks.clip(item.id)}",
                 argument="id",
             )
+        if item.extraction is not None:
+            self._check_extraction(item.extraction)
+
+    def _check_extraction(self, ex: Extraction) -> None:
+        """A client's ready extraction: bounded (its size drives embedding and merging work)
+        and valid text throughout."""
+        lim = self.limits
+        checks.size("extraction.events", len(ex.events), lim.max_extraction_events, "events",
+                    "max_extraction_events")  # fmt: skip
+        entities = len(ex.persons) + len(ex.concepts) + len(ex.locations)
+        checks.size("extraction", entities, lim.max_extraction_entities,
+                    "persons, concepts and locations", "max_extraction_entities")  # fmt: skip
+        checks.size("extraction.attitudes", len(ex.attitudes), lim.max_extraction_entities,
+                    "attitudes", "max_extraction_entities")  # fmt: skip
+        checks.texts(checks.strings(ex.model_dump(exclude_none=True), "extraction"))
 
     async def save(self, item: SaveInput) -> SaveOutcome:
         """Save one memory; raises MnemoError subclasses and writes nothing on failure."""
         self.validate(item)
         await self.check_meta()
         if item.idempotency_key and (prior := await self.store.replay(item.idempotency_key)):
-            return SaveOutcome(prior, describe(prior))
+            return await self._replayed(item, prior)
         now = self.now()
         tree, known = "", []
         if self.topics is not None:
@@ -203,6 +252,37 @@ class Ingestor:
         prepared = await self._embed(item, extraction)
         async with self.lock:
             return await self._write(item, extraction, prepared, now, topic)
+
+    async def _replayed(self, item: SaveInput, prior: SaveResult) -> SaveOutcome:
+        """The recorded result of an idempotency key, if it still names this content.
+
+        Raises:
+            Forgotten: an event the key saved was forgotten since (nothing is saved again:
+                the memory was removed on purpose; a new key saves it anew).
+            Conflict: the key saved other content.
+        """
+        key = checks.clip(item.idempotency_key or "")
+        found = {e.id: e for e in await self.store.get_events(prior.event_ids)}
+        gone = [i for i in prior.event_ids if i not in found]
+        if gone:
+            raise Forgotten(
+                f"idempotencyKey {key!r} saved {', '.join(prior.event_ids)}, and "
+                f"{', '.join(gone)} has been forgotten since; nothing was saved. Use a new "
+                "idempotencyKey to save this content again",
+                zh=f"该幂等键保存的事件已被删除：{', '.join(gone)}",
+                argument="idempotencyKey",
+                forgotten_ids=gone,
+            )
+        digest = content_hash(item.content)
+        if any(e.content_hash != digest for e in found.values()):
+            raise Conflict(
+                f"idempotencyKey {key!r} was used for other content (saved as "
+                f"{', '.join(prior.event_ids)}); use a new key for new content",
+                zh="该幂等键已用于其他内容",
+                argument="idempotencyKey",
+                event_ids=prior.event_ids,
+            )
+        return SaveOutcome(prior, describe(prior))
 
     # ---- steps ----
 
@@ -243,7 +323,7 @@ class Ingestor:
         topic: TopicChoice | None = None,
     ) -> SaveOutcome:
         if item.idempotency_key and (prior := await self.store.replay(item.idempotency_key)):
-            return SaveOutcome(prior, describe(prior))
+            return await self._replayed(item, prior)
         digest = content_hash(item.content)
         if item.dedupe_by_hash and (existing := await self.store.events_with_hash(digest)):
             prior = SaveResult(event_ids=existing, created={}, merged=[], refs={}, replayed=True)
@@ -279,8 +359,8 @@ class Ingestor:
             topic=topic.draft if topic is not None else None,
         )
         result = await self.store.apply_save(plan)
-        if result.replayed:
-            return SaveOutcome(result, describe(result))
+        if result.replayed:  # a concurrent save with the same key committed first
+            return await self._replayed(item, result)
         if self.topics is not None:
             self.topics.saved(plan, result)
         return SaveOutcome(result, describe(result), topic)
@@ -430,6 +510,23 @@ def _single_event(ex: Extraction) -> Extraction:
         raise ExtractionInvalid(str(exc), zh=f"提取结果无效：{exc}") from exc
 
 
+def _check_profile(profile: ProfileItem | None) -> None:
+    if profile is None:
+        return
+    for name, value in (
+        ("activationWeight", profile.activation_weight),
+        ("diffusionWeight", profile.diffusion_weight),
+        ("contextIndependenceWeight", profile.context_independence_weight),
+    ):
+        if value is not None and not math.isfinite(value):
+            raise OutOfRange(
+                f"activationProfile.{name} must be a number (got {value}); weights are "
+                "clamped to [0, 1]",
+                zh=f"activationProfile.{name} 必须是有限数值",
+                argument=f"activationProfile.{name}",
+            )
+
+
 def describe(result: SaveResult) -> str:
     """The one-line summary of SPEC §1.3.10."""
     if result.replayed:
@@ -444,8 +541,48 @@ def describe(result: SaveResult) -> str:
     return "；".join(parts)
 
 
+# The fields a client's extraction may carry (``prompts.extraction``), per level. A model's
+# reply may hold more (it is ignored); a client's may not: a misspelt or invented field
+# ("relations", "participant") would otherwise drop the relations it meant, silently.
+_FIELDS: dict[str, frozenset[str]] = {
+    "extraction": frozenset({"events", "persons", "concepts", "locations", "attitudes", "topic"}),
+    "events": frozenset({"ref", "summary", "time", "participants", "locations", "concepts"}),
+    "participants": frozenset({"person", "role"}),
+    "entities": frozenset({"ref", "name", "aliases", "description"}),
+    "attitudes": frozenset({"person", "target", "attitude", "event"}),
+}
+
+
+def _unknown_fields(data: Any) -> list[str]:
+    """Paths of the fields of a client extraction that no part of the shape has."""
+    if not isinstance(data, dict):
+        return []
+    found = [k for k in data if k not in _FIELDS["extraction"]]
+    for list_name, shape in (("events", "events"), ("persons", "entities"),
+                             ("concepts", "entities"), ("locations", "entities"),
+                             ("attitudes", "attitudes")):  # fmt: skip
+        items = data.get(list_name)
+        for i, item in enumerate(items if isinstance(items, list) else []):
+            if not isinstance(item, dict):
+                continue
+            found += [f"{list_name}[{i}].{k}" for k in item if k not in _FIELDS[shape]]
+            for j, p in enumerate(item.get("participants") or [] if shape == "events" else []):
+                if isinstance(p, dict):
+                    found += [f"{list_name}[{i}].participants[{j}].{k}" for k in p
+                              if k not in _FIELDS["participants"]]  # fmt: skip
+    return found
+
+
 def parse_extraction(data: Any) -> Extraction:
-    """Validate a client-sent extraction with SPEC's wording on failure."""
+    """Validate a client-sent extraction with SPEC's wording on failure; unknown fields are
+    refused (relations are stated inside events and attitudes, never beside them)."""
+    if unknown := _unknown_fields(data):
+        shown = ", ".join(checks.clip(f, 60) for f in unknown[:5])
+        reason = (
+            f"unknown field(s) {shown}: events hold their relations (participants, locations, "
+            "concepts) and attitudes link persons to persons or concepts"
+        )
+        raise ExtractionInvalid(f"invalid extraction: {reason}", zh=f"提取结果无效：{reason}")
     try:
         return Extraction.model_validate(data)
     except ValidationError as exc:

@@ -37,7 +37,9 @@ class CodedErrors(MaskErrors):
                 path=error.path,
                 extensions=original.extensions(),
             )
-        if original is None:
+        # a GraphQLError wrapping another: graphql-core refusing a variable's value (NaN or
+        # Infinity for a Float) -- the client's mistake, reported like any validation error
+        if original is None or isinstance(original, GraphQLError):
             code = (error.extensions or {}).get("code", "GRAPHQL_VALIDATION_FAILED")
             return GraphQLError(
                 error.message,

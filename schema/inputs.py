@@ -212,7 +212,10 @@ def decode_after(after: str | None, decode: Any) -> tuple[Any, str] | None:
     if after is None:
         return None
     try:
-        value, node_id = decode(after)
+        decoded = decode(after)
+        if not isinstance(decoded, list):  # a 2-character string would unpack too
+            raise TypeError("not a [value, id] pair")
+        value, node_id = decoded
         return (value, str(node_id))
     except (ValueError, TypeError) as exc:
         raise InvalidInput("after is not a cursor this API issued", argument="after") from exc

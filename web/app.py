@@ -41,7 +41,7 @@ from engine.store.base import Store
 from resolvers import build_schema
 from resolvers.context import RequestContext
 from web.auth import BearerAuth, Grant, TokenTable, grant_of, token_from_params
-from web.guards import BodyLimit, MutationDeadline, within_deadline
+from web.guards import BodyLimit, MutationDeadline, input_guard, within_deadline
 
 if TYPE_CHECKING:
     from engine.providers.factory import Providers
@@ -74,7 +74,7 @@ class MemoryGraphQL(GraphQL[RequestContext, None]):
                 max_depth=limits.max_query_depth,
                 max_aliases=limits.max_aliases,
                 max_tokens=limits.max_query_tokens,
-                extensions=[MutationDeadline],
+                extensions=[MutationDeadline, input_guard(limits)],
             ),
             **kwargs,
         )
