@@ -70,6 +70,7 @@ from engine.store._embedded_schema import (
     CHUNK_COLS,
     ENTITY_COLS,
     EVENT_COLS,
+    META_SQL,
     NODE_COLS,
     TOPIC_COLS,
     blob_vec,
@@ -89,7 +90,6 @@ from engine.text import normalise_name
 P = ParamSpec("P")
 T = TypeVar("T")
 
-_META_SQL = "SELECT model, dimensions, updated_at, schema_version FROM meta WHERE key = 'embedding'"
 
 
 class Database:
@@ -101,6 +101,11 @@ class Database:
         self.entities: dict[EntityLabel, EntityView] = {
             label: build_entity_view(dimensions_hint or 0, []) for label in ENTITY_LABELS
         }
+        # PRAGMA data_version when the mirrors were last loaded: it changes only when another
+        # connection (another process: `mnemoql import`, `restore`, `revectorize` beside a
+        # running service) commits, never for this connection's own writes
+        self._version: int | None = None
+        self.generation = 0  # grows by one each time the mirrors catch up with another writer
 
     # ------------------------------------------------------------ lifecycle
 
@@ -113,6 +118,7 @@ class Database:
     def open(self) -> None:
         self.file.parent.mkdir(parents=True, exist_ok=True)
         self._conn = connect(str(self.file))
+        self._version = self._data_version()
         self._load_mirrors()
 
     def close(self) -> None:
@@ -124,6 +130,20 @@ class Database:
         return bool(self.conn.execute("SELECT 1").fetchone() == (1,))
 
     # ------------------------------------------------------------ mirrors
+
+    def _data_version(self) -> int:
+        return int(self.conn.execute("PRAGMA data_version").fetchone()[0])
+
+    def catch_up(self) -> int:
+        """Reload the mirrors if another connection committed since they were loaded, so a
+        search never reads vectors the database no longer holds (or misses new ones); returns
+        ``generation``. Costs one PRAGMA when nothing changed."""
+        version = self._data_version()
+        if version != self._version:
+            self._version = version
+            self._load_mirrors()
+            self.generation += 1
+        return self.generation
 
     def _dims(self) -> int:
         meta = self.get_meta()
@@ -231,7 +251,7 @@ class Database:
     # ------------------------------------------------------------ meta, counts, idempotency
 
     def get_meta(self) -> MemoryMeta | None:
-        return row_meta(self.conn.execute(_META_SQL).fetchone())
+        return row_meta(self.conn.execute(META_SQL).fetchone())
 
     def counts(self) -> Counts:
         row = self.conn.execute(

@@ -27,6 +27,7 @@ from engine.store._embedded_schema import (
     BINDING_COLS,
     CATCH_UP_MARKS,
     LABEL_RANK,
+    MARK_STALE,
     allocation_key,
 )
 from engine.text import normalise_name
@@ -215,6 +216,7 @@ def _import(conn: sqlite3.Connection, records: Iterable[Record]) -> dict[str, in
         _WRITERS[kind](conn, rec, seq.get(kind, 0))
         counts[kind] += 1
     conn.execute(CATCH_UP_MARKS)  # a version 1 dump has no ids record
+    conn.execute(MARK_STALE)
     return dict(counts)
 
 

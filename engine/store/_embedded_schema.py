@@ -98,7 +98,8 @@ CREATE TABLE IF NOT EXISTS meta (
     model          TEXT NOT NULL,
     dimensions     INTEGER NOT NULL,
     updated_at     TEXT NOT NULL,
-    schema_version INTEGER NOT NULL
+    schema_version INTEGER NOT NULL,
+    stale          INTEGER NOT NULL DEFAULT 0  -- MemoryMeta.stale: restored without vectors
 );
 
 -- The id high-water mark per prefix (event, person, concept, location): the highest N ever
@@ -144,6 +145,16 @@ CATCH_UP_MARKS = (
     "ON CONFLICT (prefix) DO UPDATE SET last = MAX(last, excluded.last)"
 )
 
+META_SQL = (
+    "SELECT model, dimensions, updated_at, schema_version, stale FROM meta WHERE key = 'embedding'"
+)
+# After a restore: a memory with events but not one vector anywhere is stale (MemoryMeta.stale).
+MARK_STALE = (
+    "UPDATE meta SET stale = 1 WHERE EXISTS (SELECT 1 FROM nodes WHERE label = 'Event') "
+    "AND NOT EXISTS (SELECT 1 FROM nodes WHERE embedding IS NOT NULL) "
+    "AND NOT EXISTS (SELECT 1 FROM chunks WHERE embedding IS NOT NULL)"
+)
+
 LABEL_RANK: dict[NodeLabel, int] = {label: i for i, label in enumerate(NODE_LABELS)}
 _ALLOCATED = re.compile(r"^(" + "|".join(ID_PREFIX.values()) + r")_([0-9]+)$")
 
@@ -177,6 +188,8 @@ def connect(path: str) -> sqlite3.Connection:
     conn.executescript(DDL)
     conn.execute("BEGIN IMMEDIATE")
     try:
+        if "stale" not in {r[1] for r in conn.execute("PRAGMA table_info(meta)")}:
+            conn.execute("ALTER TABLE meta ADD COLUMN stale INTEGER NOT NULL DEFAULT 0")
         conn.execute(CATCH_UP_MARKS)
         conn.execute(f"PRAGMA user_version = {LAYOUT_VERSION}")
         conn.execute("COMMIT")
@@ -275,7 +288,11 @@ def row_meta(row: sqlite3.Row | tuple[Any, ...] | None) -> MemoryMeta | None:
     if row is None:
         return None
     return MemoryMeta(
-        model=row[0], dimensions=int(row[1]), updated_at=row[2], schema_version=int(row[3])
+        model=row[0],
+        dimensions=int(row[1]),
+        updated_at=row[2],
+        schema_version=int(row[3]),
+        stale=bool(row[4]) if len(row) > 4 else False,
     )
 
 

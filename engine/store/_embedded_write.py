@@ -32,6 +32,7 @@ from engine.models import (
 from engine.store._embedded_index import F32, NewEvent, normalise
 from engine.store._embedded_schema import (
     LABEL_RANK,
+    META_SQL,
     allocation_key,
     json_result,
     result_json,
@@ -123,11 +124,7 @@ def ensure_meta(conn: sqlite3.Connection, meta: MemoryMeta) -> MemoryMeta:
         "VALUES ('embedding', ?, ?, ?, ?) ON CONFLICT (key) DO NOTHING",
         (meta.model, meta.dimensions, meta.updated_at, meta.schema_version),
     )
-    stored = row_meta(
-        conn.execute(
-            "SELECT model, dimensions, updated_at, schema_version FROM meta WHERE key = 'embedding'"
-        ).fetchone()
-    )
+    stored = row_meta(conn.execute(META_SQL).fetchone())
     assert stored is not None
     return stored
 
@@ -499,6 +496,6 @@ def replace_vectors(conn: sqlite3.Connection, vectors: VectorSet) -> None:
         "INSERT INTO meta (key, model, dimensions, updated_at, schema_version) "
         "VALUES ('embedding', ?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET model = excluded.model, "
         "dimensions = excluded.dimensions, updated_at = excluded.updated_at, "
-        "schema_version = excluded.schema_version",
+        "schema_version = excluded.schema_version, stale = 0",
         (m.model, m.dimensions, m.updated_at, m.schema_version),
     )

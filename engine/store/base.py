@@ -82,6 +82,12 @@ class Store(Protocol):
 
     async def counts(self) -> Counts: ...
 
+    async def changed_elsewhere(self) -> bool:
+        """True when another process committed a write to this space since the last call
+        (``mnemoql import`` beside a running service, a second service on one Neo4j). Whatever
+        the store mirrors in memory has caught up by then; callers drop their own derived
+        state (the topic index). The first call only sets the baseline."""
+
     # ---- writes ----
     async def apply_save(self, plan: SavePlan) -> SaveResult:
         """Allocate ids, create/merge nodes, relations, chunks and (if absent) MemoryMeta,

@@ -111,6 +111,7 @@ class EmbeddedStore:
         self._writer: ThreadPoolExecutor | None = None
         self._compute: ThreadPoolExecutor | None = None
         self._open_lock = asyncio.Lock()  # binds to no loop until first used
+        self._generation = 0  # Database.generation at the last changed_elsewhere()
 
     @property
     def file(self) -> Path:
@@ -205,6 +206,13 @@ class EmbeddedStore:
     async def get_meta(self) -> MemoryMeta | None:
         return await self._call(self._database.get_meta)
 
+    async def changed_elsewhere(self) -> bool:
+        """True when another process committed to this space since the last call (the
+        vector mirrors have caught up with it by then)."""
+        generation = await self._call(self._database.catch_up)
+        changed, self._generation = generation != self._generation, generation
+        return changed
+
     async def counts(self) -> Counts:
         return await self._call(self._database.counts)
 
@@ -250,6 +258,7 @@ class EmbeddedStore:
         self, label: EntityLabel, vector: Vector, k: int, min_cosine: float | None
     ) -> list[tuple[Entity, float]]:
         _check_label(label)
+        await self._call(self._database.catch_up)
         view = self._database.entities[label]
         q = normalise(vector)
         scored = await self._compute_on(
@@ -276,6 +285,7 @@ class EmbeddedStore:
         if limit <= 0:
             return []
         db = self._database
+        await self._call(db.catch_up)  # another process may have written (Database.catch_up)
         allowed = await self._call(db.events_in_groups, filters) if filters.groups else None
         view = db.events  # one snapshot for the whole computation
         q = normalise(query)

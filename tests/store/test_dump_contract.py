@@ -21,11 +21,12 @@ import pytest
 
 from engine import dump
 from engine.errors import Conflict, InvalidInput
-from engine.models import EMPTY_FILTERS, Filters, TopicDraft, epoch_ms
+from engine.models import EMPTY_FILTERS, Filters, TopicDraft, VectorSet, epoch_ms
 from engine.store.base import Store
 from engine.text import content_hash
 from tests.store._builders import (
     DIMS,
+    META,
     axis,
     concept,
     event,
@@ -304,6 +305,18 @@ async def test_an_export_without_vectors_carries_none(store: Store, fresh: Fresh
     assert (await target.get_chunks([ids["e1"]]))[ids["e1"]][1].text == CJK[
         len(CJK) // 3 : 2 * (len(CJK) // 3)
     ]
+    # Issue #13, case 4: a memory without vectors says so, until it is re-embedded
+    meta = await target.get_meta()
+    assert meta is not None and meta.stale is True
+    assert (await store.get_meta()).stale is False  # type: ignore[union-attr]
+    await target.replace_vectors(
+        VectorSet(events={ids["e1"]: axis(0)}, entities={}, chunks=[], meta=META)
+    )
+    assert await target.get_meta() == META  # stale no more
+    # a dump that carries vectors restores fresh
+    with_vectors = await fresh.make(STORE_FACTORIES[_factory_name(store)])
+    await restore(with_vectors, await lines_of(store, vectors=True))
+    assert (await with_vectors.get_meta()).stale is False  # type: ignore[union-attr]
 
 
 async def test_an_empty_memory_round_trips(store: Store, fresh: Fresh) -> None:

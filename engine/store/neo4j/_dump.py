@@ -100,7 +100,7 @@ CHECK: Final = (
 )
 FINISH: Final = (
     f"MATCH (s:{q.SPACE_LABEL} {{space: $space}}) WHERE s.importing = $token "
-    "SET s.seq = $seq, "
+    "SET s.seq = $seq, s.writes = coalesce(s.writes, 0) + 1, "
     + ", ".join(f"s.{prop} = ${ID_PREFIX[lbl]}" for lbl, prop in q.MARK_PROPERTY.items())
     + " REMOVE s.importing, s.import_batches RETURN count(s) AS n"
 )
@@ -167,6 +167,7 @@ CREATE (t)-[b:BINDS {timestamp: r.timestamp, activation_weight: r.activation,
                      context_independence_weight: r.independence, related_paths: r.related}]->(e)
 RETURN count(b) AS n
 """
+MARK_STALE: Final = "MATCH (m:MemoryMeta {space: $space, key: 'embedding'}) SET m.stale = true"
 IMPORT_NOTHING: Final = "RETURN size($rows) AS n"  # records whose content _finish writes
 IMPORT_SAVE_RECORDS: Final = f"""
 UNWIND $rows AS r
@@ -309,6 +310,8 @@ class Importer:
         self.seq = 0
         self.dims: int | None = None
         self.marks: dict[str, int] = dict.fromkeys(ID_PREFIX.values(), 0)
+        self.events = 0
+        self.vectors = 0  # records that carried an embedding
 
     async def run(self, records: Iterable[Record]) -> dict[str, int]:
         await self._begin()
@@ -359,6 +362,8 @@ class Importer:
             )  # fmt: skip
 
     async def _finish(self) -> None:
+        if self.events and not self.vectors:  # MemoryMeta.stale until a re-vectorize
+            await self.store._run(MARK_STALE, writable=True)
         params = {"token": self.token, "seq": self.seq, **self.marks}
         rows = await self.store._run(FINISH, params, writable=True)
         if not rows or int(rows[0]["n"]) != 1:
@@ -401,6 +406,8 @@ class Importer:
         for r in records:
             label: NodeLabel = q.label(r["label"])
             self.seq += 1
+            self.events += label == "Event"
+            self.vectors += r.get("embedding") is not None
             self.labels[r["id"]] = label
             num = rec.allocation_number(r["id"])
             if num is not None:
@@ -420,6 +427,7 @@ class Importer:
         return [(query, rows) for query, rows in out if rows]
 
     def _chunk(self, records: list[Record]) -> list[tuple[str, list[Record]]]:
+        self.vectors += sum(r.get("embedding") is not None for r in records)
         rows = [
             {k: r[k] for k in ("event_id", "chunk_index", "start", "end", "text", "text_hash")}
             | _vector_row(r.get("embedding"))
