@@ -77,8 +77,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
     )
     from web.starting import StartingApp
 
+    from web.logs import serve_log_config
+
     app = StartingApp(build, on_failure=_interrupt)
-    uvicorn.run(app, host=settings.host, port=settings.port, log_level=args.log_level)
+    uvicorn.run(
+        app,
+        host=settings.host,
+        port=settings.port,
+        log_level=args.log_level,
+        log_config=serve_log_config(args.log_level),
+    )
     # uvicorn.run exits with 3 itself when it cannot start (a port in use); a failed start-up of
     # the service ends the same way
     return 3 if app.failed else 0
