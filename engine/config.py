@@ -141,7 +141,15 @@ class Neo4jSettings(BaseModel):
     @field_validator("uri")
     @classmethod
     def _uri(cls, v: str | None) -> str | None:
-        return None if v is None else check_url(v, "neo4j.uri (MNEMOQL_NEO4J__URI)", BOLT_SCHEMES)
+        if v is None:
+            return None
+        uri = check_url(v, "neo4j.uri (MNEMOQL_NEO4J__URI)", BOLT_SCHEMES)
+        if "@" in uri.partition("://")[2].split("/", 1)[0]:
+            raise ValueError(
+                "neo4j.uri (MNEMOQL_NEO4J__URI) must not carry a user or password (the driver "
+                "refuses them): set MNEMOQL_NEO4J__USER and MNEMOQL_NEO4J__PASSWORD"
+            )
+        return uri
 
 
 class Limits(BaseModel):
