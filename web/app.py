@@ -82,7 +82,12 @@ class MemoryGraphQL(GraphQL[RequestContext, None]):
         self.limits = limits
 
     async def get_context(self, request: Request | WebSocket, response: Any) -> RequestContext:
-        context = RequestContext(None, session=request.headers.get(SESSION_HEADER))
+        client = request.client
+        context = RequestContext(
+            None,
+            session=request.headers.get(SESSION_HEADER),
+            client=(client.host, client.port) if client else None,
+        )
         grant = grant_of(request.scope)
         if grant is not None:
             await self._bind(context, grant)
@@ -95,7 +100,7 @@ class MemoryGraphQL(GraphQL[RequestContext, None]):
         except MnemoError as exc:
             context.failure = exc
             return
-        context.bind(memory, grant.space, grant.scopes)
+        context.bind(memory, grant.space, grant.scopes, grant.caller)
 
     async def on_ws_connect(self, context: RequestContext) -> UnsetType | dict[str, object] | None:
         if context.scopes or context.failure is not None:

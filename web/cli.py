@@ -29,6 +29,9 @@ from engine.errors import MnemoError
 from engine.redact import mask_text
 
 
+KEEP_ALIVE_S = 75
+
+
 def _settings(args: argparse.Namespace) -> Settings:
     overrides: dict[str, Any] = {}
     if getattr(args, "data_dir", None):
@@ -107,6 +110,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         port=settings.port,
         log_level=args.log_level,
         log_config=serve_log_config(args.log_level),
+        # an idle keep-alive connection stays open 75 s (uvicorn's default is 5 s): without
+        # tokens, one connection is one default session (resolvers.context.default_session),
+        # and an agent thinks longer than 5 s between calls
+        timeout_keep_alive=KEEP_ALIVE_S,
     )
     # uvicorn.run exits with 3 itself when it cannot start (a port in use); a failed start-up of
     # the service ends the same way
