@@ -119,8 +119,9 @@ def stores() -> list[Any]:
         reason is not None, reason=f"neo4j: {reason}"))]  # fmt: skip
 
 
-@pytest.fixture
-def place(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Place]:
+@pytest.fixture(name="place")
+def place_fixture(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Place]:
+    """A ``Place`` on the store named by the test's ``place`` parameter (``stores()``)."""
     m = Place(tmp_path / "data", request.param)
     try:
         yield m

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.processes import Place, place, serving, stores  # noqa: F401
+from tests.processes import Place, place_fixture, serving, stores  # noqa: F401
 
 SEARCH = "query($q: String!) { search(query: $q) { items { eventId summary } } }"
 INDEX = "{ memoryIndex { mismatch model counts { events } } }"

@@ -28,7 +28,6 @@ from engine.config import Settings, load_settings
 from engine.errors import MnemoError
 from engine.redact import mask_text
 
-
 KEEP_ALIVE_S = 75
 
 

@@ -14,7 +14,7 @@ from tests.api.conftest import Api, offline_settings, running
 from tests.api.test_save import COUNTS, EXTRACTION, SAVE, TEXT
 
 SEARCH = "query($q: String, $t: String) { search(query: $q, timeHint: $t) { items { eventId } } }"
-EVENTS = "query($w: EventWhere, $a: String) { events(first: 5, where: $w, after: $a) { edges { cursor node { id } } } }"  # noqa: E501
+EVENTS = "query($w: EventWhere, $a: String) { events(first: 5, where: $w, after: $a) { edges { cursor node { id } } } }"
 
 
 async def raw(api: Api, query: str, variables: dict[str, Any] | None = None,
