@@ -41,7 +41,7 @@ from engine.store.base import Store
 from resolvers import build_schema
 from resolvers.context import RequestContext
 from web.auth import BearerAuth, Grant, TokenTable, grant_of, token_from_params
-from web.guards import BodyLimit, MutationDeadline, input_guard, within_deadline
+from web.guards import BodyLimit, MutationDeadline, input_guard, note_body, within_deadline
 
 if TYPE_CHECKING:
     from engine.providers.factory import Providers
@@ -114,6 +114,7 @@ class MemoryGraphQL(GraphQL[RequestContext, None]):
     def parse_json(self, data: str | bytes) -> Any:
         # strawberry answers these with a 500: bytes that are not UTF-8, nesting deeper than
         # the parser's recursion limit, and JSON that is not an object (it calls `.get`)
+        note_body(data)  # InputGuard skips its walk for lone surrogates when none can be there
         try:
             parsed = super().parse_json(data)
         except (UnicodeDecodeError, RecursionError) as exc:

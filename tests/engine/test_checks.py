@@ -11,7 +11,7 @@ from engine import checks
 from engine.errors import InvalidText, LimitExceeded, NotFound
 from engine.models import AllOf, AnyOf, Cond, Not
 from engine.redact import check_url, mask_text, mask_url
-from web.guards import where_size
+from web.guards import may_hold_lone_surrogates, where_size
 from web.logs import MAX_CHARS, Hygiene
 
 
@@ -67,6 +67,34 @@ def test_where_size_on_raw_json_counts_levels_without_recursion() -> None:
     for _ in range(50_000):  # far past the interpreter's recursion limit
         deep = {"AND": [deep]}
     assert where_size(deep) == (1, 50_000)
+
+
+@pytest.mark.parametrize(
+    ("body", "lone"),
+    [
+        (rb'"a\ud800b"', True),
+        (rb'"\udc00"', True),
+        (rb'"\ud83d\ude00 \uD83D\uDE01"', False),  # pairs, any case
+        (rb'"\ud83d\ude00\ud83d"', True),
+        (rb'"\ud83d x \ude00"', True),
+        (rb'"\ud83d\ud83d\ude00"', True),
+        (rb'"plain \u4e2d"', False),
+        (rb'"\\ud800"', True),  # an escaped backslash: a false alarm, it only costs the walk
+    ],
+)
+def test_the_raw_body_prefilter_never_misses_a_lone_surrogate(body: bytes, lone: bool) -> None:
+    import json
+
+    assert may_hold_lone_surrogates(body) is lone
+    decoded = json.loads(body)
+    if not lone:
+        decoded.encode("utf-8")  # truly no lone surrogate
+
+
+def test_where_size_stops_counting_past_the_caps() -> None:
+    wide = {"OR": [{"summary": {"eq": str(i)}} for i in range(65_000)]}
+    conditions, _ = where_size(wide, (100, 8))
+    assert conditions > 100
 
 
 def test_positions_must_look_like_the_sort_they_page() -> None:
