@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, TypeVar
@@ -106,6 +107,9 @@ class Database:
         # running service) commits, never for this connection's own writes
         self._version: int | None = None
         self.generation = 0  # grows by one each time the mirrors catch up with another writer
+        self._running: object | None = None  # the ticket of the call on the database thread
+        self._running_lock = threading.Lock()
+        self.interrupted = 0  # statements stopped because their caller gave up
 
     # ------------------------------------------------------------ lifecycle
 
@@ -125,6 +129,25 @@ class Database:
         if self._conn is not None:
             self._conn.close()
             self._conn = None
+
+    def run(self, ticket: object, fn: Callable[[], T]) -> T:
+        """``fn()`` on the database thread under ``ticket`` (see ``interrupt``)."""
+        with self._running_lock:
+            self._running = ticket
+        try:
+            return fn()
+        finally:
+            with self._running_lock:
+                self._running = None
+
+    def interrupt(self, ticket: object) -> None:
+        """Stop the statement of ``ticket``'s call if it is the one running (called from the
+        event loop's thread; ``sqlite3.Connection.interrupt`` is safe from any thread). The
+        lock makes sure no later call is hit: SQLite aborts only statements running now."""
+        with self._running_lock:
+            if self._running is ticket and self._conn is not None:
+                self._conn.interrupt()
+                self.interrupted += 1
 
     def ping(self) -> bool:
         return bool(self.conn.execute("SELECT 1").fetchone() == (1,))

@@ -128,13 +128,22 @@ class EmbeddedStore:
     # ------------------------------------------------------------ plumbing
 
     async def _call(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-        """Run ``fn`` on the database thread."""
-        if self._writer is None:
+        """Run ``fn`` on the database thread. A caller that stops waiting (a request past its
+        deadline) stops the work too: a call still queued is dropped, and a statement that
+        is running is interrupted (``Database.run``; a write rolls back)."""
+        if self._writer is None or self._db is None:
             raise StoreUnavailable(
                 "the embedded store is not open; call open() first", zh="存储未打开"
             )
+        db, ticket = self._db, object()
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._writer, functools.partial(fn, *args, **kwargs))
+        job = functools.partial(db.run, ticket, functools.partial(fn, *args, **kwargs))
+        future = loop.run_in_executor(self._writer, job)
+        try:
+            return await future
+        except asyncio.CancelledError:
+            db.interrupt(ticket)
+            raise
 
     async def _compute_on(self, cells: int, fn: Callable[[], T]) -> T:
         """Run pure numpy work inline when tiny, else on the compute pool."""
