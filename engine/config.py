@@ -178,6 +178,17 @@ SPACE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 Scope = Literal["read", "write"]
 
 
+def check_space(name: str) -> str:
+    """``name`` if it is a valid memory space name.
+
+    Raises:
+        ValueError: saying what a space name may contain.
+    """
+    if not SPACE_NAME.match(name):
+        raise ValueError(f"space {name!r} is not allowed: use 1-64 letters, digits, '_' or '-'")
+    return name
+
+
 class TokenGrant(BaseModel):
     """One bearer token: the memory space it belongs to and what it may do there."""
     model_config = ConfigDict(hide_input_in_errors=True)  # URLs and keys stay out
@@ -203,9 +214,7 @@ class TokenGrant(BaseModel):
     @field_validator("space")
     @classmethod
     def _space_name(cls, v: str) -> str:
-        if not SPACE_NAME.match(v):
-            raise ValueError(f"space {v!r} is not allowed: use 1-64 letters, digits, '_' or '-'")
-        return v
+        return check_space(v)
 
 
 class AuthSettings(BaseModel):
@@ -220,6 +229,22 @@ class AuthSettings(BaseModel):
     @classmethod
     def _json(cls, v: Any) -> Any:
         return json.loads(v) if isinstance(v, str) else v
+
+
+class McpSettings(BaseModel):
+    """The MCP edge (``mnemoql mcp`` over stdio, ``/mcp`` in the service)."""
+
+    # the language of the compact text the tools return (GraphQL's ``text`` defaults to zh too)
+    locale: Literal["zh", "en"] = "zh"
+    # ``mnemoql mcp`` serves one space; over HTTP the caller's token picks it
+    space: str = "default"
+    # ``mnemoql mcp`` without the write scope: save and forget are refused
+    read_only: bool = False
+
+    @field_validator("space")
+    @classmethod
+    def _space_name(cls, v: str) -> str:
+        return check_space(v)
 
 
 class Settings(BaseSettings):
@@ -242,6 +267,7 @@ class Settings(BaseSettings):
     neo4j: Neo4jSettings = Field(default_factory=Neo4jSettings)
     limits: Limits = Field(default_factory=Limits)
     auth: AuthSettings = Field(default_factory=AuthSettings)
+    mcp: McpSettings = Field(default_factory=McpSettings)
 
 
 # alias name -> (group, field); group None means a top-level field

@@ -409,6 +409,16 @@ class CursorStore:
                 zh="追查链中的记录已删除或 ID 重复，请重新 search",
             )
 
+    def owner(self, token: str) -> str | None:
+        """The session a live cursor belongs to, None when it is unknown or expired.
+
+        For callers that carry no session of their own (a stateless MCP request): the cursor,
+        an unguessable token of this space, then stands for the session that received it.
+        """
+        self._purge(self._clock())
+        state = self._states.get(token)
+        return state.session_id if state is not None else None
+
     def drop(self, token: str) -> None:
         self._states.pop(token, None)
 

@@ -15,7 +15,7 @@ from strawberry.scalars import JSON
 from engine.retrieval import evidence as ev
 from engine.retrieval.pipeline import Explain as ExplainDomain
 from engine.retrieval.pipeline import Outcome, TargetedPage
-from engine.retrieval.render import render
+from engine.retrieval.render import render, render_targeted
 from schema.context import Info
 from schema.graph import Event, Node, from_node
 
@@ -191,12 +191,12 @@ class EvidencePage:
     entity_hits: list[EntityHit] = strawberry.field(
         description="For target PERSON/CONCEPT: the top 3 matches with their neighbours."
     )
-    _page: strawberry.Private[ev.EvidencePage | None]
+    _page: strawberry.Private[ev.EvidencePage | TargetedPage]
 
     @strawberry.field(description="The compact rendering for an LLM (SPEC §1.10).")
     def text(self, locale: Locale = Locale.ZH) -> str:
-        if self._page is None:
-            return _render_targeted(self, locale)
+        if isinstance(self._page, TargetedPage):
+            return render_targeted(self._page, locale.value)
         return render(self._page, locale.value)
 
     @strawberry.field(description="Follow this page: expand one of its concepts.")
@@ -275,7 +275,7 @@ class EvidencePage:
             excluded_count=0,
             notes=[],
             entity_hits=hits,
-            _page=None,
+            _page=t,
         )
 
 
@@ -288,21 +288,3 @@ def _need_cursor(cursor: str | None) -> str:
             zh="游标无效或已过期，请重新 search",
         )
     return cursor
-
-
-def _render_targeted(page: EvidencePage, locale: Locale) -> str:
-    zh = locale is Locale.ZH
-    lines: list[str] = []
-    for n, hit in enumerate(page.entity_hits, 1):
-        node = hit.node
-        name = getattr(node, "name", "")
-        lines.append(f"#{n} {node.id} {name}" + (" （名称匹配）" if zh and hit.exact else ""))
-        for nb in hit.neighbours:
-            other = nb.node
-            label = getattr(other, "name", None) or getattr(other, "summary", "")
-            arrow = "->" if nb.direction == "out" else "<-"
-            lines.append(f"  {arrow}{nb.type} {other.id} {label}")
-    head = f"[memory_database_search] operation=search target={page.target}"
-    if not lines:
-        return head + "\n" + ("未找到匹配的节点。" if zh else "No matching node.")
-    return "\n".join([head, *lines])

@@ -31,15 +31,28 @@ def test_sdl_snapshot_matches_the_printed_schema() -> None:
     )
 
 
-def test_engine_never_imports_graphql_or_http_layers() -> None:
-    banned = {"strawberry", "starlette", "uvicorn", "schema", "resolvers", "web", "graphql"}
-    for path in (ROOT / "engine").rglob("*.py"):
+def _imports(folder: Path) -> list[tuple[Path, str]]:
+    found: list[tuple[Path, str]] = []
+    for path in folder.rglob("*.py"):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
-            names: list[str] = []
             if isinstance(node, ast.Import):
-                names = [a.name for a in node.names]
+                found += [(path, a.name) for a in node.names]
             elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                names = [node.module]
-            for name in names:
-                assert name.split(".")[0] not in banned, f"{path}: imports {name}"
+                found.append((path, node.module))
+    return found
+
+
+def test_engine_never_imports_graphql_or_http_layers() -> None:
+    banned = {"strawberry", "starlette", "uvicorn", "schema", "resolvers", "web", "graphql"}
+    for path, name in _imports(ROOT / "engine"):
+        assert name.split(".")[0] not in banned, f"{path}: imports {name}"
+
+
+def test_the_mcp_and_graphql_edges_never_import_each_other() -> None:
+    graphql = ("strawberry", "graphql", "schema", "resolvers", "web.app")
+    for path, name in _imports(ROOT / "web" / "mcp"):
+        assert not name.startswith(graphql), f"{path}: imports {name}"
+    for folder in ("schema", "resolvers"):
+        for path, name in _imports(ROOT / folder):
+            assert not name.startswith(("mcp", "web")), f"{path}: imports {name}"

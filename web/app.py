@@ -16,7 +16,7 @@ import dataclasses
 import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import httpx
 from cross_web import HTTPException
@@ -42,25 +42,12 @@ from resolvers import build_schema
 from resolvers.context import RequestContext
 from web.auth import BearerAuth, Grant, TokenTable, grant_of, token_from_params
 from web.guards import BodyLimit, MutationDeadline, input_guard, note_body, within_deadline
-
-if TYPE_CHECKING:
-    from engine.providers.factory import Providers
+from web.mcp.mount import McpMount
+from web.service import open_store, warm_up
 
 log = logging.getLogger("mnemoql")
 STATIC = Path(__file__).parent / "static"
 SESSION_HEADER = "x-memory-session"
-
-
-def open_store(settings: Settings, space: str = DEFAULT_SPACE) -> Store:
-    """The configured store of one memory space, not yet opened."""
-    if settings.store == "neo4j":
-        from web.neo4j_boot import neo4j_store
-
-        return neo4j_store(settings, space=space)
-    from engine.store.embedded import EmbeddedStore
-
-    # open() creates the directory; a failure there is a StoreUnavailable like any other
-    return EmbeddedStore(settings.data_dir / "memory.db", space=space)
 
 
 class MemoryGraphQL(GraphQL[RequestContext, None]):
@@ -145,28 +132,6 @@ class MemoryGraphQL(GraphQL[RequestContext, None]):
         return FileResponse(STATIC / "graphiql.html")
 
 
-async def warm_up(providers: Providers, warmed: asyncio.Event) -> None:
-    """Load the local embedding model, then set ``warmed`` (``/readyz`` waits for it: ~30 ms
-    with the model file in the page cache), then jieba's dictionary (~1 s; nobody waits for it),
-    so that neither the first search nor the first save pays for loading them. A provider
-    that fails to load is logged; its first real use raises as it always did."""
-    try:
-        await _warm(providers.embedder)
-    finally:
-        warmed.set()
-    await _warm(providers.extractor)
-
-
-async def _warm(provider: object) -> None:
-    warm = getattr(provider, "warm_up", None)
-    if warm is None:
-        return
-    try:
-        await warm()
-    except Exception:
-        log.warning("warming up %r failed; its first use will load it", provider, exc_info=True)
-
-
 async def _cancel(task: asyncio.Task[None]) -> None:
     task.cancel()
     with contextlib.suppress(asyncio.CancelledError):
@@ -187,6 +152,7 @@ def create_app(
         ValueError: the tokens file is missing or invalid.
     """
     tokens = TokenTable.from_settings(settings.auth)
+    mcp = McpMount(settings, tokens)
 
     def store_for(space: str) -> Store:
         if store is not None and space == DEFAULT_SPACE:
@@ -208,6 +174,7 @@ def create_app(
                 providers = dataclasses.replace(providers, embedder=embedder)
             spaces = Spaces(settings, providers, store_for)
             stack.push_async_callback(spaces.close)
+            await stack.enter_async_context(mcp.serving(spaces))  # MCP sessions end first
             # the default space opens now, so a store that cannot open stops the start-up
             app.state.memory = await spaces.get(DEFAULT_SPACE)
             app.state.spaces = spaces
@@ -255,6 +222,7 @@ def create_app(
             Route("/explorer", explorer),
             Route("/graphql", graphql, methods=["GET", "POST"]),
             WebSocketRoute("/graphql", graphql),
+            Route("/mcp", mcp, methods=["GET", "POST", "DELETE"]),
             Mount("/static", StaticFiles(directory=STATIC, check_dir=False), name="static"),
         ]
     )

@@ -31,8 +31,8 @@ from engine.redact import mask_text
 KEEP_ALIVE_S = 75
 
 
-def _settings(args: argparse.Namespace) -> Settings:
-    overrides: dict[str, Any] = {}
+def _settings(args: argparse.Namespace, **groups: dict[str, Any]) -> Settings:
+    overrides: dict[str, Any] = {k: v for k, v in groups.items() if v}
     if getattr(args, "data_dir", None):
         overrides["data_dir"] = Path(args.data_dir).expanduser()
     if getattr(args, "store", None):
@@ -167,8 +167,8 @@ async def _import(settings: Settings, path: Path, concurrency: int, space: str) 
 
     from engine.memory import Memory
     from engine.providers.factory import build_providers
-    from web.app import open_store
     from web.imports import BadLines, read_lines, save_lines
+    from web.service import open_store
 
     try:
         lines = read_lines(path)
@@ -202,7 +202,7 @@ async def _revectorize(settings: Settings, space: str) -> int:
     from engine.errors import MnemoError
     from engine.memory import Memory
     from engine.providers.factory import build_providers
-    from web.app import open_store
+    from web.service import open_store
 
     store = open_store(settings, space)
     await store.open()
@@ -251,7 +251,7 @@ def _phase_bars() -> Callable[[str, int, int], None]:
 async def _export(settings: Settings, target: str, space: str, vectors: bool) -> int:
     from engine import dump
     from engine.errors import MnemoError
-    from web.app import open_store
+    from web.service import open_store
 
     out = None if target == "-" else Path(target)
     partial = None if out is None else out.with_name(out.name + ".partial")
@@ -297,7 +297,7 @@ async def _restore(settings: Settings, source: Path, space: str, revectorize: bo
     from engine.errors import MnemoError
     from engine.memory import Memory
     from engine.providers.factory import build_providers
-    from web.app import open_store
+    from web.service import open_store
 
     try:  # a first pass checks every line: a bad dump is refused before anything is written
         with source.open(encoding="utf-8") as f:
@@ -371,6 +371,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return serve_demo(args)
 
 
+def cmd_mcp(args: argparse.Namespace) -> int:
+    from web.mcp.stdio import run
+
+    flags = {"space": args.space, "locale": args.locale, "read_only": args.read_only or None}
+    settings = _settings(args, mcp={k: v for k, v in flags.items() if v is not None})
+    return run(settings, args.log_level)
+
+
 def cmd_neo4j(args: argparse.Namespace) -> int:
     from engine.store.neo4j.managed import main as managed_main
 
@@ -441,6 +449,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="do not re-embed a dump without vectors (or of another model) right away",
     )
     rs.set_defaults(func=cmd_restore)
+
+    m = sub.add_parser(
+        "mcp", help="serve the memory to an agent over MCP on stdin/stdout (for desktop agents)"
+    )
+    common(m)
+    m.add_argument("--space", help="the memory space to serve (default: default)")
+    m.add_argument("--read-only", action="store_true", help="refuse memory_save and memory_forget")
+    m.add_argument("--locale", choices=["zh", "en"], help="language of the tools' text (zh)")
+    m.add_argument("--log-level", default="warning", help="stderr log level (default: warning)")
+    m.set_defaults(func=cmd_mcp)
 
     r = sub.add_parser("revectorize", help="re-embed the whole memory with the configured model")
     common(r)

@@ -147,13 +147,17 @@ class MutationDeadline(SchemaExtension):
         yield
 
 
-def timeout_result(seconds: float) -> ExecutionResult:
-    error = GraphQLError(
+def timeout_message(seconds: float) -> str:
+    """What a caller is told when an operation ran out of time (GraphQL and MCP alike)."""
+    return (
         f"the request took longer than {seconds:g} s and was stopped "
         "(MNEMOQL_LIMITS__QUERY_TIMEOUT_S / __MUTATION_TIMEOUT_S); ask for less, or retry "
-        "a save with the same idempotencyKey",
-        extensions={"code": "TIMEOUT", "zh": "请求超时"},
+        "a save with the same idempotencyKey"
     )
+
+
+def timeout_result(seconds: float) -> ExecutionResult:
+    error = GraphQLError(timeout_message(seconds), extensions={"code": "TIMEOUT", "zh": "请求超时"})
     return ExecutionResult(data=None, errors=[error])
 
 

@@ -7,7 +7,9 @@ ranges, concepts, the cursor and the next steps. Never scores, vectors or config
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from engine.models import Entity
 from engine.retrieval.evidence import (
     ConceptRef,
     EvidenceItem,
@@ -16,6 +18,9 @@ from engine.retrieval.evidence import (
     ReadResult,
     SharedConcept,
 )
+
+if TYPE_CHECKING:
+    from engine.retrieval.pipeline import TargetedPage
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,3 +180,20 @@ def render_read(result: ReadResult, locale: Locale = "zh") -> str:
     if result.next is not None:
         lines.append(f"next={result.next}")
     return "\n".join(lines)
+
+
+def render_targeted(page: TargetedPage, locale: Locale = "zh") -> str:
+    """The text of a Person/Concept search: each match with its one-hop neighbours."""
+    zh = locale == "zh"
+    lines: list[str] = []
+    for n, hit in enumerate(page.hits, 1):
+        mark = " （名称匹配）" if zh and hit.exact else ""
+        lines.append(f"#{n} {hit.node.id} {hit.node.name}{mark}")
+        for rel, other in hit.neighbours:
+            label = other.name if isinstance(other, Entity) else other.summary
+            arrow = "->" if rel.direction == "out" else "<-"
+            lines.append(f"  {arrow}{rel.rel.type} {other.id} {label}")
+    head = f"[memory_database_search] operation=search target={page.target}"
+    if not lines:
+        return head + "\n" + ("未找到匹配的节点。" if zh else "No matching node.")
+    return "\n".join([head, *lines])

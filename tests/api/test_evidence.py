@@ -320,6 +320,14 @@ async def test_targeted_person_search_gives_top_three_with_context(api: Api) -> 
     assert len(page["entityHits"]) <= 3
     assert {n["type"] for n in top["neighbours"]} == {"PARTICIPATED_IN"}
     assert all(n["direction"] == "out" for n in top["neighbours"])
+    lines = page["text"].splitlines()
+    assert lines[:2] == [
+        "[memory_database_search] operation=search target=Person",
+        f"#1 {top['node']['id']} Alice （名称匹配）",
+    ]
+    assert len(lines) == 2 + len(top["neighbours"]) + sum(
+        1 + len(h["neighbours"]) for h in page["entityHits"][1:]
+    )
     # not recorded in the event history
     events = await search(api, q="Neo4j", s="default")
     assert events["excludedCount"] == 0

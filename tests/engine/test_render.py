@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import re
 
+from engine.models import Entity, Event, Neighbour, Relation
 from engine.retrieval.evidence import (
     ConceptRef,
     EvidenceItem,
@@ -14,7 +15,8 @@ from engine.retrieval.evidence import (
     continuations,
     shared_concepts,
 )
-from engine.retrieval.render import render, render_empty, render_read
+from engine.retrieval.pipeline import TargetedHit, TargetedPage
+from engine.retrieval.render import render, render_empty, render_read, render_targeted
 
 NEO4J = ConceptRef("concept_3", "Neo4j")
 DEPLOY = ConceptRef("concept_7", "部署")
@@ -172,3 +174,23 @@ def test_no_scores_or_vectors_leak_into_the_text() -> None:
     assert re.search(r"\d\.\d", text) is None  # no fractional numbers at all
     for word in ("rrf", "mmr", "embedding", "vector", "coverage", "lambda"):
         assert word not in text.lower()
+
+
+def test_render_targeted_lists_matches_with_their_neighbours() -> None:
+    alice = Entity("Person", "person_1", "Alice")
+    berlin = Entity("Location", "location_1", "Berlin")
+    moved = Event("event_2", "Alice moved", "Alice moved to Berlin.", None, "t", "d", "h")
+    rows = (
+        (Neighbour("person_1", Relation("PARTICIPATED_IN", "person_1", "event_2"), "event_2", "out"), moved),
+        (Neighbour("person_1", Relation("HAS_ATTITUDE", "person_1", "location_1"), "location_1", "out"), berlin),
+    )
+    page = TargetedPage("Person", "Alice", (TargetedHit(alice, 1.0, True, rows),))
+    assert render_targeted(page) == (
+        "[memory_database_search] operation=search target=Person\n"
+        "#1 person_1 Alice （名称匹配）\n"
+        "  ->PARTICIPATED_IN event_2 Alice moved\n"
+        "  ->HAS_ATTITUDE location_1 Berlin"
+    )
+    assert render_targeted(page, "en").splitlines()[1] == "#1 person_1 Alice"
+    empty = TargetedPage("Concept", "x", ())
+    assert render_targeted(empty, "en").endswith("\nNo matching node.")

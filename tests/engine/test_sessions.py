@@ -322,3 +322,13 @@ def test_verify_drops_a_cursor_when_a_record_is_gone_or_duplicated(count: int) -
         cursors.verify(token, state, model="m", dims=4, id_counts=counts)
     assert info.value.zh == "追查链中的记录已删除或 ID 重复，请重新 search"
     assert token not in cursors
+
+
+def test_owner_names_the_session_of_a_live_cursor_only() -> None:
+    clock = FakeClock()
+    cursors = CursorStore(clock)
+    token, _ = _chain(cursors, "s7")
+    assert cursors.owner(token) == "s7"
+    assert cursors.owner("cur_0000000000000000") is None
+    clock.advance(15 * 60)
+    assert cursors.owner(token) is None  # expired

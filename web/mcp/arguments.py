@@ -1,0 +1,230 @@
+"""The tools' arguments: one pydantic model per tool, its JSON schema, and coded validation.
+
+The schemas are what a model reads before it calls a tool, so every field says what it is for.
+Numeric ranges are advertised in the schema (``minimum`` / ``maximum``) but enforced by the
+engine, so an out-of-range number gets the same ``OUT_OF_RANGE`` error (and wording) as over
+GraphQL; everything else that does not fit the model is ``BAD_USER_INPUT``, and a malformed
+``extraction`` is ``EXTRACTION_INVALID`` as it is for the ``save`` mutation.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from engine import ingest
+from engine.errors import ExtractionInvalid, InvalidInput, ResetSeenMisuse
+from engine.memory import READ_DEFAULT, READ_MAX
+from prompts.extraction import Extraction
+
+SESSION = (
+    "Evidence history to use. Leave it out: a stdio server or an MCP session keeps one for "
+    "you. A stateless client passes back the `session` a search returned, so that follow-up "
+    "searches bring new evidence."
+)
+
+
+def _bounded(low: int, high: int, default: int, description: str) -> Any:
+    # the engine checks the range (OUT_OF_RANGE, as over GraphQL); the schema only tells
+    return Field(
+        default=default,
+        description=description,
+        json_schema_extra={"minimum": low, "maximum": high},
+    )
+
+
+class _Args(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SaveArgs(_Args):
+    content: str = Field(
+        description="The text to remember, kept verbatim: quotes and reads come from it."
+    )
+    topic_path: str | None = Field(
+        default=None,
+        description="A topic to file it under, segments joined by '->', e.g. "
+        "work->mnemoql->api (otherwise the extraction model or an offline rule picks one).",
+    )
+    related_topics: list[str] = Field(
+        default_factory=list, description="Related topic paths, recalled alongside it."
+    )
+    time: str | None = Field(
+        default=None,
+        description="When it happened, free text ('last Friday'); never taken from the save time.",
+    )
+    id: str | None = Field(
+        default=None,
+        description="Your own event id. Ids like <prefix>_ch<N>_e<M> (book_ch3_e12) carry a "
+        "position, so memory_nearby can read the records around them.",
+    )
+    idempotency_key: str | None = Field(
+        default=None,
+        max_length=200,
+        description="Saving again with the same key returns the first result and writes "
+        "nothing new: set one whenever you may retry.",
+    )
+    dedupe_by_hash: bool = Field(
+        default=False,
+        description="When identical content was saved before, return that event instead.",
+    )
+    extraction: Extraction | None = Field(
+        default=None,
+        description="A ready extraction (events with summaries, persons, concepts, locations "
+        "referring to each other by ref); skips the extraction model.",
+    )
+
+    def to_domain(self) -> ingest.SaveInput:
+        return ingest.SaveInput(
+            content=self.content,
+            id=self.id,
+            time=self.time,
+            topic_path=self.topic_path,
+            related_topics=self.related_topics,
+            extraction=self.extraction,
+            idempotency_key=self.idempotency_key,
+            dedupe_by_hash=self.dedupe_by_hash,
+        )
+
+
+class SearchArgs(_Args):
+    query: str | None = Field(
+        default=None, description="What to look for, in your own words (any language)."
+    )
+    entities: list[str] | None = Field(
+        default=None,
+        description="Names every result must involve (AND; a name may match several people, "
+        "places or concepts). Alone, results come newest first.",
+    )
+    time_hint: str | None = Field(
+        default=None,
+        description="Only memories written in this period: today, yesterday, this week, last "
+        "week, last 7 days, this month, 2026-03, 2026-03-01..2026-03-15, 上周, 最近3天 ... "
+        "It filters on the save date, not on when things happened.",
+    )
+    target: Literal["Event", "Person", "Concept"] = Field(
+        default="Event",
+        description="Event (default): evidence with exact quotes and a cursor. Person or "
+        "Concept: the best 3 matching nodes with their neighbours (needs a query).",
+    )
+    reset_seen: bool = Field(
+        default=False,
+        description="Forget what this session was already given (and its cursors) first.",
+    )
+    session: str | None = Field(default=None, description=SESSION)
+
+
+class ExpandArgs(_Args):
+    cursor: str = Field(description="The cursor of an earlier search, expand or nearby result.")
+    concept_id: str = Field(
+        description="A concept that result offered (its 'next: expand(...)' line)."
+    )
+    limit: int = _bounded(1, 8, 3, "How many new events to ask for (at most 4 arrive).")
+    session: str | None = Field(default=None, description=SESSION)
+
+
+class NearbyArgs(_Args):
+    cursor: str = Field(description="The cursor of an earlier search, expand or nearby result.")
+    event_id: str = Field(
+        description="A positional event that result offered (its 'next: nearby(...)' line)."
+    )
+    before: int = _bounded(0, 10, 2, "Records to read before it, in the same chapter.")
+    after: int = _bounded(0, 10, 2, "Records to read after it, in the same chapter.")
+    session: str | None = Field(default=None, description=SESSION)
+
+
+class ReadArgs(_Args):
+    event_id: str = Field(description="The event whose original text to read.")
+    start: int = Field(default=0, description="Code-point offset to start at (0 = the start).")
+    limit: int = _bounded(1, READ_MAX, READ_DEFAULT, "How many code points to read.")
+
+
+class ForgetArgs(_Args):
+    event_id: str = Field(description="The event to delete, with the entities only it used.")
+
+
+class TopicsArgs(_Args):
+    pass
+
+
+class RecallArgs(_Args):
+    topic_path: str | None = Field(
+        default=None,
+        description="A topic path from memory_topics (e.g. work->mnemoql): its memories, its "
+        "parent's and related topics', ranked, at most 5.",
+    )
+    date: str | None = Field(
+        default=None, description="A day, yyyy-MM-dd: every memory saved that day, in order."
+    )
+
+    def key(self) -> tuple[Literal["topic", "date"], str]:
+        """Which lookup the call asks for; exactly one of the two must be given."""
+        if (self.topic_path is None) == (self.date is None):
+            raise InvalidInput(
+                "give exactly one of topic_path or date",
+                zh="topic_path 与 date 须且只能给出一个",
+                argument="topic_path",
+            )
+        if self.topic_path is not None:
+            return "topic", self.topic_path
+        assert self.date is not None
+        return "date", self.date
+
+
+class ActivateArgs(_Args):
+    lines: list[str] = Field(
+        description="The latest lines of the conversation, oldest first; their topics, dates "
+        "and names call up the memories that fit."
+    )
+    evaluate: bool = Field(
+        default=False, description="Let the chat model keep only the memories that help."
+    )
+
+
+def schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The JSON schema of a tool's arguments (``type: object`` at the root)."""
+    out = model.model_json_schema(by_alias=True)
+    out.pop("title", None)
+    for prop in out.get("properties", {}).values():
+        prop.pop("title", None)
+    return out
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def parse(model: type[M], arguments: dict[str, Any] | None) -> M:
+    """Validate a call's arguments into ``model``.
+
+    Raises:
+        ResetSeenMisuse: ``reset_seen`` on a tool other than memory_search.
+        ExtractionInvalid: a malformed ``extraction``.
+        InvalidInput: anything else that does not fit: its field and what is wrong.
+    """
+    given = arguments or {}
+    if "reset_seen" in given and "reset_seen" not in model.model_fields:
+        raise ResetSeenMisuse(
+            "reset_seen is only valid on memory_search",
+            zh="reset_seen 仅用于 search",
+            argument="reset_seen",
+        )
+    try:
+        return model.model_validate(given)
+    except ValidationError as exc:
+        raise _coded(exc) from None
+
+
+def _coded(exc: ValidationError) -> InvalidInput | ExtractionInvalid:
+    errors = exc.errors(include_url=False)
+    if all(e["loc"][:1] == ("extraction",) for e in errors):
+        reason = "; ".join(f"{_where(e['loc'][1:])}{e['msg']}" for e in errors)
+        return ExtractionInvalid(f"invalid extraction: {reason}", zh=f"提取结果无效：{reason}")
+    first = errors[0]
+    field = ".".join(str(p) for p in first["loc"]) or "arguments"
+    problems = "; ".join(f"{_where(e['loc'])}{e['msg']}" for e in errors)
+    return InvalidInput(f"bad arguments: {problems}", zh=f"参数无效：{problems}", argument=field)
+
+
+def _where(loc: tuple[int | str, ...]) -> str:
+    return f"{'.'.join(str(p) for p in loc)}: " if loc else ""

@@ -1,0 +1,103 @@
+"""The streamable HTTP transport at ``/mcp``: the same bearer tokens as ``/graphql``, then the
+SDK's session manager.
+
+- A token picks the caller's memory space and scopes (``web.auth``); without tokens configured
+  the service is open, as GraphQL is (one ``default`` space, every scope, loopback only). A
+  missing or unknown token is a 401 with a JSON-RPC error and ``WWW-Authenticate``.
+- An MCP session (``Mcp-Session-Id``, protocol versions with the initialize handshake) is one
+  evidence session, ``mcp-<session id>``; the SDK ties it to the token that opened it, so another
+  token cannot continue it. A stateless request (protocol 2026-07-28) carries no session: each
+  search starts one and names it, and the caller passes it back.
+- On a loopback bind, Host and Origin are checked against loopback names (DNS rebinding).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+from collections.abc import AsyncIterator
+from importlib.metadata import version
+from typing import Any
+
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
+from mcp.server.context import ServerRequestContext
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.datastructures import Headers
+from starlette.types import Receive, Scope, Send
+
+from engine.config import Settings
+from engine.errors import Unauthorized
+from engine.spaces import Spaces
+from web.auth import OPEN_GRANT, Grant, TokenTable, bearer, grant_of, is_loopback
+from web.mcp.mount import send_error
+from web.mcp.server import Caller, build_server
+
+SESSION_HEADER = "mcp-session-id"
+_LOOPBACK_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
+
+
+def identify(ctx: ServerRequestContext[Any, Any]) -> Caller:
+    """The caller of an HTTP request: the grant ``McpHttp`` attached, and its MCP session."""
+    request = ctx.request
+    grant = grant_of(request.scope) if request is not None else None
+    if grant is None:
+        raise Unauthorized("missing or invalid bearer token", zh="缺少或无效的访问令牌")
+    sid = request.headers.get(SESSION_HEADER) if request is not None else None
+    return Caller(grant.space, grant.scopes, f"mcp-{sid}" if sid else None)
+
+
+def _principal(token: str, grant: Grant) -> AuthenticatedUser:
+    """The SDK's view of a token: a session opened with it answers only to it."""
+    digest = hashlib.sha256(token.encode("utf-8")).hexdigest()
+    access = AccessToken(
+        token=digest, client_id=f"token-{digest[:16]}", scopes=sorted(grant.scopes)
+    )
+    return AuthenticatedUser(access)
+
+
+class McpHttp:
+    """The ASGI app behind ``/mcp`` once the SDK is loaded (``web.mcp.mount`` routes to it)."""
+
+    def __init__(self, settings: Settings, tokens: TokenTable, spaces: Spaces) -> None:
+        self.tokens = tokens
+        security = None
+        if is_loopback(settings.host):
+            security = TransportSecuritySettings(
+                allowed_hosts=_LOOPBACK_HOSTS,
+                allowed_origins=[f"http://{h}" for h in _LOOPBACK_HOSTS],
+            )
+        server = build_server(
+            spaces, identify, settings.limits, settings.mcp.locale, version("mnemoql")
+        )
+        self.manager = StreamableHTTPSessionManager(
+            server,
+            security_settings=security,
+            max_request_body_size=settings.limits.max_body_bytes,
+        )
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        async with self.manager.run():
+            yield
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.tokens.open:
+            scope.setdefault("state", {})["grant"] = OPEN_GRANT
+        else:
+            token = bearer(Headers(scope=scope).get("authorization"))
+            grant = self.tokens.lookup(token)
+            if token is None or grant is None:
+                await _unauthenticated(send)
+                return
+            scope.setdefault("state", {})["grant"] = grant
+            scope["user"] = _principal(token, grant)
+        await self.manager.handle_request(scope, receive, send)
+
+
+async def _unauthenticated(send: Send) -> None:
+    message = (
+        "UNAUTHENTICATED: missing or invalid bearer token: send 'Authorization: Bearer <token>'"
+    )
+    await send_error(send, 401, -32001, message, [(b"www-authenticate", b'Bearer realm="mnemoql"')])

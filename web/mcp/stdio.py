@@ -1,0 +1,83 @@
+"""``mnemoql mcp``: the MCP server over stdin/stdout, for desktop agents and IDEs.
+
+It serves one memory space (``--space``, default ``default``) of the configured store, with
+every scope, or only ``read`` with ``--read-only``. The process is one agent's connection, so
+it keeps one evidence session for its whole life: follow-up searches bring new evidence.
+
+stdout is the wire: nothing else may be written there. Logs go to stderr, and while the server
+runs the SDK points file descriptor 1 at stderr, so a stray print of a library cannot corrupt a
+message either.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import secrets
+import signal
+import sys
+from importlib.metadata import version
+
+import httpx
+from mcp.server.stdio import stdio_server
+
+from engine.config import Settings
+from engine.errors import MnemoError
+from engine.spaces import Spaces
+from web.mcp.server import Caller, build_server
+
+log = logging.getLogger("mnemoql.mcp")
+
+
+async def serve(settings: Settings) -> int:
+    """Serve until the client closes stdin (or SIGTERM); 1 when the store cannot be opened."""
+    from engine.providers.factory import build_providers
+    from web.service import open_store, warm_up
+
+    space = settings.mcp.space
+    async with contextlib.AsyncExitStack() as stack:
+        if settings.store == "neo4j":  # last out: after the store has closed
+            from web.neo4j_boot import stop_started
+
+            stack.push_async_callback(asyncio.to_thread, stop_started)
+        client = await stack.enter_async_context(httpx.AsyncClient())
+        providers = build_providers(settings, client)
+        spaces = Spaces(settings, providers, lambda name: open_store(settings, name))
+        stack.push_async_callback(spaces.close)
+        try:
+            await spaces.get(space)
+        except MnemoError as exc:
+            print(f"mnemoql mcp: {exc.code}: {exc.message}", file=sys.stderr)
+            return 1
+        warming = asyncio.create_task(warm_up(providers, asyncio.Event()))
+        stack.callback(warming.cancel)
+        scopes = frozenset({"read"} if settings.mcp.read_only else {"read", "write"})
+        caller = Caller(space, scopes, "mcp-stdio-" + secrets.token_hex(8), "read-only server")
+        server = build_server(
+            spaces, lambda ctx: caller, settings.limits, settings.mcp.locale, version("mnemoql")
+        )
+        log.info("mnemoql MCP on stdio: space %r (%s), %s", space, settings.store,
+                 "read-only" if settings.mcp.read_only else "read and write")  # fmt: skip
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+    return 0
+
+
+def run(settings: Settings, log_level: str = "warning") -> int:
+    """The ``mnemoql mcp`` command."""
+    logging.basicConfig(
+        stream=sys.stderr, level=log_level.upper(), format="%(levelname)s %(name)s: %(message)s"
+    )
+
+    async def main() -> int:
+        task = asyncio.current_task()
+        assert task is not None
+        # the SDK's stdio client sends SIGTERM when a server outlives its stdin; close cleanly
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
+        try:
+            return await serve(settings)
+        except asyncio.CancelledError:
+            return 0
+
+    return asyncio.run(main())

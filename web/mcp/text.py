@@ -1,0 +1,106 @@
+"""Compact text for the tools that have no GraphQL ``text`` field: save, forget, the topic tree,
+recall and activation. Evidence and reads use the engine's renderings (``engine.retrieval.render``)
+unchanged.
+
+Like those, it prints what the model can act on (ids, write times, summaries, exact quotes,
+where a memory came from) and never scores, vectors or configuration.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from engine.retrieval.evidence import Locale
+from web.mcp.results import Activated, Forgotten, Missing, Quote, Recall, Recalled, Saved, Topics
+
+_EN = {
+    "written": "written",
+    "summary": "summary: ",
+    "quote": "source[{start},{end})/{total}: “{text}”",
+    "empty_tree": "(the topic tree is empty: memories saved with a topic_path build it)",
+    "none": "No memories found.",
+    "next": "next: read(event_id)",
+    "deleted": "deleted: ",
+    "sep": "; ",
+}
+_ZH = {
+    "written": "写入",
+    "summary": "摘要：",
+    "quote": "原文[{start},{end})/{total}：「{text}」",
+    "empty_tree": "（话题树为空：带 topic_path 保存的记忆会建立它）",
+    "none": "未找到记忆。",
+    "next": "可继续：read(event_id)",
+    "deleted": "已删除：",
+    "sep": "；",
+}
+
+
+def _words(locale: Locale) -> dict[str, str]:
+    return _ZH if locale == "zh" else _EN
+
+
+def saved(s: Saved, locale: Locale) -> str:
+    """The save's one line (SPEC §1.3's wording in zh), then the topic it was filed under."""
+    if locale == "zh":
+        line = s.message
+    elif s.replayed:
+        line = f"already saved, nothing new written: {', '.join(s.event_ids)}"
+    else:
+        parts = [f"saved {len(s.event_ids)} event(s): {', '.join(s.event_ids)}"]
+        created = [*s.created_persons, *s.created_concepts, *s.created_locations]
+        if created:
+            parts.append(f"new {', '.join(created)}")
+        for m in s.merged:
+            added = ", ".join(f'+"{a}"' for a in m.aliases_added)
+            parts.append(f"merged into {m.id}" + (f" (aliases {added})" if added else ""))
+        line = "; ".join(parts)
+    if s.topic_path is not None:
+        line += ("；话题：" if locale == "zh" else "; topic: ") + s.topic_path
+    return line
+
+
+def forgotten(f: Forgotten, locale: Locale) -> str:
+    return _words(locale)["deleted"] + ", ".join(f.deleted_ids)
+
+
+def topics(t: Topics, locale: Locale) -> str:
+    """Partner's tree text (``path [root]`` / ``path {slices: N}`` lines)."""
+    return t.text.replace("\r\n", "\n") if t.text else _words(locale)["empty_tree"]
+
+
+def _memory(rank: int, m: Recalled, w: dict[str, str], quote: Quote | None = None) -> list[str]:
+    head = f"#{rank} {m.event_id} | {w['written']} {m.create_time} | {m.source}"
+    if m.topic_path:
+        head += f" {m.topic_path}"
+    lines = [head, w["summary"] + m.summary]
+    if quote is not None:
+        lines.append(w["quote"].format(start=quote.start, end=quote.end, total=quote.total,
+                                       text=quote.text))  # fmt: skip
+    return lines
+
+
+def _missing(missing: Sequence[Missing]) -> list[str]:
+    return [m.message for m in missing]
+
+
+def recall(r: Recall, key: str, locale: Locale) -> str:
+    """A recollection: what was asked, then each memory and where it came from."""
+    w = _words(locale)
+    lines = [f"[memory_recall] {key} memories={len(r.memories)}"]
+    lines += _missing([r.missing] if r.missing is not None else [])
+    for n, m in enumerate(r.memories, 1):
+        lines += _memory(n, m, w)
+    lines.append(w["next"] if r.memories else w["none"])
+    return "\n".join(lines)
+
+
+def activated(a: Activated, locale: Locale) -> str:
+    """The cues the lines gave, then each memory with its exact quote."""
+    w = _words(locale)
+    cues = w["sep"].join(f"{c.type} {c.text}" for c in a.cues) or "-"
+    lines = [f"[memory_activate] cues: {cues} memories={len(a.memories)}"]
+    lines += _missing(a.missing)
+    for n, m in enumerate(a.memories, 1):
+        lines += _memory(n, m, w, m.quote)
+    lines.append(w["next"] if a.memories else w["none"])
+    return "\n".join(lines)

@@ -1,0 +1,51 @@
+"""What every serving process starts, GraphQL (``web.app``) or MCP over stdio (``web.mcp.stdio``):
+the store of a memory space and the warm-up of the providers."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING
+
+from engine.config import Settings
+from engine.spaces import DEFAULT_SPACE
+from engine.store.base import Store
+
+if TYPE_CHECKING:
+    from engine.providers.factory import Providers
+
+log = logging.getLogger("mnemoql")
+
+
+def open_store(settings: Settings, space: str = DEFAULT_SPACE) -> Store:
+    """The configured store of one memory space, not yet opened."""
+    if settings.store == "neo4j":
+        from web.neo4j_boot import neo4j_store
+
+        return neo4j_store(settings, space=space)
+    from engine.store.embedded import EmbeddedStore
+
+    # open() creates the directory; a failure there is a StoreUnavailable like any other
+    return EmbeddedStore(settings.data_dir / "memory.db", space=space)
+
+
+async def warm_up(providers: Providers, warmed: asyncio.Event) -> None:
+    """Load the local embedding model, then set ``warmed`` (``/readyz`` waits for it: ~30 ms
+    with the model file in the page cache), then jieba's dictionary (~1 s; nobody waits for it),
+    so that neither the first search nor the first save pays for loading them. A provider
+    that fails to load is logged; its first real use raises as it always did."""
+    try:
+        await _warm(providers.embedder)
+    finally:
+        warmed.set()
+    await _warm(providers.extractor)
+
+
+async def _warm(provider: object) -> None:
+    warm = getattr(provider, "warm_up", None)
+    if warm is None:
+        return
+    try:
+        await warm()
+    except Exception:
+        log.warning("warming up %r failed; its first use will load it", provider, exc_info=True)
