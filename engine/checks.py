@@ -126,10 +126,10 @@ def where(tree: Where | None, max_conditions: int) -> None:
     size("where", where_conditions(tree), max_conditions, "conditions", "max_where_conditions")
 
 
-def position(sort_field: str, after: tuple[object, str] | None) -> None:
-    """A keyset position (``after``) must look like one the API issued for this sort: a
-    ``(sort value, node id)`` pair whose value has the sort field's form (a write time, a
-    date, the id itself). Anything else would silently page from the start."""
+def position(sort_field: str, after: tuple[object, str] | None, argument: str = "after") -> None:
+    """A keyset position (``after`` / ``before``) must look like one the API issued for this
+    sort: a ``(sort value, node id)`` pair whose value has the sort field's form (a write time,
+    a date, the id itself). Anything else would silently page from the start."""
     if after is None:
         return
     value, node_id = after
@@ -140,10 +140,10 @@ def position(sort_field: str, after: tuple[object, str] | None) -> None:
         ok = _iso(value, sort_field == "create_date")
     if not ok:
         raise InvalidInput(
-            "after is not a cursor this API issued for this sort; use an edge's cursor or "
-            "pageInfo.endCursor from the same query",
-            zh="after 不是本接口为该排序签发的游标",
-            argument="after",
+            f"{argument} is not a cursor this API issued for this sort; use an edge's cursor "
+            "or pageInfo's endCursor / startCursor from the same query",
+            zh=f"{argument} 不是本接口为该排序签发的游标",
+            argument=argument,
         )
 
 

@@ -203,7 +203,7 @@ class Ingestor:
             raise InvalidId(
                 f"id {checks.clip(item.id)!r} is not allowed: use letters, digits and _.:- (at "
                 "most 128), for example book_ch3_e12; event_N style ids are allocated by the "
-                "service",
+                "service and topic:... ids name topics",
                 zh=f"ID 不合法：{checks.clip(item.id)}",
                 argument="id",
             )

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from engine import checks, dump
 from engine.activation import Activation, Activator
 from engine.binding import as_profile
+from engine.changes import Changes
 from engine.config import Settings
 from engine.errors import InvalidInput, NotFound, out_of_range
 from engine.ingest import Ingestor, SaveInput, SaveOutcome
@@ -114,6 +115,7 @@ class Memory:
             if clock
             else SessionStore(cursors=self.cursors)
         )
+        self.changes = Changes()  # the live feed of committed writes (memoryChanges)
         lock = asyncio.Lock()  # saves, revectorize, forget and topic binding (SPEC §1.3.6)
         self.recall = Recall(store, lock, now=lambda: self.ingestor.now())
         self.activator = Activator(self.recall, providers.chat)
@@ -193,7 +195,16 @@ class Memory:
 
     async def save(self, item: SaveInput) -> SaveOutcome:
         await self._catch_up()
-        return await self.ingestor.save(item)
+        return self._saved(await self.ingestor.save(item))
+
+    def _saved(self, outcome: SaveOutcome) -> SaveOutcome:
+        result = outcome.result
+        if not result.replayed:
+            created = [i for label, ids in result.created.items() if label != "Event" for i in ids]
+            self.changes.publish("SAVED", event_ids=result.event_ids, node_ids=created)
+            if result.merged:
+                self.changes.publish("MERGED", node_ids=[i for i, _ in result.merged])
+        return outcome
 
     async def _catch_up(self) -> None:
         """Drop the topic index when another process wrote to this space (``mnemoql import``
@@ -218,7 +229,7 @@ class Memory:
 
             async with gate:
                 try:
-                    outcomes[i] = await self.ingestor.save(item)
+                    outcomes[i] = self._saved(await self.ingestor.save(item))
                 except MnemoError as exc:
                     errors.append((i, exc.code, exc.message))
 
@@ -232,6 +243,7 @@ class Memory:
             self.store, self.providers.embedder, self.ingestor.lock, self.ingestor.now, progress
         )
         self.cursors.clear()
+        self.changes.publish("REVECTORIZED")
         return report
 
     async def export(self, *, vectors: bool = False) -> AsyncIterator[str]:
@@ -259,6 +271,7 @@ class Memory:
             finally:
                 self.recall.invalidate()
                 self.cursors.clear()
+                self.changes.publish("RESYNC")
         meta = await self.store.get_meta()
         want = (self.providers.embedder.model, self.providers.embedder.dimensions)
         stale = meta is not None and (
@@ -272,9 +285,11 @@ class Memory:
         checks.text(event_id, "eventId")
         async with self.ingestor.lock:
             try:
-                return await self.store.forget(event_id)
+                deleted = await self.store.forget(event_id)
             finally:
                 self.recall.invalidate()
+        self.changes.publish("FORGOTTEN", deleted_ids=deleted)
+        return deleted
 
     async def bind_topic(
         self,
@@ -379,18 +394,19 @@ class Memory:
         label: NodeLabel,
         where: Where | None,
         sort: SortSpec,
-        first: int,
-        after: tuple[object, str] | None,
+        page: Page,
     ) -> NodePage:
+        """One keyset page of a label (forward or backward, ``engine.models.Page``)."""
         limit = self.settings.limits.max_page_size
-        if not 0 <= first <= limit:
-            raise out_of_range("first", 0, limit, first)
+        if not 0 <= page.size <= limit:
+            raise out_of_range("last" if page.backward else "first", 0, limit, page.size)
         checks.where(where, self.settings.limits.max_where_conditions)
         checks.texts(checks.where_strings(where))
-        if after is not None:
-            checks.texts(checks.strings(list(after), "after"))
-            checks.position(sort[0], (after[0], after[1]))
-        return await self.store.list_nodes(label, where, sort, Page(first, after))
+        for name, position in (("after", page.after), ("before", page.before)):
+            if position is not None:
+                checks.texts(checks.strings(list(position), name))
+                checks.position(sort[0], (position[0], position[1]), name)
+        return await self.store.list_nodes(label, where, sort, page)
 
     async def neighbours(
         self,
@@ -399,8 +415,13 @@ class Memory:
         direction: Direction,
         limit: int,
         after: str | None = None,
+        before: str | None = None,
+        *,
+        backward: bool = False,
     ) -> dict[str, list[Neighbour]]:
-        return await self.store.neighbours(node_ids, rel_type, direction, limit, after)
+        return await self.store.neighbours(
+            node_ids, rel_type, direction, limit, after, before, backward=backward
+        )
 
     async def graph(
         self,

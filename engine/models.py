@@ -47,9 +47,10 @@ ADJACENCY: tuple[RelType, ...] = ("PARTICIPATED_IN", "OCCURRED_AT", "MENTIONS")
 
 # Positional ids from imports, e.g. event_ch33_e06 or book_ch3_e12 (SPEC §1.6 nearby).
 POSITIONAL_ID = re.compile(r"^(?P<prefix>.+)_ch(?P<ch>\d+)_e(?P<rec>\d+)$")
-# What a caller may choose as an event id: positional ids, or any other safe slug that does not
-# collide with the allocator's own event_N space.
-CALLER_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
+# What a caller may choose as an event id: positional ids, or any other safe slug. Never one
+# that names another node: the allocator's own label_N ids are refused where ids are checked
+# (``label_of``), and ``topic:`` (any case) names Topic nodes, so it may not start one.
+CALLER_ID = re.compile(r"^(?![Tt][Oo][Pp][Ii][Cc]:)[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
 
 
 def label_of(node_id: str) -> NodeLabel | None:
@@ -296,18 +297,58 @@ QUERYABLE_FIELDS: dict[NodeLabel, tuple[str, ...]] = {
 
 @dataclass(slots=True, frozen=True)
 class Page:
-    """A keyset page: ``after`` is the opaque position of the last row already seen."""
+    """A keyset page, forward or backward (Relay's first/after and last/before).
+
+    Forward: the ``first`` rows after position ``after``. Backward (``last`` set): the ``last``
+    rows just before position ``before``, still returned in sort order. A position is the
+    ``(sort value, id)`` of a row already seen.
+    """
 
     first: int
     after: tuple[Any, str] | None = None  # (sort value, id)
+    last: int | None = None
+    before: tuple[Any, str] | None = None
+
+    @property
+    def backward(self) -> bool:
+        return self.last is not None
+
+    @property
+    def size(self) -> int:
+        return self.last if self.last is not None else self.first
+
+    @property
+    def position(self) -> tuple[Any, str] | None:
+        """The keyset position the page starts from, in its direction of travel."""
+        return self.before if self.backward else self.after
+
+    def check(self) -> None:
+        """What every store checks before paging (raises ``InvalidInput``)."""
+        for name, size in (("first", self.first), ("last", self.last)):
+            if size is not None and (not isinstance(size, int) or size < 0):
+                raise InvalidInput(f"{name} must be a non-negative integer (got {size!r})")
+        for name, at in (("after", self.after), ("before", self.before)):
+            if at is not None and not (
+                isinstance(at, tuple) and len(at) == 2 and all(isinstance(x, str) for x in at)
+            ):
+                raise InvalidInput(f"{name} must be a (sort value, id) pair of strings")
+        if (self.backward and self.after is not None) or (
+            not self.backward and self.before is not None
+        ):
+            raise InvalidInput("after goes with first, before with last")
 
 
 @dataclass(slots=True)
 class NodePage:
+    """One page in sort order. ``has_next`` / ``has_previous``: more rows exist past the last /
+    before the first row, as far as the store looked: in the direction of travel only (the
+    other flag is False)."""
+
     nodes: list[Node]
     has_next: bool
     positions: list[tuple[Any, str]]  # keyset position of each node, for edge cursors
     total: int | None = None
+    has_previous: bool = False
 
 
 @dataclass(slots=True)

@@ -17,7 +17,7 @@ from resolvers.evidence import EvidenceQuery
 from resolvers.mutation import MemoryMutation, MemorySubscription
 from resolvers.query import GraphQuery
 from resolvers.topics import TopicMutation, TopicQuery
-from schema.errors import CodedErrors
+from schema.errors import CodedErrors, MemorySchema, OneOperation
 from schema.graph import Concept, Event, Location, Person
 
 
@@ -43,11 +43,12 @@ def build_schema(
     max_tokens: int = 5000,
     extensions: Sequence[Callable[[], SchemaExtension]] = (),
 ) -> strawberry.Schema:
-    """The schema with its guards: depth, alias and token limits, the scope check, coded errors.
+    """The schema with its guards: depth, alias and token limits, one operation per request,
+    the scope check, coded errors.
 
     ``extensions`` are added before the error mapping (the web layer adds its deadline).
     """
-    return strawberry.Schema(
+    return MemorySchema(
         query=Query,
         mutation=Mutation,
         subscription=Subscription,
@@ -56,6 +57,7 @@ def build_schema(
             lambda: QueryDepthLimiter(max_depth=max_depth),
             lambda: MaxAliasesLimiter(max_alias_count=max_aliases),
             lambda: MaxTokensLimiter(max_token_count=max_tokens),
+            OneOperation,
             ScopeGuard,
             *extensions,
             CodedErrors,

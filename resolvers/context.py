@@ -6,16 +6,18 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 
-from graphql import ExecutionResult, GraphQLError
+from graphql import ExecutionResult, FieldNode, GraphQLError, OperationDefinitionNode
 from strawberry.dataloader import DataLoader
 from strawberry.extensions import SchemaExtension
+from strawberry.types import ExecutionContext
 from strawberry.types.graphql import OperationType
 
 from engine.errors import Forbidden, MnemoError, Unauthorized
 from engine.memory import Memory
 from engine.models import Chunk, Direction, Neighbour, Node, RelType
 
-_NKey = tuple[str, RelType, Direction, int, str | None]
+_NGroup = tuple[RelType, Direction, int, str | None, str | None, bool]  # after, before, backward
+_NKey = tuple[str, RelType, Direction, int, str | None, str | None, bool]
 
 
 class RequestLoaders:
@@ -31,9 +33,18 @@ class RequestLoaders:
         return await self._nodes.load(node_id)
 
     async def neighbours(
-        self, node_id: str, rel_type: RelType, direction: Direction, limit: int, after: str | None
+        self,
+        node_id: str,
+        rel_type: RelType,
+        direction: Direction,
+        limit: int,
+        after: str | None,
+        before: str | None = None,
+        backward: bool = False,
     ) -> list[Neighbour]:
-        return await self._rels.load((node_id, rel_type, direction, limit, after))
+        return await self._rels.load(
+            (node_id, rel_type, direction, limit, after, before, backward)
+        )
 
     async def chunks(self, event_id: str) -> list[Chunk]:
         return await self._chunks.load(event_id)
@@ -43,14 +54,17 @@ class RequestLoaders:
         return list(nodes)
 
     async def _load_neighbours(self, keys: Sequence[_NKey]) -> list[list[Neighbour]]:
-        groups: dict[tuple[RelType, Direction, int, str | None], list[str]] = defaultdict(list)
-        for node_id, rel, direction, limit, after in keys:
-            groups[(rel, direction, limit, after)].append(node_id)
+        groups: dict[_NGroup, list[str]] = defaultdict(list)
+        for node_id, rel, direction, limit, after, before, backward in keys:
+            groups[(rel, direction, limit, after, before, backward)].append(node_id)
         found: dict[_NKey, list[Neighbour]] = {}
-        for (rel, direction, limit, after), ids in groups.items():
-            rows = await self.memory.neighbours(ids, rel, direction, limit, after)
+        for group, ids in groups.items():
+            rel, direction, limit, after, before, backward = group
+            rows = await self.memory.neighbours(
+                ids, rel, direction, limit, after, before, backward=backward
+            )
             for node_id in ids:
-                found[(node_id, rel, direction, limit, after)] = rows.get(node_id, [])
+                found[(node_id, *group)] = rows.get(node_id, [])
         return [found[k] for k in keys]
 
     async def _load_chunks(self, ids: Sequence[str]) -> list[list[Chunk]]:
@@ -117,13 +131,14 @@ class RequestContext:
         self.failure, self._loaders = None, None
         self._caller = caller or self._caller
 
-    def refusal(self, operation: OperationType) -> MnemoError | None:
-        """Why this context may not run ``operation`` (None when it may)."""
+    def refusal(self, operation: OperationType, *, reads: bool = False) -> MnemoError | None:
+        """Why this context may not run ``operation`` (None when it may). ``reads``: the
+        operation only reads (a query, or a subscription of read-only feeds)."""
         if self.failure is not None:
             return self.failure
         if self._memory is None or not self.scopes:
             return _unauthenticated()
-        need = "read" if operation is OperationType.QUERY else "write"
+        need = "read" if reads or operation is OperationType.QUERY else "write"
         if need in self.scopes:
             return None
         return Forbidden(
@@ -154,18 +169,43 @@ def _unauthenticated() -> Unauthorized:
     )
 
 
+# Subscriptions that only read (a feed): ``read`` runs them; any other needs ``write``.
+READ_SUBSCRIPTIONS: frozenset[str] = frozenset({"memoryChanges"})
+
+
+def _reads_only(execution: ExecutionContext) -> bool:
+    """True for a subscription whose every root field is a read-only feed."""
+    document = execution.graphql_document
+    if document is None or execution.operation_type is not OperationType.SUBSCRIPTION:
+        return False
+    wanted = execution.operation_name
+    for d in document.definitions:
+        if isinstance(d, OperationDefinitionNode) and (
+            wanted is None or (d.name is not None and d.name.value == wanted)
+        ):
+            fields = d.selection_set.selections
+            return bool(fields) and all(
+                isinstance(f, FieldNode) and f.name.value in READ_SUBSCRIPTIONS for f in fields
+            )
+    return False
+
+
 class ScopeGuard(SchemaExtension):
     """Refuses an operation the request's token may not run, before any resolver runs.
 
-    Queries need ``read``; mutations and subscriptions need ``write``. The one place scopes are
-    checked, so a new mutation is covered without touching its resolver.
+    Queries and read-only feeds (``READ_SUBSCRIPTIONS``) need ``read``; mutations and other
+    subscriptions need ``write``. The one place scopes are checked, so a new mutation is
+    covered without touching its resolver.
     """
 
     def on_execute(self) -> Iterator[None]:
-        ctx = self.execution_context.context
-        refusal = ctx.refusal(self.execution_context.operation_type) if isinstance(
-            ctx, RequestContext
-        ) else None
+        execution = self.execution_context
+        ctx = execution.context
+        refusal = (
+            ctx.refusal(execution.operation_type, reads=_reads_only(execution))
+            if isinstance(ctx, RequestContext)
+            else None
+        )
         if refusal is not None:
             if self.execution_context.operation_type is OperationType.SUBSCRIPTION:
                 raise refusal  # the streaming path reports errors raised here

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import strawberry
 
 from engine.errors import ResetSeenMisuse
@@ -9,9 +11,18 @@ from engine.retrieval.pipeline import SearchRequest
 from schema.context import Info
 from schema.evidence import EvidencePage, SearchTarget
 
-SessionArg = strawberry.argument(
-    description="Evidence history key; defaults to the X-Memory-Session header, else 'default'."
-)
+Session = Annotated[
+    str | None,
+    strawberry.argument(
+        description="Evidence history key; defaults to the X-Memory-Session header, else "
+        "'default'."
+    ),
+]
+ResetSeen = Annotated[
+    bool,
+    strawberry.argument(description="Forget what this session was given (search only)."),
+]
+Cursor = Annotated[str, strawberry.argument(description="The cursor of an earlier page.")]
 
 
 def _session(info: Info, session: str | None) -> str | None:
@@ -33,12 +44,22 @@ class EvidenceQuery:
     async def search(
         self,
         info: Info,
-        query: str | None = None,
-        entities: list[str] | None = None,
-        time_hint: str | None = None,
-        target: SearchTarget = SearchTarget.EVENT,
-        session: str | None = None,
-        reset_seen: bool = False,
+        query: Annotated[
+            str | None, strawberry.argument(description="What to look for, in any language.")
+        ] = None,
+        entities: Annotated[
+            list[str] | None,
+            strawberry.argument(description="Names the events must involve (ANDed)."),
+        ] = None,
+        time_hint: Annotated[
+            str | None,
+            strawberry.argument(description="When: a date, a range or words like 'last week'."),
+        ] = None,
+        target: Annotated[
+            SearchTarget, strawberry.argument(description="Events, or people or concepts.")
+        ] = SearchTarget.EVENT,
+        session: Session = None,
+        reset_seen: ResetSeen = False,
     ) -> EvidencePage:
         memory = info.context.memory
         sid = _session(info, session)
@@ -52,11 +73,13 @@ class EvidenceQuery:
     async def expand(
         self,
         info: Info,
-        cursor: str,
-        concept_id: strawberry.ID,
-        limit: int = 3,
-        session: str | None = None,
-        reset_seen: bool = False,
+        cursor: Cursor,
+        concept_id: Annotated[
+            strawberry.ID, strawberry.argument(description="One of the page's expandConcepts.")
+        ],
+        limit: Annotated[int, strawberry.argument(description="How many events (1..8).")] = 3,
+        session: Session = None,
+        reset_seen: ResetSeen = False,
     ) -> EvidencePage:
         _no_reset(reset_seen)
         out = await info.context.memory.expand(
@@ -68,12 +91,14 @@ class EvidenceQuery:
     async def nearby(
         self,
         info: Info,
-        cursor: str,
-        event_id: strawberry.ID,
-        before: int = 2,
-        after: int = 2,
-        session: str | None = None,
-        reset_seen: bool = False,
+        cursor: Cursor,
+        event_id: Annotated[
+            strawberry.ID, strawberry.argument(description="One of the page's nearbyEvents.")
+        ],
+        before: Annotated[int, strawberry.argument(description="Records before it (0..10).")] = 2,
+        after: Annotated[int, strawberry.argument(description="Records after it (0..10).")] = 2,
+        session: Session = None,
+        reset_seen: ResetSeen = False,
     ) -> EvidencePage:
         _no_reset(reset_seen)
         out = await info.context.memory.nearby(

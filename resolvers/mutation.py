@@ -1,10 +1,11 @@
-"""Root mutations and the revectorize subscription."""
+"""Root mutations and the subscriptions: revectorize progress and the memoryChanges feed."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncGenerator
 from dataclasses import asdict
+from typing import Annotated
 
 import strawberry
 
@@ -18,6 +19,7 @@ from schema.payloads import (
     SaveManyPayload,
     SavePayload,
 )
+from schema.snapshot import MemoryChange
 
 
 def to_domain(item: SaveInput) -> ingest.SaveInput:
@@ -42,11 +44,21 @@ class MemoryMutation:
     @strawberry.mutation(
         description="Save one memory: extract, embed and write in one transaction."
     )
-    async def save(self, info: Info, input: SaveInput) -> SavePayload:
+    async def save(
+        self,
+        info: Info,
+        input: Annotated[SaveInput, strawberry.argument(description="The memory to save.")],
+    ) -> SavePayload:
         return SavePayload.from_domain(await info.context.memory.save(to_domain(input)))
 
     @strawberry.mutation(description="Save many memories; each stands or fails on its own.")
-    async def save_many(self, info: Info, inputs: list[SaveInput]) -> SaveManyPayload:
+    async def save_many(
+        self,
+        info: Info,
+        inputs: Annotated[
+            list[SaveInput], strawberry.argument(description="The memories, in order.")
+        ],
+    ) -> SaveManyPayload:
         items = [to_domain(i) for i in inputs]
         return SaveManyPayload.from_domain(await info.context.memory.save_many(items))
 
@@ -58,7 +70,11 @@ class MemoryMutation:
         return RevectorizeReport(**asdict(report))
 
     @strawberry.mutation(description="Delete an event, its chunks and entities left unused.")
-    async def forget(self, info: Info, event_id: strawberry.ID) -> ForgetPayload:
+    async def forget(
+        self,
+        info: Info,
+        event_id: Annotated[strawberry.ID, strawberry.argument(description="The event.")],
+    ) -> ForgetPayload:
         deleted = await info.context.memory.forget(str(event_id))
         return ForgetPayload(deleted_ids=[strawberry.ID(i) for i in deleted])
 
@@ -88,3 +104,11 @@ class MemorySubscription:
         finally:
             if not job.done():
                 job.cancel()
+
+    @strawberry.subscription(
+        description="Every committed change of this memory space, as it happens: READY first, "
+        "then SAVED, MERGED, FORGOTTEN, REVECTORIZED (RESYNC: reload). Needs the read scope."
+    )
+    async def memory_changes(self, info: Info) -> AsyncGenerator[MemoryChange, None]:
+        async for change in info.context.memory.changes.subscribe():
+            yield MemoryChange.from_domain(change)

@@ -12,6 +12,10 @@ from schema.context import Info
 from schema.inputs import ActivationProfileInput
 from schema.topics import Activation, Recollection, Topic, TopicTree
 
+TopicPath = Annotated[
+    str, strawberry.argument(description="A topic path, segments joined by '->'.")
+]
+
 
 def is_topic_id(node_id: str) -> bool:
     return node_id.startswith(TOPIC_ID_PREFIX)
@@ -30,18 +34,22 @@ class TopicQuery:
         return TopicTree.from_domain(await info.context.memory.topics())
 
     @strawberry.field(description="One topic by its exact path (e.g. work->mnemoql), or null.")
-    async def topic(self, info: Info, path: str) -> Topic | None:
+    async def topic(self, info: Info, path: TopicPath) -> Topic | None:
         found = await info.context.memory.topic(path)
         return Topic.from_domain(found) if found is not None else None
 
     @strawberry.field(
         description="Memories of a topic path: PRIMARY, PARENT and RELATED, scored, at most 5."
     )
-    async def recall(self, info: Info, topic_path: str) -> Recollection:
+    async def recall(self, info: Info, topic_path: TopicPath) -> Recollection:
         return Recollection.from_domain(await info.context.memory.recall_topic(topic_path))
 
     @strawberry.field(description="Every memory saved on a day (yyyy-MM-dd), in save order.")
-    async def recall_by_date(self, info: Info, date: str) -> Recollection:
+    async def recall_by_date(
+        self,
+        info: Info,
+        date: Annotated[str, strawberry.argument(description="The day, yyyy-MM-dd.")],
+    ) -> Recollection:
         return Recollection.from_domain(await info.context.memory.recall_date(date))
 
     @strawberry.field(
@@ -51,7 +59,9 @@ class TopicQuery:
     async def activate(
         self,
         info: Info,
-        input: list[str],
+        input: Annotated[
+            list[str], strawberry.argument(description="Recent conversation lines, oldest first.")
+        ],
         evaluate: Annotated[
             bool, strawberry.argument(description="Let the chat model keep only helpful memories.")
         ] = False,
@@ -68,10 +78,15 @@ class TopicMutation:
     async def bind_topic(
         self,
         info: Info,
-        event_id: strawberry.ID,
-        topic_path: str,
-        related_topics: list[str] | None = None,
-        activation_profile: ActivationProfileInput | None = None,
+        event_id: Annotated[strawberry.ID, strawberry.argument(description="A saved event.")],
+        topic_path: TopicPath,
+        related_topics: Annotated[
+            list[str] | None, strawberry.argument(description="Related topic paths.")
+        ] = None,
+        activation_profile: Annotated[
+            ActivationProfileInput | None,
+            strawberry.argument(description="Recall weights of the binding."),
+        ] = None,
     ) -> Topic:
         node = await info.context.memory.bind_topic(
             str(event_id),

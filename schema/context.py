@@ -17,7 +17,14 @@ class Loaders(Protocol):
     async def node(self, node_id: str) -> Node | None: ...
 
     async def neighbours(
-        self, node_id: str, rel_type: RelType, direction: Direction, limit: int, after: str | None
+        self,
+        node_id: str,
+        rel_type: RelType,
+        direction: Direction,
+        limit: int,
+        after: str | None,
+        before: str | None = None,
+        backward: bool = False,
     ) -> list[Neighbour]: ...
 
     async def chunks(self, event_id: str) -> list[Chunk]: ...

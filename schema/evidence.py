@@ -7,7 +7,7 @@ the same request through its ``expand`` and ``nearby`` fields, which continue th
 from __future__ import annotations
 
 from enum import Enum
-from typing import cast
+from typing import Annotated, Literal, cast
 
 import strawberry
 from strawberry.scalars import JSON
@@ -17,84 +17,110 @@ from engine.retrieval.pipeline import Explain as ExplainDomain
 from engine.retrieval.pipeline import Outcome, TargetedPage
 from engine.retrieval.render import render, render_targeted
 from schema.context import Info
-from schema.graph import Event, Node, from_node
+from schema.graph import Concept, Event, Node, from_node
 
 
-@strawberry.enum
+@strawberry.enum(description="Language of rendered texts and notes.")
 class Locale(Enum):
-    ZH = "zh"
-    EN = "en"
+    ZH = strawberry.enum_value("zh", description="Chinese, the original tool's wording.")
+    EN = strawberry.enum_value("en", description="English.")
+
+    @property
+    def code(self) -> Literal["zh", "en"]:
+        """The language code (members hold it at run time; strawberry unwraps enum_value)."""
+        return cast(Literal["zh", "en"], self.value)
 
 
-@strawberry.enum
+@strawberry.enum(description="What a search looks for.")
 class SearchTarget(Enum):
-    EVENT = "Event"
-    PERSON = "Person"
-    CONCEPT = "Concept"
+    EVENT = strawberry.enum_value("Event", description="Events, as evidence with quotes.")
+    PERSON = strawberry.enum_value("Person", description="People by name, with neighbours.")
+    CONCEPT = strawberry.enum_value("Concept", description="Concepts by name, with neighbours.")
 
 
-@strawberry.type
+@strawberry.type(
+    description="An exact excerpt: `text == content[start:end]` of a text of `total` code points."
+)
 class Quote:
-    """An exact excerpt: ``text == content[start:end]`` of a text of ``total`` code points."""
-
-    text: str
-    start: int
-    end: int
-    total: int
+    text: str = strawberry.field(description="The excerpt, verbatim.")
+    start: int = strawberry.field(description="First code point (inclusive).")
+    end: int = strawberry.field(description="Last code point (exclusive).")
+    total: int = strawberry.field(description="Length of the whole text in code points.")
 
 
-@strawberry.type
+@strawberry.type(
+    description="The excerpt repeats one delivered earlier in this session: see that range."
+)
 class QuoteRef:
-    """The excerpt repeats one delivered earlier in this session: see that event's range."""
+    event_id: strawberry.ID = strawberry.field(description="The event that was quoted before.")
+    start: int = strawberry.field(description="First code point of the earlier excerpt.")
+    end: int = strawberry.field(description="Last code point (exclusive) of the excerpt.")
 
-    id: strawberry.ID
-    start: int
-    end: int
+    @strawberry.field(description="The event that was quoted before.")
+    async def event(self, info: Info) -> Event | None:
+        node = await info.context.loaders.node(str(self.event_id))
+        return from_node(node) if node is not None else None
 
 
-@strawberry.type
+LocaleArg = Annotated[Locale, strawberry.argument(description="Language of the text.")]
+
+
+@strawberry.type(description="A remark about a page or an item (why something is missing...).")
 class Note:
-    code: str
-    value: str | None
+    code: str = strawberry.field(description="Stable code of the note.")
+    value: str | None = strawberry.field(description="The value the note is about, if any.")
 
-    @strawberry.field
-    def message(self, locale: Locale = Locale.EN) -> str:
+    @strawberry.field(description="The note as a sentence.")
+    def message(self, locale: LocaleArg = Locale.EN) -> str:
         note = ev.Note(ev.NoteCode(self.code), self.value)
-        return note.message(locale.value)
+        return note.message(locale.code)
 
     @classmethod
     def from_domain(cls, n: ev.Note) -> Note:
         return cls(code=n.code.value, value=None if n.value is None else str(n.value))
 
 
-@strawberry.type
+async def _concept(info: Info, concept_id: strawberry.ID) -> Concept | None:
+    node = await info.context.loaders.node(str(concept_id))
+    return from_node(node) if node is not None else None
+
+
+@strawberry.type(description="A concept an evidence item mentions.")
 class ConceptRef:
-    id: strawberry.ID
-    name: str
+    concept_id: strawberry.ID = strawberry.field(description="The concept's id.")
+    name: str = strawberry.field(description="Its name.")
+
+    @strawberry.field(description="The concept itself.")
+    async def concept(self, info: Info) -> Concept | None:
+        return await _concept(info, self.concept_id)
 
 
-@strawberry.type
+@strawberry.type(description="A concept several items of the page mention: a way to expand.")
 class SharedConcept:
-    id: strawberry.ID
-    name: str
-    event_ids: list[strawberry.ID]
+    concept_id: strawberry.ID = strawberry.field(description="The concept's id.")
+    name: str = strawberry.field(description="Its name.")
+    event_ids: list[strawberry.ID] = strawberry.field(description="The items that mention it.")
+
+    @strawberry.field(description="The concept itself.")
+    async def concept(self, info: Info) -> Concept | None:
+        return await _concept(info, self.concept_id)
 
 
-@strawberry.type
+@strawberry.type(
+    description="Why an item was delivered. Scores are retrieval heuristics, not confidence."
+)
 class Explain:
-    """Why an item was delivered. Scores are retrieval heuristics, not confidence."""
-
     order: str = strawberry.field(description="hybrid, recency or position")
-    summary_rank: int | None
-    chunk_rank: int | None
-    summary_cosine: float | None
-    chunk_cosine: float | None
-    rrf: float
-    coverage: float
-    score: float
-    mmr_step: int | None
-    relevance: float | None
-    redundancy: float | None
+    summary_rank: int | None = strawberry.field(description="Rank on the summary route (1-based).")
+    chunk_rank: int | None = strawberry.field(description="Rank on the chunk route (1-based).")
+    summary_cosine: float | None = strawberry.field(description="Cosine of the summary.")
+    chunk_cosine: float | None = strawberry.field(description="Cosine of the best chunk.")
+    rrf: float = strawberry.field(description="Reciprocal-rank fusion of the routes.")
+    coverage: float = strawberry.field(description="Share of the query's terms the item has.")
+    score: float = strawberry.field(description="The fused score the item was ranked by.")
+    mmr_step: int | None = strawberry.field(description="The MMR step that picked it (1-based).")
+    relevance: float | None = strawberry.field(description="MMR relevance when picked.")
+    redundancy: float | None = strawberry.field(description="MMR redundancy when picked.")
 
     @classmethod
     def from_domain(cls, e: ExplainDomain) -> Explain:
@@ -113,17 +139,19 @@ class Explain:
         )
 
 
-@strawberry.type
+@strawberry.type(description="One delivered event: a short exact quote and what it mentions.")
 class EvidenceItem:
-    event_id: strawberry.ID
-    summary: str
-    create_time: str
-    time: str | None
-    quote: Quote | None
-    quote_ref: QuoteRef | None
+    event_id: strawberry.ID = strawberry.field(description="The event (see event).")
+    summary: str = strawberry.field(description="Its one-line summary.")
+    create_time: str = strawberry.field(description="When it was saved (ISO-8601).")
+    time: str | None = strawberry.field(description="Occurrence time as written in the text.")
+    quote: Quote | None = strawberry.field(description="An exact excerpt, unless a quoteRef.")
+    quote_ref: QuoteRef | None = strawberry.field(
+        description="Set instead of quote when the excerpt was delivered before."
+    )
     total: int = strawberry.field(description="Length of the event's original text.")
-    notes: list[Note]
-    concepts: list[ConceptRef]
+    notes: list[Note] = strawberry.field(description="Remarks about this item.")
+    concepts: list[ConceptRef] = strawberry.field(description="Concepts the event mentions.")
     explain: Explain | None = strawberry.field(
         description="Route ranks, fused score and MMR step of this item."
     )
@@ -142,42 +170,57 @@ class EvidenceItem:
             create_time=item.create_time,
             time=item.time,
             quote=Quote(text=q.text, start=q.start, end=q.end, total=q.total) if q else None,
-            quote_ref=QuoteRef(id=strawberry.ID(r.id), start=r.start, end=r.end) if r else None,
+            quote_ref=(
+                QuoteRef(event_id=strawberry.ID(r.id), start=r.start, end=r.end) if r else None
+            ),
             total=item.total,
             notes=[Note.from_domain(n) for n in item.notes],
-            concepts=[ConceptRef(id=strawberry.ID(c.id), name=c.name) for c in item.concepts],
+            concepts=[
+                ConceptRef(concept_id=strawberry.ID(c.id), name=c.name) for c in item.concepts
+            ],
             explain=Explain.from_domain(explain) if explain else None,
         )
 
 
-@strawberry.type
+@strawberry.type(description="One relationship of an entity hit, and the node at its end.")
 class Neighbour:
-    type: str
-    direction: str
-    properties: JSON
-    node: Node
+    type: str = strawberry.field(description="The relationship type.")
+    direction: str = strawberry.field(description="out or in, seen from the hit.")
+    properties: JSON = strawberry.field(description="The relationship's properties.")
+    node: Node = strawberry.field(description="The node at the other end.")
 
 
-@strawberry.type
+@strawberry.type(description="A Person/Concept match of a targeted search, with one-hop context.")
 class EntityHit:
-    """A Person/Concept match of a targeted search, with one-hop context."""
-
-    node: Node
-    score: float
+    node: Node = strawberry.field(description="The matching person or concept.")
+    score: float = strawberry.field(description="Name match 1.0, else the name's cosine.")
     exact: bool = strawberry.field(description="Matched by name or alias (score 1.0).")
-    neighbours: list[Neighbour]
+    neighbours: list[Neighbour] = strawberry.field(description="Its direct relationships.")
 
 
-@strawberry.type
+ConceptArg = Annotated[
+    strawberry.ID, strawberry.argument(description="One of this page's expandConcepts.")
+]
+ExpandLimit = Annotated[int, strawberry.argument(description="How many events (1..8).")]
+NearbyEvent = Annotated[
+    strawberry.ID, strawberry.argument(description="One of this page's nearbyEvents.")
+]
+BeforeCount = Annotated[int, strawberry.argument(description="Records before it (0..10).")]
+AfterCount = Annotated[int, strawberry.argument(description="Records after it (0..10).")]
+
+
+@strawberry.type(description="What search, expand and nearby return: evidence and a cursor.")
 class EvidencePage:
-    operation: str
-    target: str
-    session: str
+    operation: str = strawberry.field(description="search, expand or nearby.")
+    target: str = strawberry.field(description="Event, Person or Concept.")
+    session: str = strawberry.field(description="The session whose history this page used.")
     cursor: str | None = strawberry.field(description="Continue with expand/nearby (15 minutes).")
-    chain_count: int
-    chain_limit: int
-    items: list[EvidenceItem]
-    shared_concepts: list[SharedConcept]
+    chain_count: int = strawberry.field(description="Follow-ups made on this chain so far.")
+    chain_limit: int = strawberry.field(description="Follow-ups a chain may make.")
+    items: list[EvidenceItem] = strawberry.field(description="At most 4 new events.")
+    shared_concepts: list[SharedConcept] = strawberry.field(
+        description="Concepts several items mention."
+    )
     expand_concepts: list[strawberry.ID] = strawberry.field(
         description="Concept ids this page's cursor can expand."
     )
@@ -187,20 +230,22 @@ class EvidencePage:
     excluded_count: int = strawberry.field(
         description="Events excluded because this session already received them."
     )
-    notes: list[Note]
+    notes: list[Note] = strawberry.field(description="Remarks about this page.")
     entity_hits: list[EntityHit] = strawberry.field(
         description="For target PERSON/CONCEPT: the top 3 matches with their neighbours."
     )
     _page: strawberry.Private[ev.EvidencePage | TargetedPage]
 
     @strawberry.field(description="The compact rendering for an LLM (SPEC §1.10).")
-    def text(self, locale: Locale = Locale.ZH) -> str:
+    def text(self, locale: LocaleArg = Locale.ZH) -> str:
         if isinstance(self._page, TargetedPage):
-            return render_targeted(self._page, locale.value)
-        return render(self._page, locale.value)
+            return render_targeted(self._page, locale.code)
+        return render(self._page, locale.code)
 
     @strawberry.field(description="Follow this page: expand one of its concepts.")
-    async def expand(self, info: Info, concept_id: strawberry.ID, limit: int = 3) -> EvidencePage:
+    async def expand(
+        self, info: Info, concept_id: ConceptArg, limit: ExpandLimit = 3
+    ) -> EvidencePage:
         out = await info.context.memory.expand(
             _need_cursor(self.cursor), str(concept_id), limit, self.session
         )
@@ -208,7 +253,11 @@ class EvidencePage:
 
     @strawberry.field(description="Follow this page: read records around one of its events.")
     async def nearby(
-        self, info: Info, event_id: strawberry.ID, before: int = 2, after: int = 2
+        self,
+        info: Info,
+        event_id: NearbyEvent,
+        before: BeforeCount = 2,
+        after: AfterCount = 2,
     ) -> EvidencePage:
         out = await info.context.memory.nearby(
             _need_cursor(self.cursor), str(event_id), before, after, self.session
@@ -228,7 +277,7 @@ class EvidencePage:
             items=[EvidenceItem.from_domain(i, out.explain.get(i.event_id)) for i in p.items],
             shared_concepts=[
                 SharedConcept(
-                    id=strawberry.ID(s.id),
+                    concept_id=strawberry.ID(s.id),
                     name=s.name,
                     event_ids=[strawberry.ID(i) for i in s.event_ids],
                 )

@@ -1,55 +1,34 @@
 """The memory graph as GraphQL types: Event, Person, Concept, Location implement Node.
 
-Relations are connection fields whose edges carry the relationship properties (``role`` on
-PARTICIPATED_IN, ``attitude`` and ``eventId`` on HAS_ATTITUDE). Nested fields go through the
-request's DataLoaders, so a page of events with their people costs a few store calls, not one
-per event.
+Relations are Relay connections whose edges carry the relationship properties (``role`` on
+PARTICIPATED_IN, ``attitude`` and ``eventId`` on HAS_ATTITUDE), paged forward or backward
+(``schema.relay``). Nested fields go through the request's DataLoaders, so a page of events
+with their people costs a few store calls, not one per event.
 """
 
 from __future__ import annotations
 
-import base64
-import json
-from typing import Annotated, Any, Generic, TypeVar, cast
+from typing import Annotated, Any, Generic, TypeVar
 
 import strawberry
-from strawberry.scalars import JSON
 
 from engine import models as m
+from engine.errors import CursorInvalid
 from engine.memory import READ_DEFAULT
 from engine.memory import TextRange as TextRangeDomain
 from schema.context import Info
+from schema.relay import After, Before, First, Last, PageInfo, Window, window
 
 T = TypeVar("T")
-DEFAULT_FIRST = 20
 
 
-def encode_cursor(position: tuple[Any, str] | str) -> str:
-    raw = json.dumps(position, ensure_ascii=False, separators=(",", ":"))
-    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
-
-
-def decode_cursor(cursor: str) -> Any:
-    """Inverse of ``encode_cursor``; raises ValueError on garbage."""
-    pad = "=" * (-len(cursor) % 4)
-    return json.loads(base64.urlsafe_b64decode(cursor + pad).decode())
-
-
-@strawberry.type
-class PageInfo:
-    has_next_page: bool
-    end_cursor: str | None
-
-
-@strawberry.type
+@strawberry.type(description="An exact `[start, end)` code-point range of an event's text.")
 class TextRange:
-    """An exact ``[start, end)`` code-point range of an event's original text."""
-
-    event_id: strawberry.ID
-    text: str
-    start: int
-    end: int
-    total: int
+    event_id: strawberry.ID = strawberry.field(description="The event whose text this is.")
+    text: str = strawberry.field(description="The text of the range, verbatim.")
+    start: int = strawberry.field(description="First code point (inclusive).")
+    end: int = strawberry.field(description="Last code point (exclusive).")
+    total: int = strawberry.field(description="Length of the whole text in code points.")
     next: int | None = strawberry.field(description="Offset to continue reading from, if any.")
 
     @classmethod
@@ -64,122 +43,139 @@ class TextRange:
         )
 
 
-@strawberry.type
+@strawberry.type(description="An EventSource chunk: where a slice of the original text lies.")
 class SourceRange:
-    """An EventSource chunk: where a slice of the original text starts and ends."""
-
-    index: int
-    start: int
-    end: int
+    index: int = strawberry.field(description="Position of the chunk in the text (0-based).")
+    start: int = strawberry.field(description="First code point (inclusive).")
+    end: int = strawberry.field(description="Last code point (exclusive).")
 
 
-@strawberry.interface
+@strawberry.interface(description="Anything with a globally unique id, fetchable by node(id).")
 class Node:
-    id: strawberry.ID
+    id: strawberry.ID = strawberry.field(
+        description="Globally unique: no two nodes of any type share it."
+    )
 
 
-@strawberry.type
+@strawberry.type(description="One edge of a connection: a node and the cursor to page from it.")
 class Edge(Generic[T]):
-    cursor: str
-    node: T
+    cursor: str = strawberry.field(description="Pass as after/before to page from this edge.")
+    node: T = strawberry.field(description="The node at this edge.")
 
 
-@strawberry.type
+@strawberry.type(description="A page of a list of nodes (Relay Cursor Connections).")
 class Connection(Generic[T]):
-    edges: list[Edge[T]]
-    page_info: PageInfo
-    total_count: int | None = None
+    edges: list[Edge[T]] = strawberry.field(description="The page, in the connection's order.")
+    page_info: PageInfo = strawberry.field(description="Where this page sits in the list.")
+    total_count: int | None = strawberry.field(
+        default=None, description="How many nodes the whole list holds (root lists only)."
+    )
+
+
+# ---- relation connections ----
 
 
 async def _relation_page(
     info: Info,
     node_id: str,
+    field: str,
     rel_type: m.RelType,
     direction: m.Direction,
-    first: int,
-    after: str | None,
-) -> tuple[list[tuple[m.Neighbour, m.Node]], PageInfo]:
+    paging: tuple[int | None, str | None, int | None, str | None],
+) -> tuple[Window, list[tuple[m.Neighbour, m.Node]], PageInfo]:
     limit = info.context.memory.settings.limits.max_page_size
-    if not 0 <= first <= limit:
-        from engine.errors import out_of_range
-
-        raise out_of_range("first", 0, limit, first)
-    after_id = None
-    if after is not None:
-        try:
-            after_id = str(decode_cursor(after))
-        except ValueError as exc:
-            from engine.errors import InvalidInput
-
-            raise InvalidInput("after is not a cursor this API issued", argument="after") from exc
-    rows = await info.context.loaders.neighbours(node_id, rel_type, direction, first + 1, after_id)
-    nodes = [await info.context.loaders.node(r.other_id) for r in rows[:first]]
-    pairs = [(r, n) for r, n in zip(rows[:first], nodes, strict=True) if n is not None]
-    end = encode_cursor(pairs[-1][0].other_id) if pairs else None
-    return pairs, PageInfo(has_next_page=len(rows) > first, end_cursor=end)
+    w = window(f"{node_id}.{field}", *paging, limit)
+    at = w.position
+    if at is not None and not isinstance(at, str):
+        raise CursorInvalid("the cursor does not hold a position", argument="after")
+    after, before = (None, at) if w.backward else (at, None)
+    loaders = info.context.loaders
+    rows = await loaders.neighbours(
+        node_id, rel_type, direction, w.size + 1, after, before, w.backward
+    )
+    more = len(rows) > w.size
+    # backward, the store gives the rows nearest `before` last: the extra one is the first
+    rows = rows[len(rows) - w.size :] if w.backward else rows[: w.size]
+    nodes = [await loaders.node(r.other_id) for r in rows]
+    pairs = [(r, n) for r, n in zip(rows, nodes, strict=True) if n is not None]
+    return w, pairs, w.page_info([w.cursor(r.other_id) for r, _ in pairs], more)
 
 
-@strawberry.type
+@strawberry.type(description="A person who took part in the event, with their role.")
 class ParticipantEdge:
-    cursor: str
-    node: Person
-    role: str | None
+    cursor: str = strawberry.field(description="Pass as after/before to page from this edge.")
+    node: Person = strawberry.field(description="The participant.")
+    role: str | None = strawberry.field(description="Their role in the event, if extracted.")
 
 
-@strawberry.type
+@strawberry.type(description="The participants of an event (PARTICIPATED_IN).")
 class ParticipantConnection:
-    edges: list[ParticipantEdge]
-    page_info: PageInfo
+    edges: list[ParticipantEdge] = strawberry.field(description="The page, by person id.")
+    page_info: PageInfo = strawberry.field(description="Where this page sits in the list.")
 
 
-@strawberry.type
+@strawberry.type(description="An event a person took part in, with their role.")
 class ParticipationEdge:
-    cursor: str
-    node: Event
-    role: str | None
+    cursor: str = strawberry.field(description="Pass as after/before to page from this edge.")
+    node: Event = strawberry.field(description="The event.")
+    role: str | None = strawberry.field(description="The person's role in it, if extracted.")
 
 
-@strawberry.type
+@strawberry.type(description="The events a person took part in (PARTICIPATED_IN).")
 class ParticipationConnection:
-    edges: list[ParticipationEdge]
-    page_info: PageInfo
+    edges: list[ParticipationEdge] = strawberry.field(description="The page, by event id.")
+    page_info: PageInfo = strawberry.field(description="Where this page sits in the list.")
 
 
-@strawberry.type
+@strawberry.type(description="An attitude (HAS_ATTITUDE): who feels how about what.")
 class AttitudeEdge:
-    cursor: str
-    node: Node
-    attitude: str
-    event_id: strawberry.ID | None
+    cursor: str = strawberry.field(description="Pass as after/before to page from this edge.")
+    node: Node = strawberry.field(
+        description="The other end: the concept or person the attitude is about (for "
+        "Person.attitudes), or the person who holds it (for Concept.attitudes)."
+    )
+    attitude: str = strawberry.field(description="The attitude as extracted, e.g. likes.")
+    event_id: strawberry.ID | None = strawberry.field(
+        description="The event the attitude was extracted from."
+    )
 
 
-@strawberry.type
+@strawberry.type(description="Attitudes of a person, or towards a concept (HAS_ATTITUDE).")
 class AttitudeConnection:
-    edges: list[AttitudeEdge]
-    page_info: PageInfo
+    edges: list[AttitudeEdge] = strawberry.field(description="The page, by the other end's id.")
+    page_info: PageInfo = strawberry.field(description="Where this page sits in the list.")
 
 
 async def _plain(
-    info: Info, node_id: str, rel: m.RelType, direction: m.Direction, first: int, after: str | None
+    info: Info,
+    node_id: str,
+    field: str,
+    rel: m.RelType,
+    direction: m.Direction,
+    paging: tuple[int | None, str | None, int | None, str | None],
 ) -> Connection[Any]:
-    pairs, page = await _relation_page(info, node_id, rel, direction, first, after)
+    w, pairs, page = await _relation_page(info, node_id, field, rel, direction, paging)
     return Connection(
-        edges=[Edge(cursor=encode_cursor(r.other_id), node=from_node(n)) for r, n in pairs],
+        edges=[Edge(cursor=w.cursor(r.other_id), node=from_node(n)) for r, n in pairs],
         page_info=page,
     )
 
 
 async def _attitudes(
-    info: Info, node_id: str, direction: m.Direction, first: int, after: str | None
+    info: Info,
+    node_id: str,
+    field: str,
+    direction: m.Direction,
+    paging: tuple[int | None, str | None, int | None, str | None],
 ) -> AttitudeConnection:
-    pairs, page = await _relation_page(info, node_id, "HAS_ATTITUDE", direction, first, after)
+    w, pairs, page = await _relation_page(info, node_id, field, "HAS_ATTITUDE", direction, paging)
     edges = []
     for r, n in pairs:
         props = r.rel.properties
         event_id = props.get("event_id")
         edges.append(
             AttitudeEdge(
-                cursor=encode_cursor(r.other_id),
+                cursor=w.cursor(r.other_id),
                 node=from_node(n),
                 attitude=str(props.get("attitude", "")),
                 event_id=strawberry.ID(event_id) if event_id else None,
@@ -188,24 +184,27 @@ async def _attitudes(
     return AttitudeConnection(edges=edges, page_info=page)
 
 
-First = Annotated[int, strawberry.argument(description="Page size (0..max page size).")]
+Start = Annotated[int, strawberry.argument(description="First code point to read.")]
+Limit = Annotated[int, strawberry.argument(description="How many code points (1..10000).")]
 
 
-@strawberry.type
+@strawberry.type(description="Something that happened, as extracted from one saved text.")
 class Event(Node):
-    """Something that happened, as extracted from one saved text."""
-
-    id: strawberry.ID
-    summary: str
+    id: strawberry.ID = strawberry.field(
+        description="event_N, or the caller's own id (e.g. book_ch3_e12)."
+    )
+    summary: str = strawberry.field(description="One-line summary written at extraction.")
     time: str | None = strawberry.field(description="Occurrence time as written in the text.")
     create_time: str = strawberry.field(description="When it was saved (ISO-8601).")
-    create_date: str
-    content_hash: str
+    create_date: str = strawberry.field(description="The day it was saved (yyyy-MM-dd).")
+    content_hash: str = strawberry.field(description="SHA-256 of the original text.")
     length: int = strawberry.field(description="Length of the original text in code points.")
     legacy: bool = strawberry.field(description="True when the event has no source chunks yet.")
 
     @strawberry.field(description="An exact code-point range of the original text.")
-    async def content(self, info: Info, start: int = 0, limit: int = READ_DEFAULT) -> TextRange:
+    async def content(
+        self, info: Info, start: Start = 0, limit: Limit = READ_DEFAULT
+    ) -> TextRange:
         return TextRange.from_domain(await info.context.memory.read(str(self.id), start, limit))
 
     @strawberry.field(description="The source chunks (800/120 code points) of the original text.")
@@ -213,17 +212,23 @@ class Event(Node):
         rows = await info.context.loaders.chunks(str(self.id))
         return [SourceRange(index=c.chunk_index, start=c.start, end=c.end) for c in rows]
 
-    @strawberry.field
+    @strawberry.field(description="People who took part (PARTICIPATED_IN, with role), by id.")
     async def participants(
-        self, info: Info, first: First = DEFAULT_FIRST, after: str | None = None
+        self,
+        info: Info,
+        first: First = None,
+        after: After = None,
+        last: Last = None,
+        before: Before = None,
     ) -> ParticipantConnection:
-        pairs, page = await _relation_page(
-            info, str(self.id), "PARTICIPATED_IN", "in", first, after
+        paging = (first, after, last, before)
+        w, pairs, page = await _relation_page(
+            info, str(self.id), "participants", "PARTICIPATED_IN", "in", paging
         )
         return ParticipantConnection(
             edges=[
                 ParticipantEdge(
-                    cursor=encode_cursor(r.other_id),
+                    cursor=w.cursor(r.other_id),
                     node=Person.from_domain(n),  # type: ignore[arg-type]
                     role=r.rel.properties.get("role"),
                 )
@@ -232,17 +237,29 @@ class Event(Node):
             page_info=page,
         )
 
-    @strawberry.field
+    @strawberry.field(description="Where it happened (OCCURRED_AT), by id.")
     async def locations(
-        self, info: Info, first: First = DEFAULT_FIRST, after: str | None = None
+        self,
+        info: Info,
+        first: First = None,
+        after: After = None,
+        last: Last = None,
+        before: Before = None,
     ) -> Connection[Location]:
-        return await _plain(info, str(self.id), "OCCURRED_AT", "out", first, after)
+        paging = (first, after, last, before)
+        return await _plain(info, str(self.id), "locations", "OCCURRED_AT", "out", paging)
 
-    @strawberry.field
+    @strawberry.field(description="Concepts the event mentions (MENTIONS), by id.")
     async def concepts(
-        self, info: Info, first: First = DEFAULT_FIRST, after: str | None = None
+        self,
+        info: Info,
+        first: First = None,
+        after: After = None,
+        last: Last = None,
+        before: Before = None,
     ) -> Connection[Concept]:
-        return await _plain(info, str(self.id), "MENTIONS", "out", first, after)
+        paging = (first, after, last, before)
+        return await _plain(info, str(self.id), "concepts", "MENTIONS", "out", paging)
 
     @classmethod
     def from_domain(cls, e: m.Event) -> Event:
@@ -258,13 +275,15 @@ class Event(Node):
         )
 
 
-@strawberry.interface
+@strawberry.interface(description="A person, concept or location extracted from saved texts.")
 class Entity(Node):
-    id: strawberry.ID
-    name: str
-    aliases: list[str]
-    description: str | None
-    create_time: str
+    id: strawberry.ID = strawberry.field(description="person_N, concept_N or location_N.")
+    name: str = strawberry.field(description="The canonical name.")
+    aliases: list[str] = strawberry.field(
+        description="Other names merged into this one, in the order they were met."
+    )
+    description: str | None = strawberry.field(description="A short description, if extracted.")
+    create_time: str = strawberry.field(description="When it was first saved (ISO-8601).")
 
 
 def _entity_kwargs(e: m.Entity) -> dict[str, Any]:
@@ -277,19 +296,24 @@ def _entity_kwargs(e: m.Entity) -> dict[str, Any]:
     }
 
 
-@strawberry.type
+@strawberry.type(description="A person who appears in saved texts.")
 class Person(Entity):
-    @strawberry.field(description="Events this person took part in (PARTICIPATED_IN, with role).")
+    @strawberry.field(description="Events this person took part in (PARTICIPATED_IN), by id.")
     async def events(
-        self, info: Info, first: First = DEFAULT_FIRST, after: str | None = None
+        self,
+        info: Info,
+        first: First = None,
+        after: After = None,
+        last: Last = None,
+        before: Before = None,
     ) -> ParticipationConnection:
-        pairs, page = await _relation_page(
-            info, str(self.id), "PARTICIPATED_IN", "out", first, after
+        w, pairs, page = await _relation_page(
+            info, str(self.id), "events", "PARTICIPATED_IN", "out", (first, after, last, before)
         )
         return ParticipationConnection(
             edges=[
                 ParticipationEdge(
-                    cursor=encode_cursor(r.other_id),
+                    cursor=w.cursor(r.other_id),
                     node=Event.from_domain(n),  # type: ignore[arg-type]
                     role=r.rel.properties.get("role"),
                 )
@@ -300,41 +324,65 @@ class Person(Entity):
 
     @strawberry.field(description="This person's attitudes towards concepts or people.")
     async def attitudes(
-        self, info: Info, first: First = DEFAULT_FIRST, after: str | None = None
+        self,
+        info: Info,
+        first: First = None,
+        after: After = None,
+        last: Last = None,
+        before: Before = None,
     ) -> AttitudeConnection:
-        return await _attitudes(info, str(self.id), "out", first, after)
+        paging = (first, after, last, before)
+        return await _attitudes(info, str(self.id), "attitudes", "out", paging)
 
     @classmethod
     def from_domain(cls, e: m.Entity) -> Person:
         return cls(**_entity_kwargs(e))
 
 
-@strawberry.type
+@strawberry.type(description="A concept (a thing, topic or idea) mentioned in saved texts.")
 class Concept(Entity):
-    @strawberry.field(description="Events that mention this concept.")
+    @strawberry.field(description="Events that mention this concept, by id.")
     async def events(
-        self, info: Info, first: First = DEFAULT_FIRST, after: str | None = None
+        self,
+        info: Info,
+        first: First = None,
+        after: After = None,
+        last: Last = None,
+        before: Before = None,
     ) -> Connection[Event]:
-        return await _plain(info, str(self.id), "MENTIONS", "in", first, after)
+        paging = (first, after, last, before)
+        return await _plain(info, str(self.id), "events", "MENTIONS", "in", paging)
 
     @strawberry.field(description="People's attitudes towards this concept.")
     async def attitudes(
-        self, info: Info, first: First = DEFAULT_FIRST, after: str | None = None
+        self,
+        info: Info,
+        first: First = None,
+        after: After = None,
+        last: Last = None,
+        before: Before = None,
     ) -> AttitudeConnection:
-        return await _attitudes(info, str(self.id), "in", first, after)
+        paging = (first, after, last, before)
+        return await _attitudes(info, str(self.id), "attitudes", "in", paging)
 
     @classmethod
     def from_domain(cls, e: m.Entity) -> Concept:
         return cls(**_entity_kwargs(e))
 
 
-@strawberry.type
+@strawberry.type(description="A place where saved events happened.")
 class Location(Entity):
-    @strawberry.field(description="Events that occurred here.")
+    @strawberry.field(description="Events that occurred here, by id.")
     async def events(
-        self, info: Info, first: First = DEFAULT_FIRST, after: str | None = None
+        self,
+        info: Info,
+        first: First = None,
+        after: After = None,
+        last: Last = None,
+        before: Before = None,
     ) -> Connection[Event]:
-        return await _plain(info, str(self.id), "OCCURRED_AT", "in", first, after)
+        paging = (first, after, last, before)
+        return await _plain(info, str(self.id), "events", "OCCURRED_AT", "in", paging)
 
     @classmethod
     def from_domain(cls, e: m.Entity) -> Location:
@@ -352,86 +400,12 @@ def from_node(n: m.Node) -> Any:
     return Location.from_domain(n)
 
 
-# ---- the explorer's snapshot ----
+async def node_by_id(info: Info, node_id: str) -> Node | None:
+    """Any node by id -- a Topic too -- through the request's DataLoader."""
+    if node_id.startswith(m.TOPIC_ID_PREFIX):
+        from schema.topics import Topic
 
-
-def _json(value: dict[str, Any]) -> JSON:
-    """A plain dict as the JSON scalar (the scalar is a NewType for type checkers)."""
-    return cast(JSON, value)
-
-
-@strawberry.type
-class GraphNode:
-    id: strawberry.ID
-    label: str
-    name: str = strawberry.field(description="Display text: the name, or an event's summary.")
-    properties: JSON = strawberry.field(description="Every property except vectors.")
-
-    @classmethod
-    def from_domain(cls, n: m.Node) -> GraphNode:
-        if isinstance(n, m.Event):
-            props: dict[str, Any] = {
-                "summary": n.summary,
-                "time": n.time,
-                "create_time": n.create_time,
-                "create_date": n.create_date,
-                "content_hash": n.content_hash,
-                "length": len(n.content),
-            }
-            return cls(
-                id=strawberry.ID(n.id), label="Event", name=n.summary, properties=_json(props)
-            )
-        props = {
-            "name": n.name,
-            "aliases": list(n.aliases),
-            "description": n.description,
-            "create_time": n.create_time,
-        }
-        return cls(id=strawberry.ID(n.id), label=n.label, name=n.name, properties=_json(props))
-
-    @classmethod
-    def from_topic(cls, t: m.Topic) -> GraphNode:
-        props: dict[str, Any] = {"path": t.path, "name": t.name, "parent": t.parent}
-        return cls(
-            id=strawberry.ID(t.id), label=m.TOPIC_LABEL, name=t.name, properties=_json(props)
-        )
-
-
-@strawberry.type
-class GraphRelationship:
-    id: strawberry.ID
-    type: str
-    source: strawberry.ID
-    target: strawberry.ID
-    properties: JSON
-
-    @classmethod
-    def from_domain(cls, r: m.Relation) -> GraphRelationship:
-        rid = f"{r.source}-{r.type}-{r.target}"
-        if r.type == "HAS_ATTITUDE":
-            rid += f"@{r.properties.get('event_id', '')}"
-        return cls(
-            id=strawberry.ID(rid),
-            type=r.type,
-            source=strawberry.ID(r.source),
-            target=strawberry.ID(r.target),
-            properties=_json(r.properties),
-        )
-
-
-@strawberry.type
-class GraphSnapshot:
-    nodes: list[GraphNode]
-    relationships: list[GraphRelationship]
-    truncated_nodes: bool
-    truncated_relationships: bool
-
-    @classmethod
-    def from_domain(cls, g: m.GraphSnapshot) -> GraphSnapshot:
-        return cls(
-            nodes=[GraphNode.from_domain(n) for n in g.nodes]
-            + [GraphNode.from_topic(t) for t in g.topics],
-            relationships=[GraphRelationship.from_domain(r) for r in g.relations],
-            truncated_nodes=g.truncated_nodes,
-            truncated_relationships=g.truncated_relations,
-        )
+        found_topic = await info.context.memory.topic(node_id[len(m.TOPIC_ID_PREFIX) :])
+        return Topic.from_domain(found_topic) if found_topic is not None else None
+    found = await info.context.loaders.node(node_id)
+    return from_node(found) if found is not None else None

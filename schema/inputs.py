@@ -3,26 +3,27 @@
 from __future__ import annotations
 
 from enum import Enum
-from typing import Any
+from typing import Any, cast
 
 import strawberry
 from strawberry.scalars import JSON
 
 from engine import models as m
-from engine.errors import InvalidInput
 from prompts.extraction import ProfileItem
 
 
 @strawberry.input(description="Conditions on one text field; several set here are ANDed.")
 class StringFilter:
-    eq: str | None = None
-    in_: list[str] | None = strawberry.field(default=None, name="in")
-    contains: str | None = None
-    starts_with: str | None = None
-    gt: str | None = None
-    gte: str | None = None
-    lt: str | None = None
-    lte: str | None = None
+    eq: str | None = strawberry.field(default=None, description="Equal to (null: unset).")
+    in_: list[str] | None = strawberry.field(
+        default=None, name="in", description="Equal to one of these."
+    )
+    contains: str | None = strawberry.field(default=None, description="Contains this text.")
+    starts_with: str | None = strawberry.field(default=None, description="Starts with this.")
+    gt: str | None = strawberry.field(default=None, description="Greater than (code points).")
+    gte: str | None = strawberry.field(default=None, description="Greater than or equal to.")
+    lt: str | None = strawberry.field(default=None, description="Less than (code points).")
+    lte: str | None = strawberry.field(default=None, description="Less than or equal to.")
 
 
 _OPS: tuple[tuple[str, m.WhereOp], ...] = (
@@ -68,31 +69,35 @@ def _where(obj: Any, fields: dict[str, str]) -> m.Where | None:
     return items[0] if len(items) == 1 else m.AllOf(tuple(items))
 
 
-@strawberry.input
+def _f(description: str) -> Any:
+    return strawberry.field(default=None, description=description)
+
+
+@strawberry.input(description="Which events a list holds; the fields set here are ANDed.")
 class EventWhere:
-    id: StringFilter | None = None
-    summary: StringFilter | None = None
-    content: StringFilter | None = None
-    time: StringFilter | None = None
-    create_time: StringFilter | None = None
-    create_date: StringFilter | None = None
-    AND: list[EventWhere] | None = None
-    OR: list[EventWhere] | None = None
-    NOT: EventWhere | None = None
+    id: StringFilter | None = _f("On the event id.")
+    summary: StringFilter | None = _f("On the summary.")
+    content: StringFilter | None = _f("On the original text.")
+    time: StringFilter | None = _f("On the occurrence time as written.")
+    create_time: StringFilter | None = _f("On the save time (ISO-8601).")
+    create_date: StringFilter | None = _f("On the save day (yyyy-MM-dd).")
+    AND: list[EventWhere] | None = _f("Every one of these holds.")
+    OR: list[EventWhere] | None = _f("At least one of these holds.")
+    NOT: EventWhere | None = _f("This does not hold.")
 
     def to_domain(self) -> m.Where | None:
         return _where(self, _EVENT_FIELDS)
 
 
-@strawberry.input
+@strawberry.input(description="Which entities a list holds; the fields set here are ANDed.")
 class EntityWhere:
-    id: StringFilter | None = None
-    name: StringFilter | None = None
-    description: StringFilter | None = None
-    create_time: StringFilter | None = None
-    AND: list[EntityWhere] | None = None
-    OR: list[EntityWhere] | None = None
-    NOT: EntityWhere | None = None
+    id: StringFilter | None = _f("On the entity id.")
+    name: StringFilter | None = _f("On the canonical name.")
+    description: StringFilter | None = _f("On the description.")
+    create_time: StringFilter | None = _f("On the first save time (ISO-8601).")
+    AND: list[EntityWhere] | None = _f("Every one of these holds.")
+    OR: list[EntityWhere] | None = _f("At least one of these holds.")
+    NOT: EntityWhere | None = _f("This does not hold.")
 
     def to_domain(self) -> m.Where | None:
         return _where(self, _ENTITY_FIELDS)
@@ -114,44 +119,54 @@ _ENTITY_FIELDS = {
 }
 
 
-@strawberry.enum
+@strawberry.enum(description="Sort order; ties are broken by id in the same order.")
 class SortDirection(Enum):
-    ASC = "ASC"
-    DESC = "DESC"
+    ASC = strawberry.enum_value("ASC", description="Smallest first (code-point order).")
+    DESC = strawberry.enum_value("DESC", description="Largest first.")
 
 
-@strawberry.enum
+@strawberry.enum(description="What a list of events can be sorted by.")
 class EventSortField(Enum):
-    ID = "id"
-    CREATE_TIME = "create_time"
-    CREATE_DATE = "create_date"
-    SUMMARY = "summary"
-    TIME = "time"
+    ID = strawberry.enum_value("id", description="The event id.")
+    CREATE_TIME = strawberry.enum_value("create_time", description="The save time.")
+    CREATE_DATE = strawberry.enum_value("create_date", description="The save day.")
+    SUMMARY = strawberry.enum_value("summary", description="The summary text.")
+    TIME = strawberry.enum_value("time", description="The occurrence time as written.")
 
 
-@strawberry.enum
+@strawberry.enum(description="What a list of entities can be sorted by.")
 class EntitySortField(Enum):
-    ID = "id"
-    NAME = "name"
-    CREATE_TIME = "create_time"
+    ID = strawberry.enum_value("id", description="The entity id.")
+    NAME = strawberry.enum_value("name", description="The canonical name.")
+    CREATE_TIME = strawberry.enum_value("create_time", description="The first save time.")
 
 
-@strawberry.input
+@strawberry.input(description="How a list of events is ordered (default: newest first).")
 class EventSort:
-    field: EventSortField = EventSortField.CREATE_TIME
-    direction: SortDirection = SortDirection.DESC
+    field: EventSortField = strawberry.field(
+        default=EventSortField.CREATE_TIME, description="What to sort by."
+    )
+    direction: SortDirection = strawberry.field(
+        default=SortDirection.DESC, description="Which way."
+    )
 
     def to_domain(self) -> m.SortSpec:
-        return (self.field.value, self.direction.value)
+        # enum_value() members hold their plain value at run time (strawberry unwraps them)
+        return cast(m.SortSpec, (self.field.value, self.direction.value))
 
 
-@strawberry.input
+@strawberry.input(description="How a list of entities is ordered (default: by name).")
 class EntitySort:
-    field: EntitySortField = EntitySortField.NAME
-    direction: SortDirection = SortDirection.ASC
+    field: EntitySortField = strawberry.field(
+        default=EntitySortField.NAME, description="What to sort by."
+    )
+    direction: SortDirection = strawberry.field(
+        default=SortDirection.ASC, description="Which way."
+    )
 
     def to_domain(self) -> m.SortSpec:
-        return (self.field.value, self.direction.value)
+        # enum_value() members hold their plain value at run time (strawberry unwraps them)
+        return cast(m.SortSpec, (self.field.value, self.direction.value))
 
 
 @strawberry.input(
@@ -206,16 +221,3 @@ class SaveInput:
     dedupe_by_hash: bool = strawberry.field(
         default=False, description="Return the existing events when identical content exists."
     )
-
-
-def decode_after(after: str | None, decode: Any) -> tuple[Any, str] | None:
-    if after is None:
-        return None
-    try:
-        decoded = decode(after)
-        if not isinstance(decoded, list):  # a 2-character string would unpack too
-            raise TypeError("not a [value, id] pair")
-        value, node_id = decoded
-        return (value, str(node_id))
-    except (ValueError, TypeError) as exc:
-        raise InvalidInput("after is not a cursor this API issued", argument="after") from exc

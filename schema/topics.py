@@ -13,46 +13,41 @@ import strawberry
 
 from engine import activation as act
 from engine import recall as rc
-from engine.errors import InvalidInput, out_of_range
+from engine.errors import CursorInvalid
 from engine.models import topic_id
 from engine.topics import LookupMiss, TopicNode
 from schema.context import Info
 from schema.evidence import Quote
-from schema.graph import (
-    DEFAULT_FIRST,
-    Event,
-    Node,
-    PageInfo,
-    SourceRange,
-    decode_cursor,
-    encode_cursor,
+from schema.graph import Event, Node, SourceRange
+from schema.relay import After, Before, First, Last, PageInfo, window
+
+
+@strawberry.type(
+    description="An event bound to the topic (a BINDS relationship) and its recall weights."
 )
-
-
-@strawberry.type
 class TopicBindingEdge:
-    """An event bound to the topic (a BINDS relationship) and the recall weights it carries."""
-
-    cursor: str
-    node: Event
+    cursor: str = strawberry.field(description="Pass as after/before to page from this edge.")
+    node: Event = strawberry.field(description="The bound event.")
     timestamp: float = strawberry.field(description="Binding time, ms since the epoch.")
-    activation_weight: float
-    diffusion_weight: float
-    context_independence_weight: float
-    related_paths: list[str]
+    activation_weight: float = strawberry.field(description="How readily it is recalled.")
+    diffusion_weight: float = strawberry.field(description="How far recall spreads from it.")
+    context_independence_weight: float = strawberry.field(
+        description="How well it reads without its conversation."
+    )
+    related_paths: list[str] = strawberry.field(description="Topic paths recalled alongside.")
 
 
-@strawberry.type
+@strawberry.type(description="The events bound to a topic, in binding order.")
 class TopicBindingConnection:
-    edges: list[TopicBindingEdge]
-    page_info: PageInfo
-    total_count: int
+    edges: list[TopicBindingEdge] = strawberry.field(description="The page, in binding order.")
+    page_info: PageInfo = strawberry.field(description="Where this page sits in the list.")
+    total_count: int = strawberry.field(description="How many events are bound here.")
 
 
 @strawberry.type(description="A node of the topic tree; its path joins segments with '->'.")
 class Topic(Node):
-    id: strawberry.ID
-    path: str
+    id: strawberry.ID = strawberry.field(description="topic:<path>, e.g. topic:work->mnemoql.")
+    path: str = strawberry.field(description="Segments joined with '->'.")
     name: str = strawberry.field(description="The last segment of the path.")
     slices: int = strawberry.field(description="How many events are bound here.")
     _node: strawberry.Private[TopicNode]
@@ -68,22 +63,27 @@ class Topic(Node):
 
     @strawberry.field(description="Events bound to this topic, in binding order.")
     async def bindings(
-        self, info: Info, first: int = DEFAULT_FIRST, after: str | None = None
+        self,
+        info: Info,
+        first: First = None,
+        after: After = None,
+        last: Last = None,
+        before: Before = None,
     ) -> TopicBindingConnection:
         limit = info.context.memory.settings.limits.max_page_size
-        if not 0 <= first <= limit:
-            raise out_of_range("first", 0, limit, first)
-        start = 0
-        if after is not None:
-            try:
-                start = int(decode_cursor(after)) + 1
-            except (ValueError, TypeError) as exc:
-                raise InvalidInput(
-                    "after is not a cursor this API issued", argument="after"
-                ) from exc
+        w = window(f"{self.id}.bindings", first, after, last, before, limit)
         bindings = self._node.bindings
+        at = w.position
+        if at is not None and not isinstance(at, int):
+            raise CursorInvalid("the cursor does not hold a position", argument="after")
+        if w.backward:
+            stop = len(bindings) if at is None else max(0, min(at, len(bindings)))
+            start = max(0, stop - w.size)
+        else:
+            start = 0 if at is None else at + 1
+            stop = min(start + w.size, len(bindings))
         edges: list[TopicBindingEdge] = []
-        for i in range(start, min(start + first, len(bindings))):
+        for i in range(start, stop):
             b = bindings[i]
             found = await info.context.loaders.node(b.slice_ref.slice_id)
             if found is None:
@@ -91,7 +91,7 @@ class Topic(Node):
             p = b.profile
             edges.append(
                 TopicBindingEdge(
-                    cursor=encode_cursor(str(i)),
+                    cursor=w.cursor(i),
                     node=Event.from_domain(found),  # type: ignore[arg-type]
                     timestamp=float(b.timestamp_ms),
                     activation_weight=p.activation_weight,
@@ -100,13 +100,10 @@ class Topic(Node):
                     related_paths=list(b.related_paths),
                 )
             )
-        end = min(start + first, len(bindings))
+        more = start > 0 if w.backward else stop < len(bindings)
         return TopicBindingConnection(
             edges=edges,
-            page_info=PageInfo(
-                has_next_page=end < len(bindings),
-                end_cursor=encode_cursor(str(end - 1)) if end > start else None,
-            ),
+            page_info=w.page_info([e.cursor for e in edges], more),
             total_count=len(bindings),
         )
 
@@ -121,12 +118,12 @@ class Topic(Node):
         )
 
 
-@strawberry.type
+@strawberry.type(description="The whole topic tree.")
 class TopicTree:
     text: str = strawberry.field(
         description="Partner's text form: 'path [root]' / 'path {slices: N}' lines, CRLF-joined."
     )
-    roots: list[Topic]
+    roots: list[Topic] = strawberry.field(description="The top-level topics.")
     nodes: list[Topic] = strawberry.field(description="Every topic, depth first.")
 
     @classmethod
@@ -140,28 +137,28 @@ class TopicTree:
 
 @strawberry.enum(description="Why a memory was recalled.")
 class RecallSource(Enum):
-    PRIMARY = "PRIMARY"
-    PARENT = "PARENT"
-    RELATED = "RELATED"
-    DATE = "DATE"
-    ENTITY = "ENTITY"
+    PRIMARY = strawberry.enum_value("PRIMARY", description="Bound to the topic asked for.")
+    PARENT = strawberry.enum_value("PARENT", description="Bound to a topic above it.")
+    RELATED = strawberry.enum_value("RELATED", description="Bound with it as a related path.")
+    DATE = strawberry.enum_value("DATE", description="Saved on the day asked for.")
+    ENTITY = strawberry.enum_value("ENTITY", description="Mentions an entity of the cues.")
 
 
 @strawberry.type(description="A topic path or date the index does not hold.")
 class LookupMissing:
     target: str = strawberry.field(description="TOPIC or DATE_INDEX.")
-    key: str
-    message: str
+    key: str = strawberry.field(description="The path or date that was asked for.")
+    message: str = strawberry.field(description="What is missing, as a sentence.")
 
     @classmethod
     def from_domain(cls, m: LookupMiss) -> LookupMissing:
         return cls(target=m.target, key=m.key, message=m.message)
 
 
-@strawberry.type
+@strawberry.type(description="One recalled memory and why it came back.")
 class RecalledMemory:
-    event: Event
-    source: RecallSource
+    event: Event = strawberry.field(description="The event.")
+    source: RecallSource = strawberry.field(description="Why it was recalled.")
     score: float | None = strawberry.field(description="Topic recall score; null otherwise.")
     timestamp: float = strawberry.field(description="Binding (or save) time, ms since epoch.")
     topic_path: str | None = strawberry.field(description="The topic it was found under.")
@@ -177,10 +174,12 @@ class RecalledMemory:
         )
 
 
-@strawberry.type
+@strawberry.type(description="What recall or recallByDate found.")
 class Recollection:
-    memories: list[RecalledMemory]
-    missing: LookupMissing | None
+    memories: list[RecalledMemory] = strawberry.field(description="The memories, best first.")
+    missing: LookupMissing | None = strawberry.field(
+        description="Set when the topic or date is not in the index."
+    )
 
     @classmethod
     def from_domain(cls, r: rc.Recollection) -> Recollection:
@@ -190,27 +189,27 @@ class Recollection:
         )
 
 
-@strawberry.enum
+@strawberry.enum(description="What kind of cue a conversation line gave.")
 class RecallCueType(Enum):
-    TOPIC = "topic"
-    DATE = "date"
-    ENTITY = "entity"
+    TOPIC = strawberry.enum_value("topic", description="A topic path.")
+    DATE = strawberry.enum_value("date", description="A day (yyyy-MM-dd).")
+    ENTITY = strawberry.enum_value("entity", description="A person, concept or location.")
 
 
-@strawberry.type
+@strawberry.type(description="A cue found in the conversation lines.")
 class RecallCue:
-    type: RecallCueType
-    text: str
+    type: RecallCueType = strawberry.field(description="What kind of cue.")
+    text: str = strawberry.field(description="The cue itself.")
 
 
-@strawberry.type
+@strawberry.type(description="A memory the conversation called up, with where its text is.")
 class ActivatedMemory:
-    event: Event
-    summary: str
-    source: RecallSource
-    score: float | None
-    timestamp: float
-    topic_path: str | None
+    event: Event = strawberry.field(description="The event.")
+    summary: str = strawberry.field(description="Its one-line summary.")
+    source: RecallSource = strawberry.field(description="Why it was recalled.")
+    score: float | None = strawberry.field(description="Topic recall score; null otherwise.")
+    timestamp: float = strawberry.field(description="Binding (or save) time, ms since epoch.")
+    topic_path: str | None = strawberry.field(description="The topic it was found under.")
     quote: Quote | None = strawberry.field(
         description="An exact excerpt (at most 120 code points) where the cue's terms are."
     )
@@ -233,11 +232,13 @@ class ActivatedMemory:
         )
 
 
-@strawberry.type
+@strawberry.type(description="What activate found: the cues, then the memories.")
 class Activation:
-    cues: list[RecallCue]
-    memories: list[ActivatedMemory]
-    missing: list[LookupMissing]
+    cues: list[RecallCue] = strawberry.field(description="Cues found in the lines.")
+    memories: list[ActivatedMemory] = strawberry.field(description="The memories, best first.")
+    missing: list[LookupMissing] = strawberry.field(
+        description="Topics or dates of the cues the index does not hold."
+    )
 
     @classmethod
     def from_domain(cls, a: act.Activation) -> Activation:

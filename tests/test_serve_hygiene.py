@@ -25,6 +25,8 @@ def test_client_errors_log_one_bounded_line_and_secrets_never_show(tmp_path: Pat
     dead = free_port()  # nothing listens there: the extraction call fails
     with serving(
         place,
+        "--log-level",
+        "debug",
         DEEPSEEK_API_KEY=SECRET,
         MNEMOQL_EXTRACTION__BASE_URL=f"http://proxy-user:{SECRET}@127.0.0.1:{dead}/v1",
         MNEMOQL_EXTRACTION__RETRIES="0",
@@ -39,6 +41,9 @@ def test_client_errors_log_one_bounded_line_and_secrets_never_show(tmp_path: Pat
             service.post("{ read(eventId: \"event_404\") { text } }"),
             service.post(SAVE, input={"content": "Alice met Bob in Berlin."}),  # upstream fails
         ]  # fmt: skip
+        long_get = service.client.get("/graphql", params={"query": "{ __typename }",
+                                                          "z": "q" * 50_000})  # fmt: skip
+        assert long_get.status_code in (200, 400, 414)
     codes = [a["errors"][0]["extensions"]["code"] for a in answers]
     assert codes == ["INVALID_TEXT", "LIMIT_EXCEEDED", "LIMIT_EXCEEDED", "LIMIT_EXCEEDED",
                      "NOT_FOUND", "UPSTREAM_FAILED"]  # fmt: skip
@@ -46,10 +51,11 @@ def test_client_errors_log_one_bounded_line_and_secrets_never_show(tmp_path: Pat
     assert "extraction service request failed" in answers[-1]["errors"][0]["message"]
     log = service.output
     assert SECRET not in log and "Traceback" not in log, log
-    assert "x" * 200 not in log and "y" * 200 not in log
+    assert "x" * 200 not in log and "y" * 200 not in log and "q" * 400 not in log
     assert max(len(line) for line in log.splitlines()) < 2_200
+    assert "ERROR" not in log  # a client's mistake is no error of the service
     for code in ("LIMIT_EXCEEDED", "NOT_FOUND", "UPSTREAM_FAILED"):
-        assert f"client error {code}" in log, log
+        assert f"client error {code}" in log, log  # at DEBUG, one line each
     assert "extraction_url': 'http://proxy-user:***@" in log  # the start-up line, masked
 
 

@@ -16,21 +16,25 @@ import dataclasses
 import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import httpx
-from cross_web import HTTPException
+from cross_web import AsyncHTTPRequestAdapter, HTTPException
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
+from starlette.types import Receive, Scope, Send
 from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
-from strawberry.exceptions import ConnectionRejectionError
-from strawberry.http import GraphQLHTTPResponse
+from strawberry.exceptions import ConnectionRejectionError, MissingQueryError
+from strawberry.http import GraphQLHTTPResponse, GraphQLRequestData
+from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOperationTypeError
+from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
 from strawberry.types import ExecutionResult
+from strawberry.types.graphql import OperationType
 from strawberry.types.unset import UNSET, UnsetType
 
 from engine.config import Settings
@@ -41,6 +45,16 @@ from engine.store.base import Store
 from resolvers import build_schema
 from resolvers.context import RequestContext
 from web.auth import BearerAuth, Grant, TokenTable, grant_of, token_from_params
+from web.graphql_http import (
+    JSON,
+    MethodRefused,
+    content_type,
+    error_response,
+    negotiate,
+    shape,
+    unknown_operation,
+    websocket_required,
+)
 from web.guards import BodyLimit, MutationDeadline, input_guard, note_body, within_deadline
 from web.mcp.mount import McpMount
 from web.service import open_store, warm_up
@@ -51,7 +65,8 @@ SESSION_HEADER = "x-memory-session"
 
 
 class MemoryGraphQL(GraphQL[RequestContext, None]):
-    """Strawberry's ASGI app with our context, guards and the vendored GraphiQL page."""
+    """Strawberry's ASGI app with our context, guards, the vendored GraphiQL page and the
+    GraphQL-over-HTTP media types and statuses of ``web.graphql_http``."""
 
     def __init__(self, app_state: Any, **kwargs: Any) -> None:
         limits = kwargs.pop("limits")
@@ -89,6 +104,13 @@ class MemoryGraphQL(GraphQL[RequestContext, None]):
             return
         context.bind(memory, grant.space, grant.scopes, grant.caller)
 
+    async def pick_websocket_subprotocol(self, request: WebSocket) -> str | None:
+        # graphql-transport-ws when the client offers it at all: the legacy graphql-ws carries
+        # subscriptions only, and clients such as gql offer it first
+        if GRAPHQL_TRANSPORT_WS_PROTOCOL in request.scope.get("subprotocols", []):
+            return GRAPHQL_TRANSPORT_WS_PROTOCOL
+        return await super().pick_websocket_subprotocol(request)
+
     async def on_ws_connect(self, context: RequestContext) -> UnsetType | dict[str, object] | None:
         if context.scopes or context.failure is not None:
             return UNSET
@@ -110,12 +132,72 @@ class MemoryGraphQL(GraphQL[RequestContext, None]):
             raise HTTPException(400, "the request body must be a JSON object")
         return parsed
 
-    async def execute_single(self, *args: Any, **kwargs: Any) -> ExecutionResult:
-        return await within_deadline(
-            lambda: super(MemoryGraphQL, self).execute_single(*args, **kwargs),
-            self.limits.query_timeout_s,
-            self.limits.mutation_timeout_s,
-        )
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await super().__call__(scope, receive, send)
+            return
+        request = Request(scope, receive)
+        media = negotiate(request.headers.get("accept"))
+        request.state.media_type = media
+        try:
+            response = await self.run(request)
+        except HTTPException as exc:
+            allow = getattr(exc, "allow", "GET, POST" if exc.status_code == 405 else None)
+            response = error_response(exc.status_code, exc.reason, media, allow=allow)
+        await response(scope, receive, send)
+
+    async def execute_single(  # type: ignore[override]
+        self,
+        request: Request,
+        request_adapter: AsyncHTTPRequestAdapter,
+        sub_response: Response,
+        context: RequestContext,
+        root_value: None,
+        request_data: GraphQLRequestData,
+    ) -> ExecutionResult:
+        method = request_adapter.method
+        allowed = {OperationType.QUERY}
+        if method == "POST":
+            allowed.add(OperationType.MUTATION)
+
+        async def run() -> ExecutionResult:
+            return await self.schema.execute(
+                request_data.query,
+                root_value=root_value,
+                variable_values=request_data.variables,
+                context_value=context,
+                operation_name=request_data.operation_name,
+                allowed_operation_types=allowed,
+                operation_extensions=request_data.extensions,
+            )
+
+        try:
+            return await within_deadline(
+                run, self.limits.query_timeout_s, self.limits.mutation_timeout_s
+            )
+        except InvalidOperationTypeError as exc:
+            if exc.operation_type is OperationType.SUBSCRIPTION:
+                return websocket_required(exc.operation_type)
+            raise MethodRefused("a mutation must be sent with POST", allow="POST") from exc
+        except CannotGetOperationTypeError as exc:
+            return unknown_operation(exc.as_http_error_reason())
+        except MissingQueryError as exc:
+            raise HTTPException(400, "no GraphQL query found in the request") from exc
+
+    async def parse_http_body(
+        self, request: AsyncHTTPRequestAdapter
+    ) -> GraphQLRequestData | list[GraphQLRequestData]:
+        data = await super().parse_http_body(request)
+        for item in data if isinstance(data, list) else [data]:
+            if not isinstance(item.operation_name, str | None):
+                raise HTTPException(400, "operationName must be a string or null, if provided")
+        return data
+
+    async def get_sub_response(self, request: Request) -> Response:
+        sub = await super().get_sub_response(request)
+        sub.media_type = request.state.media_type  # read back by create_response
+        request.state.sub_response = sub  # process_result sets a request error's status here
+        return sub
 
     async def process_result(
         self, request: Request, result: ExecutionResult
@@ -126,7 +208,19 @@ class MemoryGraphQL(GraphQL[RequestContext, None]):
             grant = grant_of(request.scope)
             if grant is not None:
                 self.app_state.spaces.mark_down(grant.space)
-        return await super().process_result(request, result)
+        body = await super().process_result(request, result)
+        status = shape(cast(dict[str, Any], body), request.state.media_type)
+        if status != 200:
+            request.state.sub_response.status_code = status
+        return body
+
+    def create_response(
+        self, response_data: GraphQLHTTPResponse | list[GraphQLHTTPResponse], sub_response: Response
+    ) -> Response:
+        response = super().create_response(response_data, sub_response)
+        media = getattr(sub_response, "media_type", None) or JSON
+        response.headers["content-type"] = content_type(media)
+        return response
 
     async def render_graphql_ide(self, request: Request) -> Response:
         return FileResponse(STATIC / "graphiql.html")
@@ -220,7 +314,7 @@ def create_app(
             Route("/healthz", healthz),
             Route("/readyz", readyz),
             Route("/explorer", explorer),
-            Route("/graphql", graphql, methods=["GET", "POST"]),
+            Route("/graphql", graphql),  # any method: the view answers others with a JSON 405
             WebSocketRoute("/graphql", graphql),
             Route("/mcp", mcp, methods=["GET", "POST", "DELETE"]),
             Mount("/static", StaticFiles(directory=STATIC, check_dir=False), name="static"),

@@ -27,6 +27,7 @@ from pydantic import TypeAdapter, ValidationError
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from engine.config import AuthSettings, Settings, TokenGrant
+from web.graphql_http import GRAPHQL_RESPONSE, content_type, negotiate
 
 log = logging.getLogger("mnemoql.auth")
 
@@ -165,33 +166,32 @@ def _renders_ide(scope: Scope) -> bool:
     return not any(part.split("=", 1)[0] == "query" for part in query.split("&"))
 
 
-UNAUTHENTICATED_BODY = json.dumps(
-    {
-        "data": None,
-        "errors": [
-            {
-                "message": "missing or invalid bearer token: send 'Authorization: Bearer <token>'",
-                "extensions": {"code": "UNAUTHENTICATED", "zh": "缺少或无效的访问令牌"},
-            }
-        ],
-    },
-    ensure_ascii=False,
-).encode("utf-8")
+_UNAUTHENTICATED_ERROR = {
+    "message": "missing or invalid bearer token: send 'Authorization: Bearer <token>'",
+    "extensions": {"code": "UNAUTHENTICATED", "zh": "缺少或无效的访问令牌"},
+}
 
 
-async def send_unauthenticated(send: Send) -> None:
+async def send_unauthenticated(send: Send, accept: str | None = None) -> None:
+    """A 401 in the media type the client asked for (``web.graphql_http``): with
+    ``application/graphql-response+json`` a request error has no ``data`` entry."""
+    media = negotiate(accept)
+    payload: dict[str, Any] = {"errors": [_UNAUTHENTICATED_ERROR]}
+    if media != GRAPHQL_RESPONSE:
+        payload = {"data": None, **payload}
+    body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
     await send(
         {
             "type": "http.response.start",
             "status": 401,
             "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(UNAUTHENTICATED_BODY)).encode()),
+                (b"content-type", content_type(media).encode()),
+                (b"content-length", str(len(body)).encode()),
                 (b"www-authenticate", b'Bearer realm="mnemoql"'),
             ],
         }
     )
-    await send({"type": "http.response.body", "body": UNAUTHENTICATED_BODY})
+    await send({"type": "http.response.body", "body": body})
 
 
 class BearerAuth:
@@ -232,7 +232,7 @@ class BearerAuth:
                 client[0] if client else "?",
                 "invalid token" if header else "no token",
             )
-            await send_unauthenticated(send)
+            await send_unauthenticated(send, _header(scope, b"accept"))
             return
         await self.app(scope, receive, send)
 

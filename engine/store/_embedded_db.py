@@ -63,6 +63,7 @@ from engine.store._embedded_query import (
     check_page,
     compile_where,
     event_filter_sql,
+    flip,
     json_set,
     sort_key,
 )
@@ -413,17 +414,21 @@ class Database:
         ).fetchone()[0]
         sql = f"SELECT {NODE_COLS}, {key} FROM nodes WHERE label = ? AND ({cond})"
         args: list[Any] = [label, *params]
-        if page.after is not None:
-            sql += f" AND ({key}, id) {'>' if direction == 'ASC' else '<'} (?, ?)"
-            args += list(page.after)
-        sql += f" ORDER BY {key} {direction}, id {direction} LIMIT ?"
-        rows = self.conn.execute(sql, [*args, page.first + 1]).fetchall()
-        rows, has_next = rows[: page.first], len(rows) > page.first
+        order = flip(direction) if page.backward else direction  # backward: walk back, reverse
+        if page.position is not None:
+            sql += f" AND ({key}, id) {'>' if order == 'ASC' else '<'} (?, ?)"
+            args += list(page.position)
+        sql += f" ORDER BY {key} {order}, id {order} LIMIT ?"
+        rows = self.conn.execute(sql, [*args, page.size + 1]).fetchall()
+        rows, more = rows[: page.size], len(rows) > page.size
+        if page.backward:
+            rows.reverse()
         return NodePage(
             nodes=[row_node(r) for r in rows],
-            has_next=has_next,
+            has_next=more and not page.backward,
             positions=[(r[-1], r[1]) for r in rows],
             total=int(total),
+            has_previous=more and page.backward,
         )
 
     def neighbours(
@@ -433,6 +438,8 @@ class Database:
         direction: Direction,
         limit_per_node: int,
         after: str | None,
+        before: str | None = None,
+        backward: bool = False,
     ) -> dict[str, list[Neighbour]]:
         if rel_type is not None and rel_type not in REL_TYPES:
             raise InvalidInput(f"unknown relationship type {rel_type!r}")
@@ -450,18 +457,31 @@ class Database:
             parts.append(branch.format(other="target", dir="out", end="source"))
         if direction in ("in", "both"):
             parts.append(branch.format(other="source", dir="in", end="target"))
+        if after is not None and before is not None:
+            raise InvalidInput("neighbours pages forward (after) or backward (before), not both")
+        backward = backward or before is not None
+        # backward: the rows just before `before` (or the end), walked in reverse and turned
+        # round below
+        order, cmp, bound = (
+            ("type DESC, other DESC, dir DESC, event_key DESC", "<", before)
+            if backward
+            else ("type, other, dir, event_key", ">", after)
+        )
         sql = (
             "SELECT node, type, source, target, props, other, dir FROM (SELECT *, ROW_NUMBER() "
-            "OVER (PARTITION BY node ORDER BY type, other, dir, event_key) AS rn FROM ("
+            f"OVER (PARTITION BY node ORDER BY {order}) AS rn FROM ("
             + " UNION ALL ".join(parts)
-            + ") WHERE (?3 IS NULL OR other > ?3)) WHERE rn <= ?4 ORDER BY node, rn"
+            + f") WHERE (?3 IS NULL OR other {cmp} ?3)) WHERE rn <= ?4 ORDER BY node, rn"
         )
         unique = list(dict.fromkeys(node_ids))
         out: dict[str, list[Neighbour]] = {i: [] for i in unique}
         for node, kind, src, dst, props, other, way in self.conn.execute(
-            sql, (json_set(unique), rel_type, after, limit_per_node)
+            sql, (json_set(unique), rel_type, bound, limit_per_node)
         ):
             out[node].append(Neighbour(node, relation(kind, src, dst, props), other, way))
+        if backward:
+            for rows in out.values():
+                rows.reverse()
         return out
 
     def graph(self, max_nodes: int, max_relations: int, topics: bool = False) -> GraphSnapshot:

@@ -193,9 +193,14 @@ class Store(Protocol):
         direction: Direction,
         limit_per_node: int,
         after: str | None = None,
+        before: str | None = None,
+        *,
+        backward: bool = False,
     ) -> dict[str, list[Neighbour]]:
         """Relationships of each node, ordered by (type, other id), at most ``limit_per_node``
-        each, starting after other id ``after`` (keyset)."""
+        each, starting after other id ``after`` (keyset). ``backward`` (implied by ``before``):
+        the last ``limit_per_node`` of them instead -- of those whose other id is below
+        ``before``, when given -- still in that order. ``after`` is forward only."""
 
     async def graph(
         self, max_nodes: int, max_relations: int, *, topics: bool = False

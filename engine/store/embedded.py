@@ -358,9 +358,19 @@ class EmbeddedStore:
         direction: Direction,
         limit_per_node: int,
         after: str | None = None,
+        before: str | None = None,
+        *,
+        backward: bool = False,
     ) -> dict[str, list[Neighbour]]:
         return await self._call(
-            self._database.neighbours, list(node_ids), rel_type, direction, limit_per_node, after
+            self._database.neighbours,
+            list(node_ids),
+            rel_type,
+            direction,
+            limit_per_node,
+            after,
+            before,
+            backward,
         )
 
     async def graph(

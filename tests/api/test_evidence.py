@@ -12,10 +12,10 @@ from tests.api.conftest import Api
 SAVE = "mutation($input: SaveInput!) { save(input: $input) { eventIds } }"
 PAGE = """
   cursor chainCount chainLimit excludedCount session
-  items { eventId summary total quote { text start end total } quoteRef { id start end }
-          notes { code value } concepts { id name }
+  items { eventId summary total quote { text start end total } quoteRef { id: eventId start end }
+          notes { code value } concepts { id: conceptId name }
           explain { order summaryRank chunkRank rrf coverage score mmrStep } }
-  sharedConcepts { id name eventIds }
+  sharedConcepts { id: conceptId name eventIds }
   expandConcepts nearbyEvents notes { code value }
 """
 SEARCH = (

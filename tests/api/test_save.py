@@ -11,7 +11,7 @@ SAVE = """
 mutation($input: SaveInput!) {
   save(input: $input) {
     eventIds createdPersons createdConcepts createdLocations
-    merged { id aliasesAdded } refs { ref id } replayed message
+    merged { id: entityId aliasesAdded } refs { ref id: nodeId } replayed message
   }
 }"""
 
@@ -305,7 +305,7 @@ async def test_root_connections_page_filter_and_sort(api: Api) -> None:
     err = await api.error("{ events(first: 1000) { edges { cursor } } }")
     assert err["extensions"]["code"] == "OUT_OF_RANGE"
     err = await api.error('{ events(after: "not-a-cursor") { edges { cursor } } }')
-    assert err["extensions"]["code"] == "BAD_USER_INPUT"
+    assert err["extensions"]["code"] == "CURSOR_INVALID"
     assert (await api.gql('{ node(id: "event_999") { id } }'))["node"] is None
 
 
@@ -325,7 +325,7 @@ async def test_graph_snapshot_has_no_vectors_and_respects_caps(api: Api) -> None
     await api.gql(SAVE, input={"content": TEXT, "extraction": EXTRACTION})
     g = (
         await api.gql(
-            "{ graph { nodes { id label name properties } relationships { type source target properties } truncatedNodes truncatedRelationships } }"
+            "{ graph { nodes { id: nodeId label name properties } relationships { type source target properties } truncatedNodes truncatedRelationships } }"
         )
     )["graph"]
     assert [n["label"] for n in g["nodes"]] == ["Event", "Person", "Concept", "Concept", "Location"]
@@ -339,7 +339,7 @@ async def test_graph_snapshot_has_no_vectors_and_respects_caps(api: Api) -> None
     assert g["truncatedNodes"] is False
     small = (
         await api.gql(
-            "{ graph(maxNodes: 2, maxRelationships: 0) { nodes { id } relationships { type } truncatedNodes truncatedRelationships } }"
+            "{ graph(maxNodes: 2, maxRelationships: 0) { nodes { id: nodeId } relationships { type } truncatedNodes truncatedRelationships } }"
         )
     )["graph"]
     assert [n["id"] for n in small["nodes"]] == ["event_1", "person_1"]

@@ -33,7 +33,7 @@ LISTS = """{
   concepts { totalCount edges { node { id name } } }
   locations { totalCount edges { node { id name } } }
 }"""
-GRAPH = "{ graph { nodes { id } relationships { type } truncatedNodes } }"
+GRAPH = "{ graph { nodes { id: nodeId } relationships { type } truncatedNodes } }"
 
 
 @pytest.fixture
@@ -94,7 +94,7 @@ async def test_another_space_sees_nothing_on_any_read_path(
     assert graph["nodes"] == [] and graph["relationships"] == []
     assert (await b.code('{ read(eventId: "diary_ch1_e01") { text } }')) == "NOT_FOUND"
     assert (await b.code('{ read(eventId: "event_1") { text } }')) == "NOT_FOUND"
-    assert (await b.code('{ neighbourhood(id: "person_1") { nodes { id } } }')) == "NOT_FOUND"
+    assert (await b.code('{ neighbourhood(id: "person_1") { nodes { id: nodeId } } }')) == "NOT_FOUND"
 
     # evidence: nothing to find, and Alice's cursor means nothing here -- even with her session
     for session in ("shared-name", None):

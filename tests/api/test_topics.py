@@ -46,7 +46,7 @@ query($lines: [String!]!, $evaluate: Boolean! = false) {
     missing { target key }
   } }"""
 GRAPH = """{ graph(includeTopics: true) {
-  nodes { id label name properties } relationships { type source target properties }
+  nodes { id: nodeId label name properties } relationships { type source target properties }
   truncatedNodes } }"""
 
 EXTRACTION: dict[str, Any] = {

@@ -96,6 +96,57 @@ async def test_keyset_pages_have_no_duplicates_and_no_gaps(
     assert keys == sorted(keys, reverse=direction == "DESC")
 
 
+async def _all_pages_backward(
+    store: Store, label: NodeLabel, where: Where | None, sort: SortSpec, size: int
+) -> list[Node]:
+    """Every node by walking backward from the end (Relay's last/before), in sort order."""
+    seen: list[Node] = []
+    before = None
+    for _ in range(200):
+        page = await store.list_nodes(label, where, sort, Page(first=0, last=size, before=before))
+        assert len(page.nodes) <= size and not page.has_next
+        assert [p[1] for p in page.positions] == [n.id for n in page.nodes]
+        seen = page.nodes + seen
+        if not page.has_previous:
+            return seen
+        assert len(page.nodes) == size
+        before = page.positions[0]
+    raise AssertionError("paging did not terminate")
+
+
+@pytest.mark.parametrize(
+    ("sort", "size"),
+    [(("id", "ASC"), 7), (("create_time", "DESC"), 3), (("time", "ASC"), 4), (("summary", "DESC"), 1)],
+)
+async def test_backward_pages_are_the_forward_order_read_from_the_end(
+    store: Store, sort: SortSpec, size: int
+) -> None:
+    await _events(store, 23)
+    forward = [n.id for n in await _all_pages(store, "Event", None, sort, 5)]
+    backward = [n.id for n in await _all_pages_backward(store, "Event", None, sort, size)]
+    assert backward == forward
+    # last/before from the middle: the rows just before that position, still in sort order
+    middle = await store.list_nodes("Event", None, sort, Page(first=10))
+    before = await store.list_nodes(
+        "Event", None, sort, Page(first=0, last=3, before=middle.positions[7])
+    )
+    assert [n.id for n in before.nodes] == forward[4:7]
+    assert before.has_previous and not before.has_next
+    filtered = Cond("summary", "contains", "alpha")
+    alpha = [n.id for n in await _all_pages(store, "Event", filtered, sort, 50)]
+    assert [n.id for n in await _all_pages_backward(store, "Event", filtered, sort, 2)] == alpha
+
+
+async def test_a_page_is_forward_or_backward(store: Store) -> None:
+    await _events(store, 3)
+    with pytest.raises(InvalidInput):
+        await store.list_nodes("Event", None, ("id", "ASC"), Page(first=2, before=("a", "a")))
+    with pytest.raises(InvalidInput):
+        await store.list_nodes("Event", None, ("id", "ASC"), Page(first=0, last=-1))
+    with pytest.raises(InvalidInput):
+        await store.neighbours(["event_1"], None, "both", 2, after="a", before="b")
+
+
 async def test_list_nodes_page_shape_and_total(store: Store) -> None:
     ids = await _events(store, 10)
     page = await store.list_nodes("Event", None, ("id", "ASC"), Page(first=3))
@@ -335,6 +386,26 @@ async def test_neighbours_limit_and_after_per_node(store: Store) -> None:
     ]
     bob = (await store.neighbours([r["b"]], "HAS_ATTITUDE", "in", 5))[r["b"]]
     assert [(n.other_id, n.direction, n.rel.source) for n in bob] == [(alice, "in", alice)]
+
+
+async def test_neighbours_backward_before_per_node(store: Store) -> None:
+    r = await _star(store)
+    e1, alice = r["e1"], r["a"]
+    forward = [n.other_id for n in (await store.neighbours([e1], "PARTICIPATED_IN", "in", 10))[e1]]
+    assert forward == [r["a"], r["b"], r["c"]]
+    # the last two before c, in the same (other id) order
+    back = await store.neighbours([e1, alice], "PARTICIPATED_IN", "both", 2, before=r["c"])
+    assert [n.other_id for n in back[e1]] == [r["a"], r["b"]]
+    assert [n.other_id for n in back[alice]] == [r["e1"], r["e2"]]
+    one = (await store.neighbours([e1], "PARTICIPATED_IN", "in", 1, before=r["b"]))[e1]
+    assert [(n.other_id, n.rel.source, n.direction) for n in one] == [(r["a"], r["a"], "in")]
+    assert (await store.neighbours([e1], "PARTICIPATED_IN", "in", 5, before=r["a"]))[e1] == []
+    # from the end: the last ones
+    tail = (await store.neighbours([e1], "MENTIONS", "out", 1, backward=True))[e1]
+    assert [n.other_id for n in tail] == [r["h"]]
+    last2 = await store.neighbours([e1, alice], "PARTICIPATED_IN", "both", 2, backward=True)
+    assert [n.other_id for n in last2[e1]] == [r["b"], r["c"]]
+    assert [n.other_id for n in last2[alice]] == [r["e1"], r["e2"]]
 
 
 # ---------------------------------------------------------------- graph snapshot

@@ -37,7 +37,7 @@ pytestmark = pytest.mark.browser
 TIMEOUT_MS = 15_000
 VIEWPORT: ViewportSize = {"width": 1440, "height": 900}
 LONG_EVENT = "retro_2025_06"
-GRAPH = "{ graph(includeTopics: true) { nodes { id label name } relationships { id type } } }"
+GRAPH = "{ graph(includeTopics: true) { nodes { id: nodeId label name } relationships { id: relationshipId type } } }"
 # A GraphQL mutation operation: `mutation {`, `mutation Name`, `mutation(` -- not the word in prose.
 MUTATION_OP = re.compile(r"\bmutation\s*[A-Za-z_({]")
 
@@ -369,3 +369,91 @@ def test_graphiql_loads_offline_and_runs_a_query(
     posted = [json.loads(b) for b in watch.posts()]
     assert any("IntrospectionQuery" in (p.get("operationName") or "") for p in posted)
     assert any('"diary_ch1_e06"' in p.get("query", "") for p in posted)
+
+
+LIVE_SAVE = (
+    "mutation($input: SaveInput!) { save(input: $input) { eventIds createdPersons } }"
+)
+
+
+def test_the_explorer_follows_saves_and_forgets_live(
+    page: Page, watch: Watch, live_server: LiveServer, output_dir: Path
+) -> None:
+    drawn = open_explorer(page, live_server)
+    page.wait_for_selector("#live-state[data-state=live]")
+    loads = sum("ExplorerGraph" in b for b in watch.posts())
+    extraction = {
+        "events": [
+            {"ref": "e", "summary": "Zoë shows the live explorer", "participants": [{"person": "z"}]}
+        ],
+        "persons": [{"ref": "z", "name": "Zoë Live"}],
+    }
+    saved = live_server.gql(
+        LIVE_SAVE, input={"content": "Zoë showed the live explorer.", "extraction": extraction}
+    )["save"]
+    event_id, person_id = saved["eventIds"][0], saved["createdPersons"][0]
+    # the new event, its new person and the relationship between them appear, no reload
+    page.wait_for_function(
+        "([e, p]) => { const cy = window.mnemoqlExplorer.cy;"
+        " return cy.getElementById(e).nonempty() && cy.getElementById(p).nonempty()"
+        " && cy.getElementById(e).connectedEdges().length > 0; }",
+        arg=[event_id, person_id],
+    )
+    assert cy_eval(page, "return cy.nodes().length;") == drawn["nodes"] + 2
+    assert cy_eval(page, "return cy.getElementById(arg).data('name');", person_id) == "Zoë Live"
+    assert page.get_attribute("#node-count", "data-nodes") == str(drawn["nodes"] + 2)
+    assert "Live: saved" in page.inner_text("#status")
+    screenshot(page, output_dir, "explorer-live.png")
+    after = sum("ExplorerGraph" in b for b in watch.posts())
+    assert after == loads, "the explorer reloaded the whole graph instead of applying the change"
+    # forgetting takes them away again
+    live_server.gql(
+        "mutation($id: ID!) { forget(eventId: $id) { deletedIds } }", id=event_id
+    )
+    page.wait_for_function(
+        "(e) => window.mnemoqlExplorer.cy.getElementById(e).empty()", arg=event_id
+    )
+    assert cy_eval(page, "return cy.nodes().length;") == drawn["nodes"]
+    watch.assert_clean()
+
+
+def test_graphiql_runs_the_revectorize_subscription_with_its_progress(
+    page: Page, watch: Watch, live_server: LiveServer, output_dir: Path
+) -> None:
+    frames: list[str] = []
+    page.on(
+        "websocket",
+        lambda ws: ws.on("framereceived", lambda f: frames.append(f if isinstance(f, str) else "")),
+    )
+    page.goto(f"{live_server.url}/graphql")
+    editor = page.locator(".graphiql-query-editor .CodeMirror")
+    editor.wait_for()
+    page.wait_for_selector(".graphiql-explorer-root, .graphiql-explorer-node", timeout=TIMEOUT_MS)
+    editor.click()
+    page.keyboard.press("Control+A")
+    page.keyboard.press("Delete")
+    # the default's operation name again (see test_graphiql_loads_offline_and_runs_a_query)
+    page.keyboard.insert_text(
+        "subscription MemoryIndex {\n"
+        "  revectorize { phase done total report { model events chunks } }\n"
+        "}\n"
+    )
+    # GraphiQL re-parses the edited document a moment later; its fetcher picks the websocket
+    # from that parsed document, and the explorer plugin shows it once it is there
+    page.wait_for_function(
+        "() => /subscription/.test(document.querySelector('.graphiql-explorer-root')?.innerText || '')"
+    )
+    page.click(".graphiql-execute-button")
+    page.wait_for_function(
+        "() => /\"phase\": \"done\"/.test((document.querySelector('.graphiql-response') || {}).innerText || '')",
+        timeout=60_000,
+    )
+    text = page.locator(".graphiql-response").inner_text()
+    assert '"report"' in text and f'"events": {len(demo_inputs())}' in text
+    assert '"errors"' not in text
+    screenshot(page, output_dir, "graphiql-subscription.png")
+    watch.assert_clean()
+    # it went over the websocket, not as a POST, and every step of the progress arrived
+    assert not any("revectorize" in b for b in watch.posts())
+    steps = [json.loads(f)["payload"]["data"]["revectorize"] for f in frames if '"next"' in f]
+    assert {"embedding", "writing", "done"} <= {step["phase"] for step in steps}, steps

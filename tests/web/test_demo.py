@@ -13,7 +13,7 @@ from web.cli import build_parser
 from web.demo import DEMO_DATA, DemoReport, banner, demo_inputs, demo_settings, load_demo
 
 COUNTS = "{ memoryIndex { counts { events persons concepts locations chunks } } }"
-GRAPH = "{ graph { nodes { id label } relationships { type source target } truncatedNodes } }"
+GRAPH = "{ graph { nodes { id: nodeId label } relationships { type source target } truncatedNodes } }"
 SEARCH = (
     'query($q: String!) { search(query: $q, session: "demo", resetSeen: true) {'
     " cursor nearbyEvents items { eventId } } }"

@@ -2,7 +2,9 @@
  * mnemoql graph explorer: a read-only view of the memory graph, drawn with cytoscape.js.
  *
  * Plain JavaScript, no build step. Everything it sends is a GraphQL *query* to POST /graphql
- * (gql() refuses anything else); the page never calls a mutation.
+ * (gql() refuses anything else), plus one read-only subscription, memoryChanges, over the
+ * websocket (live.js): the graph follows saves and forgets without a reload. The page never
+ * calls a mutation.
  *
  * For browser tests: window.mnemoqlExplorer = {
  *   cy,            // the cytoscape instance (a getter: large graphs get a new instance)
@@ -10,7 +12,8 @@
  *                  // rejects if that first load fails
  *   reload(), search(text), select(id), expand(id), exportData()
  * }
- * and <body data-state="loading|ready|error">.
+ * and <body data-state="loading|ready|error">; #live-state has data-state
+ * connecting|live|offline|refused and data-sequence, the last change applied.
  */
 (function () {
   'use strict';
@@ -19,10 +22,15 @@
    * GraphQL documents: all read-only
    * ------------------------------------------------------------------ */
 
+  // Graph views name nodes by nodeId and relationships by relationshipId (no `id` field, so a
+  // normalising client cache never confuses them with Node records); aliased back to `id` here.
+  var NODE_FIELDS = 'id: nodeId label name properties';
+  var RELATIONSHIP_FIELDS = 'id: relationshipId type source target properties';
+
   var GRAPH_QUERY =
     'query ExplorerGraph { graph(maxNodes: 5000, maxRelationships: 30000, includeTopics: true) {' +
-    ' nodes { id label name properties }' +
-    ' relationships { id type source target properties }' +
+    ' nodes { ' + NODE_FIELDS + ' }' +
+    ' relationships { ' + RELATIONSHIP_FIELDS + ' }' +
     ' truncatedNodes truncatedRelationships } }';
 
   var SEARCH_QUERY =
@@ -43,8 +51,13 @@
 
   var NEIGHBOURHOOD_QUERY =
     'query ExplorerNeighbourhood($id: ID!) { neighbourhood(id: $id, first: 100) {' +
-    ' nodes { id label name properties }' +
-    ' relationships { id type source target properties } } }';
+    ' nodes { ' + NODE_FIELDS + ' }' +
+    ' relationships { ' + RELATIONSHIP_FIELDS + ' } } }';
+
+  var CHANGES_SUBSCRIPTION =
+    'subscription ExplorerChanges { memoryChanges { sequence kind eventIds nodeIds deletedIds' +
+    ' nodes { ' + NODE_FIELDS + ' }' +
+    ' relationships { ' + RELATIONSHIP_FIELDS + ' } } }';
 
   /* ------------------------------------------------------------------ *
    * Settings
@@ -91,6 +104,7 @@
   var ui = {
     status: $('status'),
     nodeCount: $('node-count'),
+    live: $('live-state'),
     banner: $('truncation-banner'),
     canvas: $('cy'),
     empty: $('empty-state'),
@@ -414,6 +428,17 @@
           color: '#111827',
           'min-zoomed-font-size': 0,
           'z-index': 10
+        }
+      },
+      {
+        // a node the live feed just brought in
+        selector: 'node.live-new',
+        style: {
+          'underlay-color': '#2e8b57',
+          'underlay-padding': 6,
+          'underlay-opacity': 0.3,
+          'text-opacity': 1,
+          'min-zoomed-font-size': 0
         }
       },
       {
@@ -929,6 +954,143 @@
   }
 
   /* ------------------------------------------------------------------ *
+   * The live feed: memoryChanges over the websocket
+   * ------------------------------------------------------------------ */
+
+  var LIVE_TEXT = {
+    connecting: 'live: connecting…',
+    live: 'live',
+    offline: 'live: offline (retrying)',
+    refused: 'live: refused (token?)'
+  };
+  var LIVE_FALLBACK_MS = 5000; // load without the feed when it does not answer in time
+  var live = { waiting: true, pending: null, first: null };
+
+  /* The graph is loaded once the feed is READY, so no change falls between the two; changes
+   * that arrive while it loads wait and are applied after (adding is idempotent). */
+  function loadNow() {
+    live.waiting = false;
+    live.pending = [];
+    var run = load();
+    run.then(
+      function () {
+        var queued = live.pending || [];
+        live.pending = null;
+        queued.forEach(applyChange);
+      },
+      function () {
+        live.pending = null;
+      }
+    );
+    if (live.first) {
+      run.then(live.first.resolve, live.first.reject);
+      live.first = null;
+    }
+    return run;
+  }
+
+  function setLive(state) {
+    if (!ui.live) {
+      return;
+    }
+    ui.live.setAttribute('data-state', state);
+    ui.live.textContent = LIVE_TEXT[state] || state;
+    if ((state === 'refused' || state === 'offline') && live.waiting) {
+      loadNow().catch(function () {}); // show what HTTP says (401, say) rather than wait
+    }
+  }
+
+  function applyChange(change) {
+    if (!change || !cy) {
+      return;
+    }
+    if (change.kind === 'READY' || change.kind === 'RESYNC') {
+      loadNow().catch(function () {});
+      return;
+    }
+    if (live.pending) {
+      live.pending.push(change);
+      return;
+    }
+    if (ui.live) {
+      ui.live.setAttribute('data-sequence', String(change.sequence));
+    }
+    if (change.kind === 'SAVED' || change.kind === 'MERGED') {
+      (change.nodes || []).forEach(function (n) {
+        var drawn = cy.getElementById(String(n.id));
+        if (drawn.nonempty()) {
+          var fresh = nodeElement(n).data;
+          drawn.data({ name: fresh.name, short: fresh.short, properties: fresh.properties });
+        }
+      });
+      var anchor = (change.relationships || [])
+        .map(function (r) {
+          return cy.getElementById(String(r.source)).nonempty() ? r.source : r.target;
+        })
+        .filter(function (id) {
+          return cy.getElementById(String(id)).nonempty();
+        })[0];
+      var added = addElements(change.nodes, change.relationships, placeAround(String(anchor || '')));
+      added.nodes().addClass('live-new');
+      renderLegend();
+      renderCounts();
+      if (change.kind === 'SAVED') {
+        setStatus(
+          'ok',
+          'Live: saved ' + (change.eventIds || []).join(', ') + ' (' + plural(added.nodes().length, 'new node') +
+            ', ' + plural(added.edges().length, 'new relationship') + ').'
+        );
+      }
+    } else if (change.kind === 'FORGOTTEN') {
+      var gone = cy.collection();
+      (change.deletedIds || []).forEach(function (id) {
+        gone = gone.union(cy.getElementById(String(id)));
+      });
+      if (selectedId && gone.some(function (n) { return n.id() === selectedId; })) {
+        clearSelection();
+      }
+      cy.remove(gone);
+      renderLegend();
+      renderCounts();
+      setStatus('ok', 'Live: forgot ' + plural(gone.length, 'node') + '.');
+    } else if (change.kind === 'REVECTORIZED') {
+      setStatus('ok', 'Live: the memory was re-embedded with the configured model.');
+    }
+  }
+
+  function startLive() {
+    var first = new Promise(function (resolve, reject) {
+      live.first = { resolve: resolve, reject: reject };
+    });
+    if (!window.WebSocket || !window.mnemoqlLive) {
+      loadNow().catch(function () {});
+      return first;
+    }
+    window.mnemoqlLive.subscribe(CHANGES_SUBSCRIPTION, {
+      state: setLive,
+      next: function (data) {
+        applyChange(data && data.memoryChanges);
+      },
+      error: function (errors) {
+        var first = (errors && errors[0]) || {};
+        setStatus('error', 'Live updates: ' + (first.message || 'refused'), (first.extensions || {}).code);
+        if (live.waiting) {
+          loadNow().catch(function () {});
+        }
+      }
+    });
+    window.addEventListener('mnemoql:token-changed', function () {
+      live.waiting = true; // the feed reconnects with the new token; its READY reloads
+    });
+    window.setTimeout(function () {
+      if (live.waiting) {
+        loadNow().catch(function () {});
+      }
+    }, LIVE_FALLBACK_MS);
+    return first;
+  }
+
+  /* ------------------------------------------------------------------ *
    * Selection and the details panel
    * ------------------------------------------------------------------ */
 
@@ -1414,12 +1576,8 @@
     load().catch(function () {});
   });
   ui.exportButton.addEventListener('click', downloadExport);
-  window.addEventListener('mnemoql:token-changed', function () {
-    load().catch(function () {});
-  });
-
   createCy(false);
-  var ready = load();
+  var ready = startLive();
   ready.catch(function () {}); // reported in the status line; tests may still await the rejection
 
   window.mnemoqlExplorer = {

@@ -557,28 +557,40 @@ def list_page(lbl: NodeLabel, where: str, key: str, direction: str, after: bool)
     )
 
 
-# Both directions in one static query; $out / $in switch the branches off.
-NEIGHBOURS: Final = f"""
+
+
+def _neighbours(keyset: str, order: str) -> str:
+    """Both directions in one static query; $out / $in switch the branches off. ``keyset``
+    and ``order`` are one of the two fixed pairs below, never caller text."""
+    return f"""
 UNWIND $ids AS id
 MATCH (n:{ALL_LABELS} {{space: $space, id: id}})
 CALL (n) {{
   MATCH (n)-[r]->(o:{ALL_LABELS})
-  WHERE $out AND ($type IS NULL OR type(r) = $type) AND ($after IS NULL OR o.id > $after)
+  WHERE $out AND ($type IS NULL OR type(r) = $type) AND {keyset}
   RETURN type(r) AS type, n.id AS source, o.id AS target, properties(r) AS props,
          o.id AS other, 'out' AS dir
   UNION ALL
   MATCH (n)<-[r]-(o:{ALL_LABELS})
-  WHERE $in AND ($type IS NULL OR type(r) = $type) AND ($after IS NULL OR o.id > $after)
+  WHERE $in AND ($type IS NULL OR type(r) = $type) AND {keyset}
   RETURN type(r) AS type, o.id AS source, n.id AS target, properties(r) AS props,
          o.id AS other, 'in' AS dir
 }}
 WITH n.id AS id, type, source, target, props, other, dir,
      CASE type WHEN 'HAS_ATTITUDE' THEN coalesce(props.event_id, '') ELSE '' END AS ek
-ORDER BY id, type, other, dir, ek
+ORDER BY {order}
 WITH id, collect({{type: type, source: source, target: target, props: props, other: other,
                   dir: dir}})[..$limit] AS rows
 RETURN id, rows
 """
+
+
+NEIGHBOURS: Final = _neighbours("($after IS NULL OR o.id > $after)", "id, type, other, dir, ek")
+# a backward page: the rows just below $before (or the end), nearest first (the store turns
+# them round)
+NEIGHBOURS_BACKWARD: Final = _neighbours(
+    "($before IS NULL OR o.id < $before)", "id, type DESC, other DESC, dir DESC, ek DESC"
+)
 GRAPH_NODES: Final = f"""
 CALL () {{
   MATCH (n:Event) WHERE n.space = $space AND n.id IS NOT NULL

@@ -290,13 +290,7 @@ def sort_key(label: NodeLabel, sort: SortSpec) -> tuple[str, str]:
 
 
 def check_page(page: Page) -> None:
-    if not isinstance(page.first, int) or page.first < 0:
-        raise InvalidInput(f"first must be a non-negative integer (got {page.first!r})")
-    after = page.after
-    if after is not None and not (
-        isinstance(after, tuple) and len(after) == 2 and all(isinstance(x, str) for x in after)
-    ):
-        raise InvalidInput("after must be a (sort value, id) pair of strings")
+    page.check()
 
 
 def filter_params(

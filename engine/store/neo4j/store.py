@@ -517,23 +517,28 @@ class Neo4jStore:
         compiler = rec.WhereCompiler(lbl)
         cond = compiler.compile(where)
         rec.check_page(page)
-        params: dict[str, Any] = {**compiler.params, "limit": page.first + 1}
-        if page.after is not None:
-            params["after_key"], params["after_id"] = page.after
+        params: dict[str, Any] = {**compiler.params, "limit": page.size + 1}
+        if page.position is not None:
+            params["after_key"], params["after_id"] = page.position
+        # a backward page walks the sort the other way from its position, then is reversed
+        order = ("DESC" if direction == "ASC" else "ASC") if page.backward else direction
 
         async def work(tx: AsyncManagedTransaction) -> tuple[int, list[dict[str, Any]]]:
-            paged = q.list_page(lbl, cond, key, direction, page.after is not None)
+            paged = q.list_page(lbl, cond, key, order, page.position is not None)
             total = await write.run(tx, self.space, q.list_count(lbl, cond), **compiler.params)
             rows = await write.run(tx, self.space, paged, **params)
             return int(total[0]["total"]), rows
 
         total, rows = await self._read(work)
-        rows, has_next = rows[: page.first], len(rows) > page.first
+        rows, more = rows[: page.size], len(rows) > page.size
+        if page.backward:
+            rows.reverse()
         return NodePage(
             nodes=[rec.node(r["n"]) for r in rows],
-            has_next=has_next,
+            has_next=more and not page.backward,
             positions=[(r["k"], r["n"]["id"]) for r in rows],
             total=total,
+            has_previous=more and page.backward,
         )
 
     async def neighbours(
@@ -543,8 +548,14 @@ class Neo4jStore:
         direction: Direction,
         limit_per_node: int,
         after: str | None = None,
+        before: str | None = None,
+        *,
+        backward: bool = False,
     ) -> dict[str, list[Neighbour]]:
         kind = None if rel_type is None else q.rel_type(rel_type)
+        backward = backward or before is not None
+        if after is not None and before is not None:
+            raise InvalidInput("neighbours pages forward (after) or backward (before), not both")
         if direction not in ("out", "in", "both"):
             raise InvalidInput(f"direction must be out, in or both (got {direction!r})")
         if limit_per_node < 0:
@@ -554,10 +565,10 @@ class Neo4jStore:
         if not unique or limit_per_node == 0:
             return out
         rows = await self._run(
-            q.NEIGHBOURS,
+            q.NEIGHBOURS_BACKWARD if backward else q.NEIGHBOURS,
             {
-                "ids": unique, "type": kind, "after": after, "limit": int(limit_per_node),
-                "out": direction != "in", "in": direction != "out",
+                "ids": unique, "type": kind, "after": after, "before": before,
+                "limit": int(limit_per_node), "out": direction != "in", "in": direction != "out",
             },
         )  # fmt: skip
         for r in rows:
@@ -565,6 +576,8 @@ class Neo4jStore:
             for e in r["rows"]:
                 rel = rec.relation(e["type"], e["source"], e["target"], e["props"] or {})
                 out[node_id].append(Neighbour(node_id, rel, e["other"], e["dir"]))
+            if backward:
+                out[node_id].reverse()  # walked backward from `before` (or the end)
         return out
 
     async def graph(
