@@ -11,13 +11,16 @@ a 100,000-character argument.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Iterator
 from datetime import date, datetime
 from typing import Any
 
-from engine.errors import InvalidInput, InvalidText, limit_exceeded
+from engine.config import Limits
+from engine.errors import InvalidInput, InvalidText, OutOfRange, limit_exceeded
 from engine.models import CALLER_ID, AllOf, AnyOf, Cond, Not, Where
+from prompts.extraction import Extraction, ProfileItem
 
 # A UTF-16 surrogate code point on its own: JSON decodes a valid pair into one astral
 # character, so any surrogate left in a str is lone.
@@ -156,3 +159,69 @@ def _iso(value: object, date_only: bool) -> bool:
     except ValueError:
         return False
     return True
+
+
+# ---------------------------------------------------------------- save inputs
+
+
+def extraction(ex: Extraction, limits: Limits) -> None:
+    """A client's ready extraction: bounded (its size drives embedding and merging work) and
+    valid text throughout."""
+    size("extraction.events", len(ex.events), limits.max_extraction_events, "events",
+         "max_extraction_events")  # fmt: skip
+    entities = len(ex.persons) + len(ex.concepts) + len(ex.locations)
+    size("extraction", entities, limits.max_extraction_entities,
+         "persons, concepts and locations", "max_extraction_entities")  # fmt: skip
+    size("extraction.attitudes", len(ex.attitudes), limits.max_extraction_entities,
+         "attitudes", "max_extraction_entities")  # fmt: skip
+    texts(strings(ex.model_dump(exclude_none=True), "extraction"))
+
+
+def profile(profile: ProfileItem | None) -> None:
+    """OUT_OF_RANGE for a weight that is NaN or infinite (no clamp makes it a weight)."""
+    if profile is None:
+        return
+    for name, value in (
+        ("activationWeight", profile.activation_weight),
+        ("diffusionWeight", profile.diffusion_weight),
+        ("contextIndependenceWeight", profile.context_independence_weight),
+    ):
+        if value is not None and not math.isfinite(value):
+            raise OutOfRange(
+                f"activationProfile.{name} must be a number (got {value}); weights are "
+                "clamped to [0, 1]",
+                zh=f"activationProfile.{name} 必须是有限数值",
+                argument=f"activationProfile.{name}",
+            )
+
+
+# The fields a client's extraction may carry (``prompts.extraction``), per level. A model's
+# reply may hold more (it is ignored); a client's may not: a misspelt or invented field
+# ("relations", "participant") would otherwise drop the relations it meant, silently.
+_FIELDS: dict[str, frozenset[str]] = {
+    "extraction": frozenset({"events", "persons", "concepts", "locations", "attitudes", "topic"}),
+    "events": frozenset({"ref", "summary", "time", "participants", "locations", "concepts"}),
+    "participants": frozenset({"person", "role"}),
+    "entities": frozenset({"ref", "name", "aliases", "description"}),
+    "attitudes": frozenset({"person", "target", "attitude", "event"}),
+}
+
+
+def unknown_extraction_fields(data: Any) -> list[str]:
+    """Paths of the fields of a client extraction that no part of the shape has."""
+    if not isinstance(data, dict):
+        return []
+    found = [k for k in data if k not in _FIELDS["extraction"]]
+    for list_name, shape in (("events", "events"), ("persons", "entities"),
+                             ("concepts", "entities"), ("locations", "entities"),
+                             ("attitudes", "attitudes")):  # fmt: skip
+        items = data.get(list_name)
+        for i, item in enumerate(items if isinstance(items, list) else []):
+            if not isinstance(item, dict):
+                continue
+            found += [f"{list_name}[{i}].{k}" for k in item if k not in _FIELDS[shape]]
+            for j, p in enumerate(item.get("participants") or [] if shape == "events" else []):
+                if isinstance(p, dict):
+                    found += [f"{list_name}[{i}].participants[{j}].{k}" for k in p
+                              if k not in _FIELDS["participants"]]  # fmt: skip
+    return found

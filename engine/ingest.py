@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -31,7 +30,6 @@ from engine.errors import (
     InvalidInput,
     MetaMismatch,
     MnemoError,
-    OutOfRange,
 )
 from engine.models import (
     CALLER_ID,
@@ -198,7 +196,7 @@ class Ingestor:
         if item.idempotency_key is not None:
             checks.size("idempotencyKey", len(item.idempotency_key), IDEMPOTENCY_KEY_MAX,
                         "characters")  # fmt: skip
-        _check_profile(item.activation_profile)
+        checks.profile(item.activation_profile)
         if item.id is not None and (not CALLER_ID.match(item.id) or _ALLOCATED.match(item.id)):
             raise InvalidId(
                 f"id {checks.clip(item.id)!r} is not allowed: use letters, digits and _.:- (at "
@@ -208,20 +206,7 @@ class Ingestor:
                 argument="id",
             )
         if item.extraction is not None:
-            self._check_extraction(item.extraction)
-
-    def _check_extraction(self, ex: Extraction) -> None:
-        """A client's ready extraction: bounded (its size drives embedding and merging work)
-        and valid text throughout."""
-        lim = self.limits
-        checks.size("extraction.events", len(ex.events), lim.max_extraction_events, "events",
-                    "max_extraction_events")  # fmt: skip
-        entities = len(ex.persons) + len(ex.concepts) + len(ex.locations)
-        checks.size("extraction", entities, lim.max_extraction_entities,
-                    "persons, concepts and locations", "max_extraction_entities")  # fmt: skip
-        checks.size("extraction.attitudes", len(ex.attitudes), lim.max_extraction_entities,
-                    "attitudes", "max_extraction_entities")  # fmt: skip
-        checks.texts(checks.strings(ex.model_dump(exclude_none=True), "extraction"))
+            checks.extraction(item.extraction, self.limits)
 
     async def save(self, item: SaveInput) -> SaveOutcome:
         """Save one memory; raises MnemoError subclasses and writes nothing on failure."""
@@ -510,23 +495,6 @@ def _single_event(ex: Extraction) -> Extraction:
         raise ExtractionInvalid(str(exc), zh=f"提取结果无效：{exc}") from exc
 
 
-def _check_profile(profile: ProfileItem | None) -> None:
-    if profile is None:
-        return
-    for name, value in (
-        ("activationWeight", profile.activation_weight),
-        ("diffusionWeight", profile.diffusion_weight),
-        ("contextIndependenceWeight", profile.context_independence_weight),
-    ):
-        if value is not None and not math.isfinite(value):
-            raise OutOfRange(
-                f"activationProfile.{name} must be a number (got {value}); weights are "
-                "clamped to [0, 1]",
-                zh=f"activationProfile.{name} 必须是有限数值",
-                argument=f"activationProfile.{name}",
-            )
-
-
 def describe(result: SaveResult) -> str:
     """The one-line summary of SPEC §1.3.10."""
     if result.replayed:
@@ -541,42 +509,10 @@ def describe(result: SaveResult) -> str:
     return "；".join(parts)
 
 
-# The fields a client's extraction may carry (``prompts.extraction``), per level. A model's
-# reply may hold more (it is ignored); a client's may not: a misspelt or invented field
-# ("relations", "participant") would otherwise drop the relations it meant, silently.
-_FIELDS: dict[str, frozenset[str]] = {
-    "extraction": frozenset({"events", "persons", "concepts", "locations", "attitudes", "topic"}),
-    "events": frozenset({"ref", "summary", "time", "participants", "locations", "concepts"}),
-    "participants": frozenset({"person", "role"}),
-    "entities": frozenset({"ref", "name", "aliases", "description"}),
-    "attitudes": frozenset({"person", "target", "attitude", "event"}),
-}
-
-
-def _unknown_fields(data: Any) -> list[str]:
-    """Paths of the fields of a client extraction that no part of the shape has."""
-    if not isinstance(data, dict):
-        return []
-    found = [k for k in data if k not in _FIELDS["extraction"]]
-    for list_name, shape in (("events", "events"), ("persons", "entities"),
-                             ("concepts", "entities"), ("locations", "entities"),
-                             ("attitudes", "attitudes")):  # fmt: skip
-        items = data.get(list_name)
-        for i, item in enumerate(items if isinstance(items, list) else []):
-            if not isinstance(item, dict):
-                continue
-            found += [f"{list_name}[{i}].{k}" for k in item if k not in _FIELDS[shape]]
-            for j, p in enumerate(item.get("participants") or [] if shape == "events" else []):
-                if isinstance(p, dict):
-                    found += [f"{list_name}[{i}].participants[{j}].{k}" for k in p
-                              if k not in _FIELDS["participants"]]  # fmt: skip
-    return found
-
-
 def parse_extraction(data: Any) -> Extraction:
     """Validate a client-sent extraction with SPEC's wording on failure; unknown fields are
     refused (relations are stated inside events and attitudes, never beside them)."""
-    if unknown := _unknown_fields(data):
+    if unknown := checks.unknown_extraction_fields(data):
         shown = ", ".join(checks.clip(f, 60) for f in unknown[:5])
         reason = (
             f"unknown field(s) {shown}: events hold their relations (participants, locations, "
