@@ -15,8 +15,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, SecretStr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from engine.redact import check_url
 
 LOCAL_EMBEDDING_MODEL = "multilingual-e5-small-q4"
 HASHING_EMBEDDING_MODEL = "hashing-bigram-v1"
@@ -55,15 +57,26 @@ def default_data_dir() -> Path:
     return Path(user_data_dir("mnemoql", appauthor=False))
 
 
+HTTP_SCHEMES = frozenset({"http", "https"})
+BOLT_SCHEMES = frozenset({"bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc"})
+
+
 class ExtractionSettings(BaseModel):
+    model_config = ConfigDict(hide_input_in_errors=True)  # URLs and keys stay out
     base_url: str = "https://api.deepseek.com"
     model: str = "deepseek-flash"
     api_key: SecretStr | None = None
     timeout_s: float = 60.0
     retries: int = 2
 
+    @field_validator("base_url")
+    @classmethod
+    def _url(cls, v: str) -> str:
+        return check_url(v, "extraction.base_url (MNEMOQL_EXTRACTION__BASE_URL)", HTTP_SCHEMES)
+
 
 class EmbeddingSettings(BaseModel):
+    model_config = ConfigDict(hide_input_in_errors=True)  # URLs and keys stay out
     # "auto": the OpenAI-compatible provider when a key is set, else the local model,
     # else the hashing embedder (CPUs without AVX2/FMA, or no wheel for this platform).
     provider: Literal["auto", "openai", "local", "hashing"] = "auto"
@@ -82,8 +95,14 @@ class EmbeddingSettings(BaseModel):
     def _threads(cls, v: object) -> int:
         return check_embedding_threads(v)
 
+    @field_validator("base_url")
+    @classmethod
+    def _url(cls, v: str) -> str:
+        return check_url(v, "embedding.base_url (MNEMOQL_EMBEDDING__BASE_URL)", HTTP_SCHEMES)
+
 
 class AlignmentSettings(BaseModel):
+    model_config = ConfigDict(hide_input_in_errors=True)  # URLs and keys stay out
     enabled: bool = True
     url: str = "https://api.typesafe.ai/v1/systemone"
     model: str = "jev"
@@ -96,8 +115,14 @@ class AlignmentSettings(BaseModel):
     def _clamp(cls, v: float) -> float:
         return min(0.99, max(0.80, v))
 
+    @field_validator("url")
+    @classmethod
+    def _url(cls, v: str) -> str:
+        return check_url(v, "alignment.url (MNEMOQL_ALIGNMENT__URL)", HTTP_SCHEMES)
+
 
 class Neo4jSettings(BaseModel):
+    model_config = ConfigDict(hide_input_in_errors=True)  # URLs and keys stay out
     mode: Literal["auto", "managed", "external"] = "auto"
     uri: str | None = None
     user: str = "neo4j"
@@ -112,6 +137,19 @@ class Neo4jSettings(BaseModel):
     routes: Literal["auto", "exact"] = "auto"
     index_min_events: int = Field(default=2_000, ge=0)
     index_overfetch: int = Field(default=10, ge=1, le=100)
+
+    @field_validator("uri")
+    @classmethod
+    def _uri(cls, v: str | None) -> str | None:
+        if v is None:
+            return None
+        uri = check_url(v, "neo4j.uri (MNEMOQL_NEO4J__URI)", BOLT_SCHEMES)
+        if "@" in uri.partition("://")[2].split("/", 1)[0]:
+            raise ValueError(
+                "neo4j.uri (MNEMOQL_NEO4J__URI) must not carry a user or password (the driver "
+                "refuses them): set MNEMOQL_NEO4J__USER and MNEMOQL_NEO4J__PASSWORD"
+            )
+        return uri
 
 
 class EmbeddedSettings(BaseModel):
@@ -149,6 +187,14 @@ class Limits(BaseModel):
     # Per-request time limits; mutations (save with slow models, revectorize) get longer.
     query_timeout_s: float = Field(default=30.0, gt=0)
     mutation_timeout_s: float = Field(default=600.0, gt=0)
+    # Caps on what one request may make the service do (docs/DECISIONS.md, "Fair service"):
+    # the text of a search (the local model also refuses more tokens than its 512-token window),
+    # a `where` tree, and a client's ready extraction.
+    max_search_chars: int = Field(default=2_000, ge=1)
+    max_where_conditions: int = Field(default=100, ge=1)
+    max_where_depth: int = Field(default=8, ge=1)
+    max_extraction_events: int = Field(default=100, ge=1)
+    max_extraction_entities: int = Field(default=300, ge=1)
 
 
 SPACE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
@@ -168,6 +214,7 @@ def check_space(name: str) -> str:
 
 class TokenGrant(BaseModel):
     """One bearer token: the memory space it belongs to and what it may do there."""
+    model_config = ConfigDict(hide_input_in_errors=True)  # URLs and keys stay out
 
     token: SecretStr
     space: str = "default"
@@ -196,6 +243,7 @@ class TokenGrant(BaseModel):
 class AuthSettings(BaseModel):
     """Bearer tokens (``MNEMOQL_AUTH__TOKENS`` as JSON, or a JSON file); none means open access
     on loopback only."""
+    model_config = ConfigDict(hide_input_in_errors=True)  # URLs and keys stay out
 
     tokens: list[TokenGrant] = Field(default_factory=list)
     tokens_file: Path | None = None
@@ -226,7 +274,7 @@ class Settings(BaseSettings):
     """Everything configurable. Built once in the app factory and passed down."""
 
     model_config = SettingsConfigDict(
-        env_prefix="MNEMOQL_", env_nested_delimiter="__", extra="ignore"
+        env_prefix="MNEMOQL_", env_nested_delimiter="__", extra="ignore", hide_input_in_errors=True
     )
 
     data_dir: Path = Field(default_factory=default_data_dir)

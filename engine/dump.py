@@ -17,6 +17,7 @@ bytes whichever store it comes from::
     {"activation":0.5,"context_independence":0.5,"diffusion":0.35,"event_id":"event_1",
      "kind":"binding","path":"work->api","related":[],"timestamp":1772330400000}
     {"created_at":...,"key":"save-1","kind":"save_record","result":{...}}
+    {"concept":3,"event":6,"kind":"ids","location":1,"person":2}
     {"counts":{"binding":1,"chunk":1,...},"kind":"end"}
 
 Kinds come in that order (``KINDS``). The order of ``node`` lines is the insertion order of the
@@ -24,7 +25,11 @@ memory and the order of ``topic`` lines the creation order of the topic tree (bo
 recall and the topic tree read them back in that order); chunks are ordered by (event id,
 chunk index), relations by (type, source, target, the HAS_ATTITUDE event id), save records
 (idempotency keys) by key, bindings by (event, topic) insertion order. MemoryMeta is absent
-from the dump of a memory nothing was ever saved to.
+from the dump of a memory nothing was ever saved to. The ``ids`` record carries the id
+high-water marks (the highest N ever allocated per prefix, forgotten ids included), so a
+restored memory never hands out an id its original already used; it comes last, so a store
+that cannot read a snapshot (Neo4j) reads it after every node it exported. Version 1 dumps
+have no ``ids`` record: a restore then counts on from the highest id it holds.
 
 Vectors travel only when asked (``export --vectors``): ``embedding`` on node and chunk lines,
 base64 of little-endian float32, unit length. Without them a restored memory is re-embedded
@@ -44,6 +49,7 @@ import base64
 import binascii
 import json
 import math
+import re
 from collections import Counter
 from collections.abc import AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass
@@ -54,6 +60,7 @@ import numpy as np
 from engine.errors import InvalidInput
 from engine.models import (
     CALLER_ID,
+    ID_PREFIX,
     NODE_LABELS,
     REL_TYPES,
     TOPIC_SEPARATOR,
@@ -66,10 +73,13 @@ from engine.revectorize import RevectorizeReport
 from engine.store.base import Store
 
 FORMAT: Final = "mnemoql-memory"
-VERSION: Final = 1
+VERSION: Final = 2  # 2: the ``ids`` record
+READABLE_VERSIONS: Final = frozenset({1, 2})
 Record = dict[str, Any]
 # Record kinds in the order a dump holds them.
-KINDS: Final = ("meta", "node", "chunk", "relation", "topic", "binding", "save_record")
+KINDS: Final = ("meta", "node", "chunk", "relation", "topic", "binding", "save_record", "ids")
+# The id prefixes of the ``ids`` record (``engine.models.ID_PREFIX``).
+ID_PREFIXES: Final = tuple(ID_PREFIX.values())
 _RANK: Final = {kind: i for i, kind in enumerate(KINDS)}
 # SPEC §1.2: which labels each relationship type connects.
 REL_ENDS: Final[dict[RelType, tuple[frozenset[NodeLabel], frozenset[NodeLabel]]]] = {
@@ -78,6 +88,7 @@ REL_ENDS: Final[dict[RelType, tuple[frozenset[NodeLabel], frozenset[NodeLabel]]]
     "MENTIONS": (frozenset({"Event"}), frozenset({"Concept"})),
     "HAS_ATTITUDE": (frozenset({"Person"}), frozenset({"Person", "Concept"})),
 }
+_ALLOCATED: Final = re.compile(r"^(" + "|".join(ID_PREFIXES) + r")_([0-9]+)$")
 _EVENT_FIELDS: Final = ("summary", "content", "create_time", "create_date", "content_hash")
 _UNIT_TOLERANCE: Final = 1e-4
 
@@ -189,14 +200,14 @@ class DumpReader:
                     f'{{"kind":"header","format":"{FORMAT}",...}} line of `mnemoql export`)'
                 )
             version = data.get("version")
-            if version != VERSION:
+            if isinstance(version, bool) or version not in READABLE_VERSIONS:
                 raise InvalidInput(
                     f"line {n}: dump format version {version!r} is not supported "
-                    f"(this mnemoql reads version {VERSION})"
+                    f"(this mnemoql reads versions {_versions()})"
                 )
             if not isinstance(data.get("vectors"), bool):
                 raise InvalidInput(f"line {n}: the header's 'vectors' must be true or false")
-            return Header(VERSION, data["vectors"])
+            return Header(int(version), data["vectors"])
         raise InvalidInput("the dump is empty: no header line")
 
     @property
@@ -240,6 +251,10 @@ class DumpReader:
         self.done = True
 
 
+def _versions() -> str:
+    return ", ".join(str(v) for v in sorted(READABLE_VERSIONS))
+
+
 def _parse(line: str, n: int) -> Record:
     try:
         data = json.loads(line)
@@ -269,6 +284,7 @@ class Checker:
         self._topics: set[str] = set()
         self._bindings: set[tuple[str, str]] = set()
         self._keys: set[str] = set()
+        self._highest: dict[str, int] = dict.fromkeys(ID_PREFIXES, 0)  # per allocated prefix
 
     def check(self, rec: Record, where: str) -> None:
         kind = rec.get("kind")
@@ -331,6 +347,9 @@ class Checker:
                 raise InvalidInput(f"{where}: 'aliases' must be a list of strings")
         self._vector(rec, where)
         self._labels[node_id] = label
+        if (m := _ALLOCATED.match(node_id)) is not None:
+            prefix, num = m.group(1), int(m.group(2))
+            self._highest[prefix] = max(self._highest[prefix], num)
 
     def _chunk(self, rec: Record, where: str) -> None:
         event_id = _str(rec, "event_id", where)
@@ -428,6 +447,20 @@ class Checker:
         if key in self._keys:
             raise InvalidInput(f"{where}: save record {key!r} appears twice")
         self._keys.add(key)
+
+    def _ids(self, rec: Record, where: str) -> None:
+        if self.counts["ids"]:
+            raise InvalidInput(f"{where}: a second ids record")
+        extra = set(rec) - {"kind", *ID_PREFIXES}
+        if extra:
+            raise InvalidInput(f"{where}: unknown fields {sorted(extra)} in the ids record")
+        for prefix in ID_PREFIXES:
+            mark = _int(rec, prefix, where, low=0)
+            if mark < self._highest[prefix]:
+                raise InvalidInput(
+                    f"{where}: the ids record says {prefix} ids end at {mark}, but the dump "
+                    f"holds {prefix}_{self._highest[prefix]}"
+                )
 
 
 def _str(rec: Record, name: str, where: str) -> str:

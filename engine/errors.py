@@ -8,10 +8,14 @@ original Chinese wording of SPEC.md in ``zh`` (used by the compact text renderin
     ├── InvalidInput            BAD_USER_INPUT       malformed or out-of-range arguments
     │   ├── OutOfRange          OUT_OF_RANGE         a number outside its documented range
     │   ├── InvalidId           INVALID_ID           a caller id that is not allowed
+    │   ├── InvalidText         INVALID_TEXT         lone surrogates; content with nothing visible
+    │   ├── LimitExceeded       LIMIT_EXCEEDED       past a size cap (query, where, extraction)
     │   ├── TimeHintInvalid     TIME_HINT_INVALID    an unparseable time_hint
     │   └── ResetSeenMisuse     RESET_SEEN_SEARCH_ONLY
     ├── NotFound                NOT_FOUND            an unknown node / event id
-    ├── Conflict                CONFLICT             a caller id that already exists
+    │   └── Forgotten           FORGOTTEN            a retried save whose events were forgotten
+    ├── Conflict                CONFLICT             a caller id that already exists, or an
+    │                                                idempotency key reused for other content
     ├── MetaMismatch            EMBEDDING_MISMATCH   config model/dims differ from MemoryMeta
     ├── MissingApiKey           MISSING_API_KEY
     ├── UpstreamFailed          UPSTREAM_FAILED      a model provider answered badly or not at all
@@ -62,6 +66,14 @@ class InvalidId(InvalidInput):
     code = "INVALID_ID"
 
 
+class InvalidText(InvalidInput):
+    code = "INVALID_TEXT"
+
+
+class LimitExceeded(InvalidInput):
+    code = "LIMIT_EXCEEDED"
+
+
 class TimeHintInvalid(InvalidInput):
     code = "TIME_HINT_INVALID"
 
@@ -72,6 +84,10 @@ class ResetSeenMisuse(InvalidInput):
 
 class NotFound(MnemoError):
     code = "NOT_FOUND"
+
+
+class Forgotten(NotFound):
+    code = "FORGOTTEN"
 
 
 class Conflict(MnemoError):
@@ -140,6 +156,20 @@ class Unauthorized(MnemoError):
 
 class Forbidden(MnemoError):
     code = "FORBIDDEN"
+
+
+def limit_exceeded(
+    argument: str, what: str, got: int, limit: int, setting: str | None = None
+) -> LimitExceeded:
+    """The one wording for every size cap: what is too big, by how much, and the setting."""
+    where = f" (MNEMOQL_LIMITS__{setting.upper()})" if setting else ""
+    return LimitExceeded(
+        f"{argument} has {got} {what}; the limit is {limit}{where}",
+        zh=f"{argument} 超出上限（{got} > {limit}）",
+        argument=argument,
+        limit=limit,
+        got=got,
+    )
 
 
 def out_of_range(name: str, low: int, high: int, value: object) -> OutOfRange:

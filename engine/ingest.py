@@ -19,10 +19,13 @@ from zoneinfo import ZoneInfo
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from engine import checks
 from engine.binding import TopicChoice, choose_topic
+from engine.config import Limits
 from engine.errors import (
     Conflict,
     ExtractionInvalid,
+    Forgotten,
     InvalidId,
     InvalidInput,
     MetaMismatch,
@@ -49,6 +52,7 @@ from prompts.extraction import EntityItem, EventItem, Extraction, ProfileItem
 log = logging.getLogger(__name__)
 
 _ALLOCATED = re.compile(r"^(event|person|concept|location)_\d+$")
+IDEMPOTENCY_KEY_MAX = 200
 CONCEPT_CANDIDATES = 5
 CONCEPT_MIN_COSINE = 0.75
 
@@ -65,7 +69,9 @@ class SaveInput(BaseModel):
     related_topics: list[str] = Field(default_factory=list)
     activation_profile: ProfileItem | None = None
     extraction: Extraction | None = None
-    idempotency_key: str | None = Field(default=None, max_length=200)
+    # checked by Ingestor.validate (a coded error), not here: a pydantic failure in the
+    # resolver would reach the client as an internal error
+    idempotency_key: str | None = None
     dedupe_by_hash: bool = False
 
 
@@ -99,6 +105,18 @@ Now = Callable[[], datetime]
 
 
 def meta_mismatch(meta: MemoryMeta, model: str, dims: int) -> MetaMismatch:
+    if meta.stale:
+        return MetaMismatch(
+            "the memory was restored without its vectors and has not been re-embedded yet, so "
+            "semantic search would find nothing; run the revectorize mutation (or `mnemoql "
+            "revectorize`)",
+            zh="记忆恢复时未携带向量，尚未重新向量化；请先重新向量化",
+            stored_model=meta.model,
+            stored_dimensions=meta.dimensions,
+            configured_model=model,
+            configured_dimensions=dims,
+            vectors_stale=True,
+        )
     return MetaMismatch(
         f"the memory was embedded with {meta.model}/{meta.dimensions} but the service is "
         f"configured for {model}/{dims}; saving and semantic search are paused until you run "
@@ -130,6 +148,7 @@ class Ingestor:
         now: Now | None = None,
         lock: asyncio.Lock | None = None,
         topics: TopicIndex | None = None,
+        limits: Limits | None = None,
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -138,6 +157,7 @@ class Ingestor:
         self.tz = ZoneInfo(timezone)
         self.judge_threshold = judge_threshold
         self.max_content_chars = max_content_chars
+        self.limits = limits or Limits()
         self._now = now or (lambda: datetime.now(self.tz))
         # Saves, revectorize and forget share this lock (SPEC §1.3.6).
         self.lock = lock or asyncio.Lock()
@@ -155,10 +175,13 @@ class Ingestor:
             raise meta_mismatch(meta, self.embedder.model, self.embedder.dimensions)
 
     def validate(self, item: SaveInput) -> None:
+        """Refuse, with a coded error and before any work, what no save may hold."""
+        checks.text(item.content, "content")
         if not item.content.strip():
             raise InvalidInput(
                 "content must not be empty", zh="content 不能为空", argument="content"
             )
+        checks.visible(item.content, "content")
         if len(item.content) > self.max_content_chars:
             raise InvalidInput(
                 f"content has {len(item.content)} characters; the limit is "
@@ -166,21 +189,31 @@ class Ingestor:
                 zh=f"content 超过 {self.max_content_chars} 字上限",
                 argument="content",
             )
+        named = (("id", item.id), ("time", item.time), ("topicPath", item.topic_path),
+                 ("idempotencyKey", item.idempotency_key))  # fmt: skip
+        checks.texts((arg, v) for arg, v in named if v is not None)
+        checks.texts((f"relatedTopics[{i}]", p) for i, p in enumerate(item.related_topics))
+        if item.idempotency_key is not None:
+            checks.size("idempotencyKey", len(item.idempotency_key), IDEMPOTENCY_KEY_MAX,
+                        "characters")  # fmt: skip
+        checks.profile(item.activation_profile)
         if item.id is not None and (not CALLER_ID.match(item.id) or _ALLOCATED.match(item.id)):
             raise InvalidId(
-                f"id {item.id!r} is not allowed: use letters, digits and _.:- (at most 128), "
-                "for example book_ch3_e12; event_N style ids are allocated by the service and "
-                "topic:... ids name topics",
-                zh=f"ID 不合法：{item.id}",
+                f"id {checks.clip(item.id)!r} is not allowed: use letters, digits and _.:- (at "
+                "most 128), for example book_ch3_e12; event_N style ids are allocated by the "
+                "service and topic:... ids name topics",
+                zh=f"ID 不合法：{checks.clip(item.id)}",
                 argument="id",
             )
+        if item.extraction is not None:
+            checks.extraction(item.extraction, self.limits)
 
     async def save(self, item: SaveInput) -> SaveOutcome:
         """Save one memory; raises MnemoError subclasses and writes nothing on failure."""
         self.validate(item)
         await self.check_meta()
         if item.idempotency_key and (prior := await self.store.replay(item.idempotency_key)):
-            return SaveOutcome(prior, describe(prior))
+            return await self._replayed(item, prior)
         now = self.now()
         tree, known = "", []
         if self.topics is not None:
@@ -204,6 +237,37 @@ class Ingestor:
         prepared = await self._embed(item, extraction)
         async with self.lock:
             return await self._write(item, extraction, prepared, now, topic)
+
+    async def _replayed(self, item: SaveInput, prior: SaveResult) -> SaveOutcome:
+        """The recorded result of an idempotency key, if it still names this content.
+
+        Raises:
+            Forgotten: an event the key saved was forgotten since (nothing is saved again:
+                the memory was removed on purpose; a new key saves it anew).
+            Conflict: the key saved other content.
+        """
+        key = checks.clip(item.idempotency_key or "")
+        found = {e.id: e for e in await self.store.get_events(prior.event_ids)}
+        gone = [i for i in prior.event_ids if i not in found]
+        if gone:
+            raise Forgotten(
+                f"idempotencyKey {key!r} saved {', '.join(prior.event_ids)}, and "
+                f"{', '.join(gone)} has been forgotten since; nothing was saved. Use a new "
+                "idempotencyKey to save this content again",
+                zh=f"该幂等键保存的事件已被删除：{', '.join(gone)}",
+                argument="idempotencyKey",
+                forgotten_ids=gone,
+            )
+        digest = content_hash(item.content)
+        if any(e.content_hash != digest for e in found.values()):
+            raise Conflict(
+                f"idempotencyKey {key!r} was used for other content (saved as "
+                f"{', '.join(prior.event_ids)}); use a new key for new content",
+                zh="该幂等键已用于其他内容",
+                argument="idempotencyKey",
+                event_ids=prior.event_ids,
+            )
+        return SaveOutcome(prior, describe(prior))
 
     # ---- steps ----
 
@@ -244,7 +308,7 @@ class Ingestor:
         topic: TopicChoice | None = None,
     ) -> SaveOutcome:
         if item.idempotency_key and (prior := await self.store.replay(item.idempotency_key)):
-            return SaveOutcome(prior, describe(prior))
+            return await self._replayed(item, prior)
         digest = content_hash(item.content)
         if item.dedupe_by_hash and (existing := await self.store.events_with_hash(digest)):
             prior = SaveResult(event_ids=existing, created={}, merged=[], refs={}, replayed=True)
@@ -280,8 +344,8 @@ class Ingestor:
             topic=topic.draft if topic is not None else None,
         )
         result = await self.store.apply_save(plan)
-        if result.replayed:
-            return SaveOutcome(result, describe(result))
+        if result.replayed:  # a concurrent save with the same key committed first
+            return await self._replayed(item, result)
         if self.topics is not None:
             self.topics.saved(plan, result)
         return SaveOutcome(result, describe(result), topic)
@@ -446,7 +510,15 @@ def describe(result: SaveResult) -> str:
 
 
 def parse_extraction(data: Any) -> Extraction:
-    """Validate a client-sent extraction with SPEC's wording on failure."""
+    """Validate a client-sent extraction with SPEC's wording on failure; unknown fields are
+    refused (relations are stated inside events and attitudes, never beside them)."""
+    if unknown := checks.unknown_extraction_fields(data):
+        shown = ", ".join(checks.clip(f, 60) for f in unknown[:5])
+        reason = (
+            f"unknown field(s) {shown}: events hold their relations (participants, locations, "
+            "concepts) and attitudes link persons to persons or concepts"
+        )
+        raise ExtractionInvalid(f"invalid extraction: {reason}", zh=f"提取结果无效：{reason}")
     try:
         return Extraction.model_validate(data)
     except ValidationError as exc:

@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from engine import dump
+from engine import checks, dump
 from engine.activation import Activation, Activator
 from engine.binding import as_profile
 from engine.changes import Changes
@@ -50,6 +50,7 @@ GRAPH_MAX_NODES = 5000
 GRAPH_MAX_RELATIONS = 30000
 READ_MAX = 10000
 READ_DEFAULT = 2000
+TIME_HINT_MAX = 200  # the longest hint the grammar reads is a range of two dates
 
 
 @dataclass(slots=True)
@@ -80,9 +81,11 @@ class MemoryIndex:
 
     @property
     def mismatch(self) -> bool:
-        return self.stored is not None and (self.stored.model, self.stored.dimensions) != (
-            self.model,
-            self.dimensions,
+        """The stored vectors do not fit the configured model: another model or width, or
+        none at all (a restore without vectors, ``MemoryMeta.stale``)."""
+        return self.stored is not None and (
+            self.stored.stale
+            or (self.stored.model, self.stored.dimensions) != (self.model, self.dimensions)
         )
 
 
@@ -126,6 +129,7 @@ class Memory:
             max_content_chars=settings.limits.max_content_chars,
             lock=lock,
             topics=self.recall,
+            limits=settings.limits,
         )
 
         self.retriever = Retriever(
@@ -142,24 +146,58 @@ class Memory:
     # ---- evidence ----
 
     async def search(self, request: SearchRequest, session: str | None) -> Outcome:
+        """Evidence for a query, entities and/or a time hint (SPEC §1.4).
+
+        Raises:
+            InvalidText / LimitExceeded: text that is not valid Unicode, or larger than the
+                caps (``checks.search_query``), before anything is embedded.
+        """
+        self._check_query(request.query)
+        entities = request.entities
+        named = [entities] if isinstance(entities, str) else list(entities or ())
+        checks.texts((f"entities[{i}]", e) for i, e in enumerate(named))
+        if request.time_hint is not None:
+            checks.text(request.time_hint, "timeHint")
+            checks.size("timeHint", len(request.time_hint), TIME_HINT_MAX, "characters")
+        checks.texts([("session", session)] if session is not None else [])
         return await self.retriever.search(request, session)
 
     async def search_entities(self, target: str, query: str | None) -> TargetedPage:
+        self._check_query(query)
         return await self.retriever.targeted(target, query)
 
     async def expand(
         self, cursor: str, concept_id: str, limit: int, session: str | None
     ) -> Outcome:
+        checks.texts([("cursor", cursor), ("conceptId", concept_id)])
         return await self.retriever.expand(cursor, concept_id, limit, session)
 
     async def nearby(
         self, cursor: str, event_id: str, before: int, after: int, session: str | None
     ) -> Outcome:
+        checks.texts([("cursor", cursor), ("eventId", event_id)])
         return await self.retriever.nearby(cursor, event_id, before, after, session)
+
+    def _check_query(self, query: str | None) -> None:
+        """A search text: valid Unicode, at most ``max_search_chars``, and within the window
+        the embedding model reads at once (the local model tells its token count; a longer
+        query would cost several passes on the one embedder thread every client shares)."""
+        if query is None:
+            return
+        checks.text(query, "query")
+        limit = self.settings.limits.max_search_chars
+        checks.size("query", len(query), limit, "characters", "max_search_chars")
+        count = getattr(self.providers.embedder, "query_tokens", None)
+        window = getattr(self.providers.embedder, "window", None)
+        if count is not None and isinstance(window, int):
+            tokens = count(query)
+            if tokens is not None:
+                checks.size("query", tokens, window, "tokens for the embedding model")
 
     # ---- writes ----
 
     async def save(self, item: SaveInput) -> SaveOutcome:
+        await self._catch_up()
         return self._saved(await self.ingestor.save(item))
 
     def _saved(self, outcome: SaveOutcome) -> SaveOutcome:
@@ -170,6 +208,14 @@ class Memory:
             if result.merged:
                 self.changes.publish("MERGED", node_ids=[i for i, _ in result.merged])
         return outcome
+
+    async def _catch_up(self) -> None:
+        """Drop the topic index when another process wrote to this space (``mnemoql import``
+        beside the service, a second service on one Neo4j): the next use reloads it. Checked
+        under the save lock, so this process's own writes are never mistaken for another's."""
+        async with self.ingestor.lock:
+            if await self.store.changed_elsewhere():
+                self.recall.invalidate()
 
     async def save_many(
         self, items: Sequence[SaveInput], *, concurrency: int = 4
@@ -239,6 +285,7 @@ class Memory:
 
     async def forget(self, event_id: str) -> list[str]:
         """Delete an event with its chunks, topic bindings and the entities only it used."""
+        checks.text(event_id, "eventId")
         async with self.ingestor.lock:
             try:
                 deleted = await self.store.forget(event_id)
@@ -259,6 +306,8 @@ class Memory:
         Binding the same event to the same topic again refreshes its profile and merges the
         related paths (SPEC §2.2). The profile takes defaults and clamps, nothing more.
         """
+        checks.texts([("eventId", event_id), ("topicPath", topic_path)])
+        checks.texts((f"relatedTopics[{i}]", p) for i, p in enumerate(related_topics))
         path = fix_topic_path(topic_path)
         if not path:
             raise InvalidInput(
@@ -274,6 +323,7 @@ class Memory:
             p.diffusion_weight,
             p.context_independence_weight,
         )
+        await self._catch_up()
         await self.recall.index()
         async with self.ingestor.lock:
             events = await self.store.get_events([event_id])
@@ -291,18 +341,26 @@ class Memory:
     # ---- topics and associative recall (SPEC §2) ----
 
     async def topics(self) -> TopicTree:
+        await self._catch_up()
         return await self.recall.tree()
 
     async def topic(self, path: str) -> TopicNode | None:
+        await self._catch_up()
         return await self.recall.topic(path)
 
     async def recall_topic(self, topic_path: str) -> Recollection:
+        checks.text(topic_path, "topicPath")
+        await self._catch_up()
         return await self.recall.by_topic(topic_path)
 
     async def recall_date(self, day: str) -> Recollection:
+        checks.text(day, "date")
+        await self._catch_up()
         return await self.recall.by_date(day)
 
     async def activate(self, lines: Sequence[str], evaluate: bool = False) -> Activation:
+        checks.texts((f"input[{i}]", line) for i, line in enumerate(lines))
+        await self._catch_up()
         return await self.activator.activate(lines, evaluate)
 
     # ---- reads ----
@@ -311,6 +369,7 @@ class Memory:
         """SPEC §1.6 read: exact text, no session, no model, no meta check."""
         if not 1 <= limit <= READ_MAX:
             raise out_of_range("limit", 1, READ_MAX, limit)
+        checks.text(event_id, "eventId")
         events = await self.store.get_events([event_id])
         if not events:
             raise NotFound(
@@ -330,6 +389,7 @@ class Memory:
         return TextRange(event_id, content[start:end], start, end, total)
 
     async def nodes(self, ids: Sequence[str]) -> list[Node | None]:
+        checks.texts(("id", i) for i in ids)
         return await self.store.get_nodes(ids)
 
     async def list_nodes(
@@ -343,6 +403,12 @@ class Memory:
         limit = self.settings.limits.max_page_size
         if not 0 <= page.size <= limit:
             raise out_of_range("last" if page.backward else "first", 0, limit, page.size)
+        checks.where(where, self.settings.limits.max_where_conditions)
+        checks.texts(checks.where_strings(where))
+        for name, position in (("after", page.after), ("before", page.before)):
+            if position is not None:
+                checks.texts(checks.strings(list(position), name))
+                checks.position(sort[0], (position[0], position[1]), name)
         return await self.store.list_nodes(label, where, sort, page)
 
     async def neighbours(

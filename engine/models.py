@@ -67,6 +67,10 @@ class MemoryMeta:
     dimensions: int
     updated_at: str
     schema_version: int = 1
+    # The memory holds events but none of their vectors: it was restored from a dump without
+    # them and not re-embedded yet. Semantic search would find nothing, so it counts as a
+    # mismatch until ``revectorize`` (which clears it). Not part of a dump: it is derived.
+    stale: bool = False
 
 
 @dataclass(slots=True)

@@ -16,6 +16,7 @@ import unicodedata
 from collections.abc import Callable
 from datetime import date, timedelta
 
+from engine.checks import clip
 from engine.errors import TimeHintInvalid
 
 DateRange = tuple[date, date]
@@ -134,7 +135,8 @@ def parse_time_hint(text: str, today: date) -> tuple[str, str]:
         if first > last:
             raise ValueError(hint)
     except (ValueError, OverflowError) as exc:
+        shown = clip(text.strip())
         raise TimeHintInvalid(
-            f"cannot parse time_hint: {text.strip()}", zh=f"无法解析 time_hint：{text.strip()}"
+            f"cannot parse time_hint: {shown}", zh=f"无法解析 time_hint：{shown}"
         ) from exc
     return first.isoformat(), last.isoformat()

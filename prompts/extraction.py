@@ -121,9 +121,10 @@ class AttitudeItem(_Loose):
 
 
 class ProfileItem(_Loose):
-    """Partner's ``activationProfile``: each weight optional (defaults and clamps apply later)."""
+    """Partner's ``activationProfile``: each weight optional (defaults and clamps apply later).
+    NaN and infinities are refused: no clamp makes them a weight."""
 
-    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+    model_config = ConfigDict(extra="ignore", populate_by_name=True, allow_inf_nan=False)
 
     activation_weight: float | None = Field(default=None, alias="activationWeight")
     diffusion_weight: float | None = Field(default=None, alias="diffusionWeight")

@@ -92,15 +92,25 @@ class RequestContext:
         space: str = "default",
         scopes: frozenset[str] = ALL_SCOPES,
         failure: MnemoError | None = None,
+        caller: str | None = None,
+        client: tuple[str, int] | None = None,
     ) -> None:
         self._memory = memory
-        self.session = session
+        self._explicit_session = session
+        self._caller = caller
+        self._client = client
         self.space = space
         self.scopes = scopes if memory is not None else frozenset()
         self.failure = failure
         # filled in by strawberry's websocket handlers from the connection_init payload
         self.connection_params: dict[str, object] | None = None
         self._loaders: RequestLoaders | None = None
+
+    @property
+    def session(self) -> str | None:
+        """The session of calls that name none: the request's ``X-Memory-Session`` header,
+        else the caller's default (``default_session``)."""
+        return self._explicit_session or default_session(self._caller, self._client)
 
     @property
     def memory(self) -> Memory:
@@ -114,9 +124,12 @@ class RequestContext:
             self._loaders = RequestLoaders(self.memory)
         return self._loaders
 
-    def bind(self, memory: Memory, space: str, scopes: frozenset[str]) -> None:
+    def bind(
+        self, memory: Memory, space: str, scopes: frozenset[str], caller: str | None = None
+    ) -> None:
         self._memory, self.space, self.scopes = memory, space, scopes
         self.failure, self._loaders = None, None
+        self._caller = caller or self._caller
 
     def refusal(self, operation: OperationType, *, reads: bool = False) -> MnemoError | None:
         """Why this context may not run ``operation`` (None when it may). ``reads``: the
@@ -133,6 +146,20 @@ class RequestContext:
             zh=f"令牌权限不足：需要 {need} 权限",
             required_scope=need,
         )
+
+
+def default_session(caller: str | None, client: tuple[str, int] | None) -> str | None:
+    """Each caller's own evidence history when it names no session (two clients never hide
+    each other's evidence): per token (``caller:<id>``, every connection of that token), or
+    without tokens per connection (``conn:<host>:<port>``: a websocket, or one HTTP
+    keep-alive connection -- a client that opens a new connection per request, like curl,
+    gets a new session each time and should name one). None leaves it to the engine's
+    ``default``."""
+    if caller:
+        return f"caller:{caller}"
+    if client:
+        return f"conn:{client[0]}:{client[1]}"
+    return None
 
 
 def _unauthenticated() -> Unauthorized:

@@ -55,7 +55,7 @@ from web.graphql_http import (
     unknown_operation,
     websocket_required,
 )
-from web.guards import BodyLimit, MutationDeadline, within_deadline
+from web.guards import BodyLimit, MutationDeadline, input_guard, note_body, within_deadline
 from web.mcp.mount import McpMount
 from web.service import open_store, warm_up
 
@@ -76,7 +76,7 @@ class MemoryGraphQL(GraphQL[RequestContext, None]):
                 max_depth=limits.max_query_depth,
                 max_aliases=limits.max_aliases,
                 max_tokens=limits.max_query_tokens,
-                extensions=[MutationDeadline],
+                extensions=[MutationDeadline, input_guard(limits)],
             ),
             **kwargs,
         )
@@ -84,7 +84,12 @@ class MemoryGraphQL(GraphQL[RequestContext, None]):
         self.limits = limits
 
     async def get_context(self, request: Request | WebSocket, response: Any) -> RequestContext:
-        context = RequestContext(None, session=request.headers.get(SESSION_HEADER))
+        client = request.client
+        context = RequestContext(
+            None,
+            session=request.headers.get(SESSION_HEADER),
+            client=(client.host, client.port) if client else None,
+        )
         grant = grant_of(request.scope)
         if grant is not None:
             await self._bind(context, grant)
@@ -97,7 +102,7 @@ class MemoryGraphQL(GraphQL[RequestContext, None]):
         except MnemoError as exc:
             context.failure = exc
             return
-        context.bind(memory, grant.space, grant.scopes)
+        context.bind(memory, grant.space, grant.scopes, grant.caller)
 
     async def pick_websocket_subprotocol(self, request: WebSocket) -> str | None:
         # graphql-transport-ws when the client offers it at all: the legacy graphql-ws carries
@@ -118,6 +123,7 @@ class MemoryGraphQL(GraphQL[RequestContext, None]):
     def parse_json(self, data: str | bytes) -> Any:
         # strawberry answers these with a 500: bytes that are not UTF-8, nesting deeper than
         # the parser's recursion limit, and JSON that is not an object (it calls `.get`)
+        note_body(data)  # InputGuard skips its walk for lone surrogates when none can be there
         try:
             parsed = super().parse_json(data)
         except (UnicodeDecodeError, RecursionError) as exc:

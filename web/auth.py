@@ -37,10 +37,12 @@ WS_UNAUTHENTICATED = 4401
 
 @dataclass(frozen=True, slots=True)
 class Grant:
-    """What a request may do: its memory space and scopes."""
+    """What a request may do: its memory space and scopes; ``caller`` names the token (a
+    digest, not the token) for its default session, None in open mode."""
 
     space: str
     scopes: frozenset[str]
+    caller: str | None = None
 
 
 OPEN_GRANT = Grant("default", frozenset({"read", "write"}))
@@ -50,6 +52,12 @@ def _digest(token: str) -> bytes:
     return hashlib.sha256(token.encode("utf-8")).digest()
 
 
+def caller_id(token: str) -> str:
+    """A short public name of a token (its default session is ``caller:<id>``): a digest of
+    its own, so it says nothing about the digest tokens are matched by."""
+    return hashlib.sha256(b"mnemoql-caller\0" + token.encode("utf-8")).hexdigest()[:16]
+
+
 class TokenTable:
     """The configured tokens, by digest. Empty means open access (loopback only)."""
 
@@ -57,7 +65,7 @@ class TokenTable:
         self._by_digest: dict[bytes, Grant] = {}
         for n, g in enumerate(grants, 1):
             digest = _digest(g.token.get_secret_value())
-            grant = Grant(g.space, frozenset(g.scopes))
+            grant = Grant(g.space, frozenset(g.scopes), caller_id(g.token.get_secret_value()))
             if self._by_digest.get(digest, grant) != grant:
                 raise ValueError(f"token #{n} is configured twice with different spaces or scopes")
             self._by_digest[digest] = grant

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import shutil
 import signal
 import sys
@@ -21,8 +22,13 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from pydantic import ValidationError
+from pydantic_settings import SettingsError
 
 from engine.config import Settings, load_settings
+from engine.errors import MnemoError
+from engine.redact import mask_text
+
+KEEP_ALIVE_S = 75
 
 
 def _settings(args: argparse.Namespace, **groups: dict[str, Any]) -> Settings:
@@ -39,6 +45,9 @@ def _settings(args: argparse.Namespace, **groups: dict[str, Any]) -> Settings:
         overrides["allow_public"] = True
     try:
         return load_settings(**overrides)
+    except SettingsError as exc:  # a MNEMOQL_* value that should be JSON and is not
+        print(f"mnemoql: invalid settings: {_bad_json_setting() or exc}", file=sys.stderr)
+        raise SystemExit(2) from None
     except ValidationError as exc:
         # a readable refusal instead of a traceback: which setting, its variable, what is wrong
         print("mnemoql: invalid settings:", file=sys.stderr)
@@ -50,6 +59,21 @@ def _settings(args: argparse.Namespace, **groups: dict[str, Any]) -> Settings:
             text = str(raised) if var in str(raised) else f"{'.'.join(path)} ({var}): {err['msg']}"
             print(f"  {text}", file=sys.stderr)
         raise SystemExit(2) from None
+
+
+def _bad_json_setting() -> str | None:
+    """Which ``MNEMOQL_*`` variable holds broken JSON (pydantic-settings names only the
+    group), and where it breaks; never its value, which may hold tokens."""
+    for name, value in sorted(os.environ.items()):
+        if not name.startswith("MNEMOQL_") or not value.lstrip().startswith(("[", "{")):
+            continue
+        try:
+            json.loads(value)
+        except ValueError as exc:
+            pos = getattr(exc, "pos", None)
+            where = f" at character {pos}" if pos is not None else ""
+            return f"{name} is not valid JSON{where}: {getattr(exc, 'msg', exc)}"
+    return None
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -75,10 +99,21 @@ def cmd_serve(args: argparse.Namespace) -> int:
         f"(store: {settings.store}, data: {settings.data_dir})",
         file=sys.stderr,
     )
+    from web.logs import serve_log_config
     from web.starting import StartingApp
 
     app = StartingApp(build, on_failure=_interrupt)
-    uvicorn.run(app, host=settings.host, port=settings.port, log_level=args.log_level)
+    uvicorn.run(
+        app,
+        host=settings.host,
+        port=settings.port,
+        log_level=args.log_level,
+        log_config=serve_log_config(args.log_level),
+        # an idle keep-alive connection stays open 75 s (uvicorn's default is 5 s): without
+        # tokens, one connection is one default session (resolvers.context.default_session),
+        # and an agent thinks longer than 5 s between calls
+        timeout_keep_alive=KEEP_ALIVE_S,
+    )
     # uvicorn.run exits with 3 itself when it cannot start (a port in use); a failed start-up of
     # the service ends the same way
     return 3 if app.failed else 0
@@ -136,53 +171,42 @@ class Progress:
         self.out.flush()
 
 
-async def _import(settings: Settings, path: Path, concurrency: int) -> int:
+async def _import(settings: Settings, path: Path, concurrency: int, space: str) -> int:
+    """Save every line of ``path`` (``web.imports``: resumable, with a summary)."""
     import httpx
 
-    from engine.errors import MnemoError
-    from engine.ingest import SaveInput, parse_extraction
     from engine.memory import Memory
     from engine.providers.factory import build_providers
+    from web.imports import BadLines, read_lines, save_lines
     from web.service import open_store
 
-    lines = [ln for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip()]
-    items: list[SaveInput] = []
-    for n, line in enumerate(lines, 1):
-        try:
-            raw = json.loads(line)
-            if raw.get("extraction") is not None:
-                raw["extraction"] = parse_extraction(raw["extraction"])
-            items.append(SaveInput.model_validate(raw))
-        except (ValueError, MnemoError) as exc:
-            print(f"{path}:{n}: not a save input: {exc}", file=sys.stderr)
-            return 2
-    store = open_store(settings)
+    try:
+        lines = read_lines(path)
+    except UnicodeDecodeError as exc:
+        print(f"mnemoql import: {path} is not UTF-8 text (byte {exc.start})", file=sys.stderr)
+        return 2
+    except BadLines as exc:
+        for problem in exc.problems:
+            print(problem, file=sys.stderr)
+        print("mnemoql import: nothing was saved; fix the line(s) above and run it again",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    store = open_store(settings, space)
     await store.open()
     try:
         async with httpx.AsyncClient() as client:
             memory = Memory(settings, store, build_providers(settings, client))
-            bar = Progress(len(items))
-            gate = asyncio.Semaphore(concurrency)
-            failures: list[str] = []
-
-            async def one(i: int, item: SaveInput) -> None:
-                async with gate:
-                    try:
-                        await memory.save(item)
-                        bar.advance()
-                    except MnemoError as exc:
-                        failures.append(f"line {i + 1}: {exc.code}: {exc.message}")
-                        bar.advance(ok=False)
-
-            await asyncio.gather(*(one(i, it) for i, it in enumerate(items)))
-            for f in failures:
-                print(f, file=sys.stderr)
-            return 1 if failures else 0
+            bar = Progress(len(lines), label="lines")
+            summary = await save_lines(memory, lines, concurrency=concurrency, on_line=bar.advance)
     finally:
         await store.close()
+    for number, code, message in summary.failed:
+        print(f"{path}:{number}: {code}: {message}", file=sys.stderr)
+    print(summary.text(path), file=sys.stderr)
+    return 1 if summary.failed else 0
 
 
-async def _revectorize(settings: Settings) -> int:
+async def _revectorize(settings: Settings, space: str) -> int:
     import httpx
 
     from engine.errors import MnemoError
@@ -190,7 +214,7 @@ async def _revectorize(settings: Settings) -> int:
     from engine.providers.factory import build_providers
     from web.service import open_store
 
-    store = open_store(settings)
+    store = open_store(settings, space)
     await store.open()
     bars: dict[str, Progress] = {}
 
@@ -344,11 +368,11 @@ def cmd_restore(args: argparse.Namespace) -> int:
 
 
 def cmd_revectorize(args: argparse.Namespace) -> int:
-    return asyncio.run(_revectorize(_settings(args)))
+    return asyncio.run(_revectorize(_settings(args), args.space))
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    return asyncio.run(_import(_settings(args), Path(args.file), args.concurrency))
+    return asyncio.run(_import(_settings(args), Path(args.file), args.concurrency, args.space))
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -393,10 +417,14 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--log-level", default="info")
     s.set_defaults(func=cmd_serve)
 
-    i = sub.add_parser("import", help="save every line of a JSON-lines file")
+    i = sub.add_parser(
+        "import",
+        help="save every line of a JSON-lines file (a re-run skips the lines saved before)",
+    )
     common(i)
     i.add_argument("file")
     i.add_argument("--concurrency", type=int, default=4)
+    i.add_argument("--space", default="default", help="the memory space (default: default)")
     i.set_defaults(func=cmd_import)
 
     d = sub.add_parser("demo", help="load a small sample memory into its own data dir and serve it")
@@ -444,6 +472,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("revectorize", help="re-embed the whole memory with the configured model")
     common(r)
+    r.add_argument("--space", default="default", help="the memory space (default: default)")
     r.set_defaults(func=cmd_revectorize)
 
     n = sub.add_parser("neo4j", help="a managed local Neo4j: install | start | stop | status")
@@ -455,9 +484,34 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command. Whatever stops it early is one line on stderr and exit code 2 (a
+    file that cannot be read or written, a store that cannot be reached, bad settings),
+    never a traceback; a command that ran but met errors on the way exits with 1."""
     args = build_parser().parse_args(argv)
-    code: int = args.func(args)
+    try:
+        code: int = args.func(args)
+    except MnemoError as exc:
+        print(f"mnemoql {args.command}: {exc.code}: {mask_text(exc.message)}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"mnemoql {args.command}: {_os_error(exc)}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"mnemoql {args.command}: interrupted", file=sys.stderr)
+        return 130
     return code
+
+
+def _os_error(exc: OSError) -> str:
+    """``cannot write missing/x.jsonl: no such file or directory`` for a failed file call."""
+    name = exc.filename if exc.filename is not None else ""
+    what = (exc.strerror or type(exc).__name__).lower()
+    if isinstance(exc, FileNotFoundError) and name:
+        parent = Path(name).parent
+        if not parent.exists():
+            return f"{parent}: no such directory (create it first)"
+        return f"{name}: no such file"
+    return f"{name}: {what}" if name else what
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ from engine.providers.base import ChatModel, ConceptJudge, Embedder, Extractor
 from engine.providers.local import HashingEmbedder, LocalEmbedder, local_available
 from engine.providers.offline import OfflineExtractor
 from engine.providers.openai import ChatExtractor, ChatJson, JevJudge, OpenAIEmbedder
+from engine.redact import mask_url
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,14 +35,19 @@ class Providers:
             "embedding": _kind(self.embedder),
             "embedding_model": self.embedder.model,
             "embedding_dimensions": self.embedder.dimensions,
-            "embedding_url": getattr(self.embedder, "base_url", None),
+            "embedding_url": _url(getattr(self.embedder, "base_url", None)),
             "extraction": _kind(self.extractor),
             "extraction_model": getattr(self.extractor, "model", None),
-            "extraction_url": getattr(self.extractor, "base_url", None),
+            "extraction_url": _url(getattr(self.extractor, "base_url", None)),
             "alignment": _kind(self.judge) if self.judge is not None else None,
             "alignment_model": getattr(self.judge, "model", None),
-            "alignment_url": getattr(self.judge, "url", None),
+            "alignment_url": _url(getattr(self.judge, "url", None)),
         }
+
+
+def _url(url: object) -> str | None:
+    """An endpoint for logs: never with its credentials."""
+    return mask_url(url) if isinstance(url, str) else None
 
 
 def _kind(provider: object) -> str:

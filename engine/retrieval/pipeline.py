@@ -298,10 +298,10 @@ class Retriever:
     async def _check_meta(self) -> MemoryMeta | None:
         """The memory's meta; EMBEDDING_MISMATCH when it was embedded by another model."""
         meta = await self.store.get_meta()
-        if meta is not None and (meta.model, meta.dimensions) != (
+        if meta is not None and (meta.stale or (meta.model, meta.dimensions) != (
             self.embedder.model,
             self.embedder.dimensions,
-        ):
+        )):
             from engine.ingest import meta_mismatch
 
             raise meta_mismatch(meta, self.embedder.model, self.embedder.dimensions)

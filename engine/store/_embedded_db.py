@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import re
 import sqlite3
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, TypeVar
@@ -74,6 +75,7 @@ from engine.store._embedded_schema import (
     CHUNK_COLS,
     ENTITY_COLS,
     EVENT_COLS,
+    META_SQL,
     NODE_COLS,
     TOPIC_COLS,
     connect,
@@ -93,7 +95,6 @@ log = logging.getLogger(__name__)
 P = ParamSpec("P")
 T = TypeVar("T")
 
-_META_SQL = "SELECT model, dimensions, updated_at, schema_version FROM meta WHERE key = 'embedding'"
 
 
 class Database:
@@ -111,6 +112,14 @@ class Database:
         # prefix belongs to one generation
         self.generation = 0
         self.ann = AnnIndexes(ann or AnnSettings(), file, self._snapshot)
+        # PRAGMA data_version when the mirrors were last loaded: it changes only when another
+        # connection (another process: `mnemoql import`, `restore`, `revectorize` beside a
+        # running service) commits, never for this connection's own writes
+        self._version: int | None = None
+        self.caught_up = 0  # grows by one each time the mirrors catch up with another writer
+        self._running: object | None = None  # the ticket of the call on the database thread
+        self._running_lock = threading.Lock()
+        self.interrupted = 0  # statements stopped because their caller gave up
 
     def _snapshot(self) -> tuple[int, EventView, dict[EntityLabel, EntityView]]:
         return self.generation, self.events, self.entities
@@ -129,6 +138,7 @@ class Database:
         indexed = lexical.ensure(self._conn)
         if indexed:
             log.info("lexical index of %s: %d events indexed", self.file, indexed)
+        self._version = self._data_version()
         self._load_mirrors()
         self.ann.opened(self._conn)
 
@@ -138,10 +148,43 @@ class Database:
             self._conn.close()
             self._conn = None
 
+    def run(self, ticket: object, fn: Callable[[], T]) -> T:
+        """``fn()`` on the database thread under ``ticket`` (see ``interrupt``)."""
+        with self._running_lock:
+            self._running = ticket
+        try:
+            return fn()
+        finally:
+            with self._running_lock:
+                self._running = None
+
+    def interrupt(self, ticket: object) -> None:
+        """Stop the statement of ``ticket``'s call if it is the one running (called from the
+        event loop's thread; ``sqlite3.Connection.interrupt`` is safe from any thread). The
+        lock makes sure no later call is hit: SQLite aborts only statements running now."""
+        with self._running_lock:
+            if self._running is ticket and self._conn is not None:
+                self._conn.interrupt()
+                self.interrupted += 1
+
     def ping(self) -> bool:
         return bool(self.conn.execute("SELECT 1").fetchone() == (1,))
 
     # ------------------------------------------------------------ mirrors
+
+    def _data_version(self) -> int:
+        return int(self.conn.execute("PRAGMA data_version").fetchone()[0])
+
+    def catch_up(self) -> int:
+        """Reload the mirrors if another connection committed since they were loaded, so a
+        search never reads vectors the database no longer holds (or misses new ones); returns
+        ``caught_up``. Costs one PRAGMA when nothing changed."""
+        version = self._data_version()
+        if version != self._version:
+            self._version = version
+            self._load_mirrors()
+            self.caught_up += 1
+        return self.caught_up
 
     def _dims(self) -> int:
         meta = self.get_meta()
@@ -250,7 +293,7 @@ class Database:
     # ------------------------------------------------------------ meta, counts, idempotency
 
     def get_meta(self) -> MemoryMeta | None:
-        return row_meta(self.conn.execute(_META_SQL).fetchone())
+        return row_meta(self.conn.execute(META_SQL).fetchone())
 
     def counts(self) -> Counts:
         row = self.conn.execute(

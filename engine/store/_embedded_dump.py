@@ -21,12 +21,14 @@ from typing import Any
 import numpy as np
 
 from engine.errors import Conflict
-from engine.models import NodeLabel
+from engine.models import ID_PREFIX, NodeLabel
 from engine.store import _embedded_lexical as lexical
 from engine.store._embedded_db import Database
 from engine.store._embedded_schema import (
     BINDING_COLS,
+    CATCH_UP_MARKS,
     LABEL_RANK,
+    MARK_STALE,
     allocation_key,
 )
 from engine.text import normalise_name
@@ -103,6 +105,8 @@ def _pages(file: Path, vectors: bool) -> Generator[list[Record], None, None]:
             conn.execute("SELECT key, result, created_at FROM idempotency ORDER BY key"),
             _save_record,
         )
+        if (ids := _ids(conn)) is not None:
+            yield [ids]
         conn.execute("COMMIT")
     finally:
         conn.close()
@@ -157,6 +161,24 @@ def _binding(r: tuple[Any, ...]) -> Record:
     }  # fmt: skip
 
 
+def _ids(conn: sqlite3.Connection) -> Record | None:
+    """The high-water marks (never below an allocated id present), or None when no id was
+    ever allocated."""
+    marks = dict.fromkeys(ID_PREFIX.values(), 0)
+    for prefix, last in conn.execute(_MARKS_SQL):
+        if prefix in marks:
+            marks[prefix] = max(marks[prefix], int(last))
+    if not any(marks.values()):
+        return None
+    return {"kind": "ids", **marks}
+
+
+_MARKS_SQL = (
+    "SELECT prefix, last FROM id_marks UNION ALL "
+    "SELECT id_prefix, MAX(id_num) FROM nodes WHERE id_prefix IS NOT NULL GROUP BY id_prefix"
+)
+
+
 def _save_record(r: tuple[Any, ...]) -> Record:
     return {"kind": "save_record", "key": r[0], "result": json.loads(r[1]), "created_at": r[2]}
 
@@ -175,7 +197,7 @@ def import_records(db: Database, records: Iterable[Record]) -> dict[str, int]:
 _EMPTY_SQL = (
     "SELECT EXISTS (SELECT 1 FROM nodes) OR EXISTS (SELECT 1 FROM meta) "
     "OR EXISTS (SELECT 1 FROM topics) OR EXISTS (SELECT 1 FROM idempotency) "
-    "OR EXISTS (SELECT 1 FROM chunks)"
+    "OR EXISTS (SELECT 1 FROM chunks) OR EXISTS (SELECT 1 FROM id_marks WHERE last > 0)"
 )
 
 
@@ -195,6 +217,8 @@ def _import(conn: sqlite3.Connection, records: Iterable[Record]) -> dict[str, in
         _WRITERS[kind](conn, rec, seq.get(kind, 0))
         counts[kind] += 1
     lexical.rebuild(conn)  # derived from the restored chunks and summaries
+    conn.execute(CATCH_UP_MARKS)  # a version 1 dump has no ids record
+    conn.execute(MARK_STALE)
     return dict(counts)
 
 
@@ -277,6 +301,14 @@ def _write_save_record(conn: sqlite3.Connection, rec: Record, _: int) -> None:
     )
 
 
+def _write_ids(conn: sqlite3.Connection, rec: Record, _: int) -> None:
+    conn.executemany(
+        "INSERT INTO id_marks (prefix, last) VALUES (?, ?) "
+        "ON CONFLICT (prefix) DO UPDATE SET last = MAX(last, excluded.last)",
+        [(prefix, int(rec[prefix])) for prefix in ID_PREFIX.values()],
+    )
+
+
 _WRITERS: dict[str, Callable[[sqlite3.Connection, Record, int], None]] = {
     "meta": _write_meta,
     "node": _write_node,
@@ -285,4 +317,5 @@ _WRITERS: dict[str, Callable[[sqlite3.Connection, Record, int], None]] = {
     "topic": _write_topic,
     "binding": _write_binding,
     "save_record": _write_save_record,
+    "ids": _write_ids,
 }

@@ -33,7 +33,7 @@ from engine.models import (
 )
 from engine.store._embedded_index import normalise
 
-LAYOUT_VERSION = 1
+LAYOUT_VERSION = 2  # 2: id_marks
 
 DDL = """
 CREATE TABLE IF NOT EXISTS nodes (
@@ -98,8 +98,17 @@ CREATE TABLE IF NOT EXISTS meta (
     model          TEXT NOT NULL,
     dimensions     INTEGER NOT NULL,
     updated_at     TEXT NOT NULL,
-    schema_version INTEGER NOT NULL
+    schema_version INTEGER NOT NULL,
+    stale          INTEGER NOT NULL DEFAULT 0  -- MemoryMeta.stale: restored without vectors
 );
+
+-- The id high-water mark per prefix (event, person, concept, location): the highest N ever
+-- allocated or restored. The allocator counts on from here, so an id is never handed out twice,
+-- not even after the node that carried it was forgotten.
+CREATE TABLE IF NOT EXISTS id_marks (
+    prefix TEXT PRIMARY KEY,
+    last   INTEGER NOT NULL
+) WITHOUT ROWID;
 
 CREATE TABLE IF NOT EXISTS idempotency (
     key        TEXT PRIMARY KEY,
@@ -127,6 +136,24 @@ CREATE TABLE IF NOT EXISTS topic_bindings (
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS topic_bindings_event ON topic_bindings (event_id);
 """
+
+# Raises every mark to at least the highest allocated id present: a database written before marks
+# existed, or a restore from a dump without an ``ids`` record. Marks only ever grow.
+CATCH_UP_MARKS = (
+    "INSERT INTO id_marks (prefix, last) SELECT id_prefix, MAX(id_num) FROM nodes "
+    "WHERE id_prefix IS NOT NULL GROUP BY id_prefix "
+    "ON CONFLICT (prefix) DO UPDATE SET last = MAX(last, excluded.last)"
+)
+
+META_SQL = (
+    "SELECT model, dimensions, updated_at, schema_version, stale FROM meta WHERE key = 'embedding'"
+)
+# After a restore: a memory with events but not one vector anywhere is stale (MemoryMeta.stale).
+MARK_STALE = (
+    "UPDATE meta SET stale = 1 WHERE EXISTS (SELECT 1 FROM nodes WHERE label = 'Event') "
+    "AND NOT EXISTS (SELECT 1 FROM nodes WHERE embedding IS NOT NULL) "
+    "AND NOT EXISTS (SELECT 1 FROM chunks WHERE embedding IS NOT NULL)"
+)
 
 LABEL_RANK: dict[NodeLabel, int] = {label: i for i, label in enumerate(NODE_LABELS)}
 _ALLOCATED = re.compile(r"^(" + "|".join(ID_PREFIX.values()) + r")_([0-9]+)$")
@@ -159,7 +186,16 @@ def connect(path: str) -> sqlite3.Connection:
     conn.execute("PRAGMA foreign_keys = ON")
     conn.execute("PRAGMA busy_timeout = 10000")
     conn.executescript(DDL)
-    conn.execute(f"PRAGMA user_version = {LAYOUT_VERSION}")
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        if "stale" not in {r[1] for r in conn.execute("PRAGMA table_info(meta)")}:
+            conn.execute("ALTER TABLE meta ADD COLUMN stale INTEGER NOT NULL DEFAULT 0")
+        conn.execute(CATCH_UP_MARKS)
+        conn.execute(f"PRAGMA user_version = {LAYOUT_VERSION}")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
     return conn
 
 
@@ -252,7 +288,11 @@ def row_meta(row: sqlite3.Row | tuple[Any, ...] | None) -> MemoryMeta | None:
     if row is None:
         return None
     return MemoryMeta(
-        model=row[0], dimensions=int(row[1]), updated_at=row[2], schema_version=int(row[3])
+        model=row[0],
+        dimensions=int(row[1]),
+        updated_at=row[2],
+        schema_version=int(row[3]),
+        stale=bool(row[4]) if len(row) > 4 else False,
     )
 
 

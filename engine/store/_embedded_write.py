@@ -33,6 +33,7 @@ from engine.store import _embedded_lexical as lexical
 from engine.store._embedded_index import F32, NewEvent, normalise
 from engine.store._embedded_schema import (
     LABEL_RANK,
+    META_SQL,
     allocation_key,
     json_result,
     result_json,
@@ -78,21 +79,36 @@ def _vec(vector: Any) -> F32 | None:
 
 
 class _Allocator:
-    """``1 + max N`` per prefix, read once inside the transaction, then counted up."""
+    """Ids count on from the prefix's high-water mark (``id_marks``), read once inside the
+    transaction; ``commit`` raises the marks to what was taken. Never ``1 + max N`` of the
+    nodes that exist now: a forgotten id stays used (cursors, quoteRefs, idempotency records
+    and client caches may still hold it)."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self._conn = conn
         self._next: dict[str, int] = {}
+        self._taken: set[str] = set()
 
     def take(self, prefix: str) -> str:
         if prefix not in self._next:
             row = self._conn.execute(
-                "SELECT MAX(id_num) FROM nodes WHERE id_prefix = ?", (prefix,)
+                "SELECT MAX(COALESCE((SELECT last FROM id_marks WHERE prefix = ?1), 0), "
+                "COALESCE((SELECT MAX(id_num) FROM nodes WHERE id_prefix = ?1), 0))",
+                (prefix,),
             ).fetchone()
-            self._next[prefix] = int(row[0] or 0) + 1
+            self._next[prefix] = int(row[0]) + 1
         n = self._next[prefix]
         self._next[prefix] = n + 1
+        self._taken.add(prefix)
         return f"{prefix}_{n}"
+
+    def commit(self) -> None:
+        """Record the highest id taken of each prefix (inside the same transaction)."""
+        self._conn.executemany(
+            "INSERT INTO id_marks (prefix, last) VALUES (?, ?) "
+            "ON CONFLICT (prefix) DO UPDATE SET last = MAX(last, excluded.last)",
+            [(p, self._next[p] - 1) for p in sorted(self._taken)],
+        )
 
     def next_seq(self) -> int:
         if "" not in self._next:
@@ -109,11 +125,7 @@ def ensure_meta(conn: sqlite3.Connection, meta: MemoryMeta) -> MemoryMeta:
         "VALUES ('embedding', ?, ?, ?, ?) ON CONFLICT (key) DO NOTHING",
         (meta.model, meta.dimensions, meta.updated_at, meta.schema_version),
     )
-    stored = row_meta(
-        conn.execute(
-            "SELECT model, dimensions, updated_at, schema_version FROM meta WHERE key = 'embedding'"
-        ).fetchone()
-    )
+    stored = row_meta(conn.execute(META_SQL).fetchone())
     assert stored is not None
     return stored
 
@@ -163,6 +175,7 @@ def apply_save(conn: sqlite3.Connection, plan: SavePlan) -> Written:
         out.result.refs[ent.ref] = node_id
         labels[node_id] = ent.label
     out.result.merged = list(merged.items())
+    alloc.commit()
     for rel in plan.relations:
         _insert_relation(conn, rel, out.result.refs, labels)
     if plan.topic is not None:
@@ -486,6 +499,6 @@ def replace_vectors(conn: sqlite3.Connection, vectors: VectorSet) -> None:
         "INSERT INTO meta (key, model, dimensions, updated_at, schema_version) "
         "VALUES ('embedding', ?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET model = excluded.model, "
         "dimensions = excluded.dimensions, updated_at = excluded.updated_at, "
-        "schema_version = excluded.schema_version",
+        "schema_version = excluded.schema_version, stale = 0",
         (m.model, m.dimensions, m.updated_at, m.schema_version),
     )

@@ -12,7 +12,10 @@ Conventions every adapter keeps:
   ``vector.similarity.cosine`` gives (1+cos)/2; its adapter converts).
 - Route ties are broken by event id ascending; ``recent_events`` orders by create_time DESC,
   id DESC.
-- Ids are allocated inside the write as ``1 + max N`` over ``^prefix_(\\d+)$`` (SPEC §1.3.6).
+- Ids are allocated inside the write, per prefix, from a persistent high-water mark: the
+  highest N ever allocated or restored (SPEC §1.3.6 says ``1 + max N``; a forgotten id is never
+  handed out again, so nothing that still holds it can point at another memory). The marks
+  survive forget, revectorize and export/restore (the dump's ``ids`` record).
 - Topics (SPEC §2) are graph data beside the four labels: ``Topic`` nodes with SUBTOPIC parent
   links, written by ``apply_save`` from ``plan.topic`` with a BINDS relationship to each event
   it creates. They appear in no entity query, neighbour list or count, only in ``topic_rows``
@@ -78,6 +81,12 @@ class Store(Protocol):
     async def get_meta(self) -> MemoryMeta | None: ...
 
     async def counts(self) -> Counts: ...
+
+    async def changed_elsewhere(self) -> bool:
+        """True when another process committed a write to this space since the last call
+        (``mnemoql import`` beside a running service, a second service on one Neo4j). Whatever
+        the store mirrors in memory has caught up by then; callers drop their own derived
+        state (the topic index). The first call only sets the baseline."""
 
     # ---- writes ----
     async def apply_save(self, plan: SavePlan) -> SaveResult:

@@ -113,6 +113,7 @@ class EmbeddedStore:
         self._writer: ThreadPoolExecutor | None = None
         self._compute: ThreadPoolExecutor | None = None
         self._open_lock = asyncio.Lock()  # binds to no loop until first used
+        self._caught_up = 0  # Database.caught_up at the last changed_elsewhere()
 
     @property
     def file(self) -> Path:
@@ -129,13 +130,22 @@ class EmbeddedStore:
     # ------------------------------------------------------------ plumbing
 
     async def _call(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-        """Run ``fn`` on the database thread."""
-        if self._writer is None:
+        """Run ``fn`` on the database thread. A caller that stops waiting (a request past its
+        deadline) stops the work too: a call still queued is dropped, and a statement that
+        is running is interrupted (``Database.run``; a write rolls back)."""
+        if self._writer is None or self._db is None:
             raise StoreUnavailable(
                 "the embedded store is not open; call open() first", zh="存储未打开"
             )
+        db, ticket = self._db, object()
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._writer, functools.partial(fn, *args, **kwargs))
+        job = functools.partial(db.run, ticket, functools.partial(fn, *args, **kwargs))
+        future = loop.run_in_executor(self._writer, job)
+        try:
+            return await future
+        except asyncio.CancelledError:
+            db.interrupt(ticket)
+            raise
 
     async def _compute_on(self, cells: int, fn: Callable[[], T]) -> T:
         """Run pure numpy work inline when tiny, else on the compute pool."""
@@ -207,6 +217,13 @@ class EmbeddedStore:
     async def get_meta(self) -> MemoryMeta | None:
         return await self._call(self._database.get_meta)
 
+    async def changed_elsewhere(self) -> bool:
+        """True when another process committed to this space since the last call (the
+        vector mirrors have caught up with it by then)."""
+        caught_up = await self._call(self._database.catch_up)
+        changed, self._caught_up = caught_up != self._caught_up, caught_up
+        return changed
+
     async def counts(self) -> Counts:
         return await self._call(self._database.counts)
 
@@ -253,6 +270,7 @@ class EmbeddedStore:
     ) -> list[tuple[Entity, float]]:
         _check_label(label)
         db = self._database
+        await self._call(db.catch_up)  # another process may have written (Database.catch_up)
         gen, view = db.generation, db.entities[label]
         q = normalise(vector)
         scored = await self._compute_on(
@@ -279,6 +297,7 @@ class EmbeddedStore:
         if limit <= 0:
             return []
         db = self._database
+        await self._call(db.catch_up)  # another process may have written (Database.catch_up)
         allowed = await self._call(db.events_in_groups, filters) if filters.groups else None
         view, gen = db.events, db.generation  # one snapshot for the whole computation
         q = normalise(query)
@@ -303,6 +322,7 @@ class EmbeddedStore:
         if not terms or limit <= 0 or (restrict is not None and not restrict):
             return []
         db = self._database
+        await self._call(db.catch_up)  # another process may have written (Database.catch_up)
         return await self._call(db.lexical_hits, terms, filters, exclude, restrict, limit)
 
     async def route_pool(

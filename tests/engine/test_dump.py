@@ -39,7 +39,7 @@ def test_lines_are_sorted_compact_and_unicode() -> None:
     line = dump.encode({"kind": "topic", "path": "生活", "name": "生活", "parent": None})
     assert line == '{"kind":"topic","name":"生活","parent":null,"path":"生活"}'
     assert dump.header_line(False) == (
-        '{"format":"mnemoql-memory","kind":"header","vectors":false,"version":1}'
+        '{"format":"mnemoql-memory","kind":"header","vectors":false,"version":2}'
     )
 
 
@@ -49,7 +49,7 @@ def test_a_valid_dump_reads_back_with_counts() -> None:
     got = list(reader.records())
     assert [r["kind"] for r in got] == ["meta", "node", "node", "relation"]
     assert dict(reader.counts) == {"meta": 1, "node": 2, "relation": 1}
-    assert reader.header == dump.Header(1, False)
+    assert reader.header == dump.Header(2, False)
 
 
 def test_unit_vectors_keep_their_bits_and_others_are_scaled() -> None:
@@ -72,7 +72,8 @@ def test_unit_vectors_keep_their_bits_and_others_are_scaled() -> None:
     ("first", "message"),
     [
         ('{"kind":"node"}', "not a mnemoql memory dump"),
-        ('{"format":"mnemoql-memory","kind":"header","vectors":false,"version":2}', "version 2"),
+        ('{"format":"mnemoql-memory","kind":"header","vectors":false,"version":3}', "version 3"),
+        ('{"format":"mnemoql-memory","kind":"header","vectors":false,"version":true}', "version"),
         ("[1, 2]", "not a JSON object"),
         ("{oops", "not JSON"),
     ],
@@ -114,6 +115,15 @@ BAD_CASES = {
         ['{"created_at":"t","key":"k","kind":"save_record","result":{}}'], "event_ids"),
     "unknown kind": (['{"kind":"vertex"}'], "unknown record kind"),
     "embedding without vectors": ([META, EVENT_VEC], "made without vectors"),
+    "ids mark below a node": (
+        [EVENT, '{"concept":0,"event":0,"kind":"ids","location":0,"person":0}'], "event_1"),
+    "ids record without a prefix": (['{"concept":0,"event":0,"kind":"ids","person":0}'],
+                                    "'location' must be an integer"),
+    "ids record with another field": (
+        ['{"concept":0,"event":0,"kind":"ids","location":0,"person":0,"topic":1}'], "unknown"),
+    "ids before save records": (
+        ['{"concept":0,"event":0,"kind":"ids","location":0,"person":0}',
+         '{"created_at":"t","key":"k","kind":"save_record","result":{}}'], "after ids records"),
 }  # fmt: skip
 
 

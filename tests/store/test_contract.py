@@ -21,6 +21,7 @@ from engine.models import (
 from engine.store.base import Store, route_pool_by_parts
 from engine.text import text_hash
 from tests.store._builders import (
+    DIMS,
     META,
     axis,
     concept,
@@ -126,7 +127,7 @@ async def test_imported_ids_are_ignored_by_the_allocator(store: Store) -> None:
     assert await save_one(store, axis(2)) == "event_1"
 
 
-async def test_allocator_takes_one_plus_the_maximum(store: Store) -> None:
+async def test_allocator_counts_on_from_the_highest_id_ever_taken(store: Store) -> None:
     ids = [await save_one(store, axis(0)) for _ in range(3)]
     assert ids == ["event_1", "event_2", "event_3"]
     await store.forget("event_2")  # a hole below the maximum is not reused
@@ -134,6 +135,40 @@ async def test_allocator_takes_one_plus_the_maximum(store: Store) -> None:
     ten = [await save_one(store, axis(0)) for _ in range(7)]
     assert ten[-1] == "event_11"  # numeric, not string, maximum (event_9 > event_11 as text)
     assert await save_one(store, axis(0)) == "event_12"
+
+
+async def test_forgotten_ids_are_never_handed_out_again(store: Store, reopen: Reopen) -> None:
+    """Issue #13, case 1: forget(event_1), then the next save must not become event_1."""
+    first = await store.apply_save(
+        plan(
+            [event("e", axis(0), content="Dave's note")],
+            [person("p", "Dave"), concept("c", "note"), location("l", "Leeds")],
+            [rel("PARTICIPATED_IN", "p", "e"), rel("MENTIONS", "e", "c"),
+             rel("OCCURRED_AT", "e", "l")],
+            key="K",
+        )
+    )  # fmt: skip
+    assert first.event_ids == ["event_1"]
+    assert await store.forget("event_1") == ["event_1", "person_1", "concept_1", "location_1"]
+    second = await store.apply_save(
+        plan(
+            [event("e", axis(1), content="Erin's tulips")],
+            [person("p", "Erin"), concept("c", "tulips"), location("l", "Leiden")],
+        )
+    )
+    assert second.event_ids == ["event_2"]
+    assert second.created == {"Person": ["person_2"], "Concept": ["concept_2"],
+                              "Location": ["location_2"]}  # fmt: skip
+    # the marks survive forgetting the newest ids, re-vectorizing and reopening
+    await store.forget("event_2")
+    await store.replace_vectors(
+        VectorSet(events={}, entities={}, chunks=[], meta=MemoryMeta("other", DIMS, "now"))
+    )
+    await store.close()
+    again = await reopen()
+    assert (await again.counts()).events == 0
+    third = await again.apply_save(plan([event("e", axis(2))], [person("p", "Frank")]))
+    assert third.event_ids == ["event_3"] and third.created == {"Person": ["person_3"]}
 
 
 async def test_duplicate_given_id_conflicts_and_writes_nothing(store: Store) -> None:

@@ -21,11 +21,12 @@ import pytest
 
 from engine import dump
 from engine.errors import Conflict, InvalidInput
-from engine.models import EMPTY_FILTERS, Filters, TopicDraft, epoch_ms
+from engine.models import EMPTY_FILTERS, Filters, TopicDraft, VectorSet, epoch_ms
 from engine.store.base import Store
 from engine.text import content_hash
 from tests.store._builders import (
     DIMS,
+    META,
     axis,
     concept,
     event,
@@ -213,10 +214,12 @@ async def test_a_memory_round_trips_through_every_store_unchanged(
     ids = await build_memory(store)
     original = await lines_of(store)
     before = normalised(await answers(store, ids))
-    assert original[0] == '{"format":"mnemoql-memory","kind":"header","vectors":true,"version":1}'
+    assert original[0] == '{"format":"mnemoql-memory","kind":"header","vectors":true,"version":2}'
+    # the forgotten event_5 still counts: the marks are the highest ids ever taken
+    assert original[-2] == '{"concept":2,"event":6,"kind":"ids","location":1,"person":2}'
     assert original[-1] == (
-        '{"counts":{"binding":4,"chunk":6,"meta":1,"node":11,"relation":12,"save_record":2,'
-        '"topic":7},"kind":"end"}'
+        '{"counts":{"binding":4,"chunk":6,"ids":1,"meta":1,"node":11,"relation":12,'
+        '"save_record":2,"topic":7},"kind":"end"}'
     )
     assert len(original) == len(set(original))
     for _name, factory in available():
@@ -252,17 +255,46 @@ async def test_a_restored_memory_keeps_allocating_after_its_highest_ids(
     result = await target.apply_save(
         plan([event("e", axis(0))], [person("p", "Carol"), concept("c", "new")])
     )
-    assert result.event_ids == ["event_6"]  # 1 + the highest restored id
+    # 1 + the restored high-water mark: event_5, forgotten in the original, is not reused
+    assert result.event_ids == ["event_7"]
     assert result.refs["p"] == "person_3" and result.refs["c"] == "concept_3"
     replay = await target.apply_save(plan([event("x", axis(1))], key="first-save"))
     assert replay.replayed and replay.event_ids == ["event_1", "book_ch3_e12"]
     assert (await target.counts()).events == 7
 
 
+async def test_a_version_1_dump_counts_on_from_its_highest_ids(store: Store) -> None:
+    """Dumps made before the ``ids`` record: the restored store starts after the highest id."""
+    source = [
+        '{"format":"mnemoql-memory","kind":"header","vectors":false,"version":1}',
+        '{"dimensions":8,"kind":"meta","model":"test-embedder","schema_version":1,'
+        '"updated_at":"2026-03-01T09:00:00+08:00"}',
+        '{"content":"c","content_hash":"' + content_hash("c") + '","create_date":"2026-03-01",'
+        '"create_time":"2026-03-01T10:00:00+08:00","id":"event_4","kind":"node","label":"Event",'
+        '"summary":"s","time":null}',
+        '{"counts":{"meta":1,"node":1},"kind":"end"}',
+    ]
+    await restore(store, source)
+    assert await save_one(store, axis(0)) == "event_5"
+    assert (await lines_of(store, vectors=False))[-2] == (
+        '{"concept":0,"event":5,"kind":"ids","location":0,"person":0}'
+    )
+
+
+async def test_an_ids_record_below_the_ids_of_the_dump_is_refused(store: Store) -> None:
+    await save_one(store, axis(0))
+    lines = await lines_of(store, vectors=False)
+    assert lines[-2] == '{"concept":0,"event":1,"kind":"ids","location":0,"person":0}'
+    lines[-2] = '{"concept":0,"event":0,"kind":"ids","location":0,"person":0}'
+    with pytest.raises(InvalidInput, match="event_1"):
+        for _ in dump.DumpReader(lines).records():
+            pass
+
+
 async def test_an_export_without_vectors_carries_none(store: Store, fresh: Fresh) -> None:
     ids = await build_memory(store)
     lines = await lines_of(store, vectors=False)
-    assert lines[0].endswith('"vectors":false,"version":1}')
+    assert lines[0].endswith('"vectors":false,"version":2}')
     assert not any('"embedding"' in line for line in lines)
     target = await fresh.make(STORE_FACTORIES[_factory_name(store)])
     await restore(target, lines)
@@ -273,6 +305,18 @@ async def test_an_export_without_vectors_carries_none(store: Store, fresh: Fresh
     assert (await target.get_chunks([ids["e1"]]))[ids["e1"]][1].text == CJK[
         len(CJK) // 3 : 2 * (len(CJK) // 3)
     ]
+    # Issue #13, case 4: a memory without vectors says so, until it is re-embedded
+    meta = await target.get_meta()
+    assert meta is not None and meta.stale is True
+    assert (await store.get_meta()).stale is False  # type: ignore[union-attr]
+    await target.replace_vectors(
+        VectorSet(events={ids["e1"]: axis(0)}, entities={}, chunks=[], meta=META)
+    )
+    assert await target.get_meta() == META  # stale no more
+    # a dump that carries vectors restores fresh
+    with_vectors = await fresh.make(STORE_FACTORIES[_factory_name(store)])
+    await restore(with_vectors, await lines_of(store, vectors=True))
+    assert (await with_vectors.get_meta()).stale is False  # type: ignore[union-attr]
 
 
 async def test_an_empty_memory_round_trips(store: Store, fresh: Fresh) -> None:

@@ -84,3 +84,35 @@ async def test_an_unopenable_location_is_store_unavailable(tmp_path: Path) -> No
     with pytest.raises(StoreUnavailable):
         await store.open()
     assert await store.ping() is False
+
+
+async def test_a_caller_that_stops_waiting_stops_the_statement(tmp_path: Path) -> None:
+    """Issue #13, case 5: a deadline stops the work it times out, not only the request. A slow
+    filter (100 `contains` over 9 MB of text) is interrupted on the database thread, which is
+    free for the next call at once."""
+    import asyncio
+
+    from engine.models import AnyOf, Cond, Page
+    from tests.store._builders import event, plan
+
+    store = EmbeddedStore(tmp_path)
+    await store.open()
+    try:
+        body = "the heron waited by the pond " * 1_000  # 29 KB
+        for start in range(0, 300, 50):
+            await store.apply_save(
+                plan([event(f"e{i}", axis(0), content=f"{i} {body}") for i in range(start,
+                                                                                    start + 50)])
+            )  # fmt: skip
+        slow = AnyOf(tuple(Cond("content", "contains", f"zebra{i}") for i in range(100)))
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(
+                store.list_nodes("Event", slow, ("create_time", "DESC"), Page(5)), 0.3
+            )
+        assert store._database.interrupted == 1
+        assert (await store.counts()).events == 300  # the thread answers; nothing was harmed
+        cheap = AnyOf((Cond("content", "contains", "299 the heron"),))
+        page = await store.list_nodes("Event", cheap, ("create_time", "DESC"), Page(5))
+        assert len(page.nodes) == 1
+    finally:
+        await store.close()

@@ -22,6 +22,7 @@ from engine.errors import InvalidInput
 from engine.models import (
     ADJACENCY,
     ENTITY_LABELS,
+    ID_PREFIX,
     NODE_LABELS,
     REL_TYPES,
     TOPIC_LABEL,
@@ -149,7 +150,7 @@ NODE_MAP: Final = (
 )
 CHUNK_MAP: Final = "c {.event_id, .chunk_index, .start, .end, .text, .text_hash}"
 CHUNK_MAP_VEC: Final = CHUNK_MAP[:-1] + ", .embedding}"
-META_MAP: Final = "m {.model, .dimensions, .updated_at, .schema_version}"
+META_MAP: Final = "m {.model, .dimensions, .updated_at, .schema_version, .stale}"
 
 # ---------------------------------------------------------------- meta, counts, records
 
@@ -185,9 +186,33 @@ EVENTS_WITH_HASH: Final = (
 LOCK_SPACE: Final = f"""
 MERGE (s:{SPACE_LABEL} {{space: $space}})
 ON CREATE SET s.seq = 0
-SET s.seq = s.seq + $n
+SET s.seq = s.seq + $n, s.writes = coalesce(s.writes, 0) + 1
 RETURN s.seq - $n + 1 AS first
 """
+# ``writes`` counts committed write transactions of the space, from every process: a store
+# compares it with its own count to notice writes made elsewhere (``changed_elsewhere``).
+GET_WRITES: Final = f"MATCH (s:{SPACE_LABEL} {{space: $space}}) RETURN s.writes AS n"
+# The id high-water marks live on the space node: ``last_<prefix>`` is the highest N ever
+# allocated (or restored) for that prefix; the allocator counts on from it, so a forgotten id
+# is never handed out again. A space written before marks existed has none: the allocator then
+# starts from the highest id present (MAX_NUM). Read and written under LOCK_SPACE.
+MARK_PROPERTY: Final[dict[NodeLabel, str]] = {
+    lbl: f"last_{ID_PREFIX[lbl]}" for lbl in NODE_LABELS
+}
+GET_MARKS: Final = (
+    f"MATCH (s:{SPACE_LABEL} {{space: $space}}) RETURN "
+    + ", ".join(f"s.{prop} AS {ID_PREFIX[lbl]}" for lbl, prop in MARK_PROPERTY.items())
+)
+SET_MARKS: Final = (
+    f"MATCH (s:{SPACE_LABEL} {{space: $space}}) SET "
+    + ", ".join(
+        f"s.{prop} = CASE WHEN ${ID_PREFIX[lbl]} IS NULL THEN s.{prop} "
+        f"WHEN s.{prop} IS NULL OR s.{prop} < ${ID_PREFIX[lbl]} THEN ${ID_PREFIX[lbl]} "
+        f"ELSE s.{prop} END"
+        for lbl, prop in MARK_PROPERTY.items()
+    )
+    + " RETURN count(s) AS n"
+)
 ENSURE_META: Final = f"""
 MERGE (m:MemoryMeta {{space: $space, key: 'embedding'}})
 ON CREATE SET m.model = $model, m.dimensions = $dims, m.updated_at = $at, m.schema_version = $v
@@ -196,6 +221,7 @@ RETURN {META_MAP} AS m
 SET_META: Final = """
 MERGE (m:MemoryMeta {space: $space, key: 'embedding'})
 SET m.model = $model, m.dimensions = $dims, m.updated_at = $at, m.schema_version = $v
+REMOVE m.stale
 """
 MAX_NUM: Final[dict[NodeLabel, str]] = {
     lbl: f"MATCH (n:{lbl}) WHERE n.space = $space AND n.num IS NOT NULL RETURN max(n.num) AS m"

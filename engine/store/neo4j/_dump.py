@@ -32,6 +32,7 @@ from neo4j import AsyncManagedTransaction
 from engine.errors import Conflict
 from engine.models import (
     ENTITY_LABELS,
+    ID_PREFIX,
     NODE_LABELS,
     EntityLabel,
     NodeLabel,
@@ -99,7 +100,9 @@ CHECK: Final = (
 )
 FINISH: Final = (
     f"MATCH (s:{q.SPACE_LABEL} {{space: $space}}) WHERE s.importing = $token "
-    "SET s.seq = $seq REMOVE s.importing, s.import_batches RETURN count(s) AS n"
+    "SET s.seq = $seq, s.writes = coalesce(s.writes, 0) + 1, "
+    + ", ".join(f"s.{prop} = ${ID_PREFIX[lbl]}" for lbl, prop in q.MARK_PROPERTY.items())
+    + " REMOVE s.importing, s.import_batches RETURN count(s) AS n"
 )
 IMPORT_META: Final = """
 UNWIND $rows AS r
@@ -164,6 +167,8 @@ CREATE (t)-[b:BINDS {timestamp: r.timestamp, activation_weight: r.activation,
                      context_independence_weight: r.independence, related_paths: r.related}]->(e)
 RETURN count(b) AS n
 """
+MARK_STALE: Final = "MATCH (m:MemoryMeta {space: $space, key: 'embedding'}) SET m.stale = true"
+IMPORT_NOTHING: Final = "RETURN size($rows) AS n"  # records whose content _finish writes
 IMPORT_SAVE_RECORDS: Final = f"""
 UNWIND $rows AS r
 CREATE (x:{q.RECORD_LABEL} {{space: $space, key: r.key, result: r.result,
@@ -222,6 +227,17 @@ async def export_records(store: Neo4jStore, vectors: bool) -> AsyncIterator[Reco
     for r in sorted(records, key=lambda r: str(r["key"])):
         yield {"kind": "save_record", "key": r["key"], "result": _json(r["result"]),
                "created_at": r["created_at"]}  # fmt: skip
+    # read last: every node exported above was allocated before this read, so its number is
+    # below the mark; a space from before the marks counts from its highest id
+    marks = dict.fromkeys(ID_PREFIX.values(), 0)
+    for row in await store._run(q.GET_MARKS):
+        marks.update({p: int(v) for p, v in row.items() if v is not None})
+    for node_id in labels:
+        if (num := rec.allocation_number(node_id)) is not None:
+            prefix = node_id.rpartition("_")[0]
+            marks[prefix] = max(marks[prefix], num)
+    if any(marks.values()):
+        yield {"kind": "ids", **marks}
 
 
 def _pages(ids: Sequence[str], size: int = BATCH) -> Iterator[list[str]]:
@@ -293,6 +309,9 @@ class Importer:
         self.labels: dict[str, NodeLabel] = {}
         self.seq = 0
         self.dims: int | None = None
+        self.marks: dict[str, int] = dict.fromkeys(ID_PREFIX.values(), 0)
+        self.events = 0
+        self.vectors = 0  # records that carried an embedding
 
     async def run(self, records: Iterable[Record]) -> dict[str, int]:
         await self._begin()
@@ -343,7 +362,10 @@ class Importer:
             )  # fmt: skip
 
     async def _finish(self) -> None:
-        rows = await self.store._run(FINISH, {"token": self.token, "seq": self.seq}, writable=True)
+        if self.events and not self.vectors:  # MemoryMeta.stale until a re-vectorize
+            await self.store._run(MARK_STALE, writable=True)
+        params = {"token": self.token, "seq": self.seq, **self.marks}
+        rows = await self.store._run(FINISH, params, writable=True)
         if not rows or int(rows[0]["n"]) != 1:
             raise Conflict(f"the restore of space {self.store.space!r} was taken over")
 
@@ -384,8 +406,14 @@ class Importer:
         for r in records:
             label: NodeLabel = q.label(r["label"])
             self.seq += 1
+            self.events += label == "Event"
+            self.vectors += r.get("embedding") is not None
             self.labels[r["id"]] = label
-            row = {"id": r["id"], "num": rec.allocation_number(r["id"]), "seq": self.seq,
+            num = rec.allocation_number(r["id"])
+            if num is not None:
+                prefix = r["id"].rpartition("_")[0]
+                self.marks[prefix] = max(self.marks[prefix], num)
+            row = {"id": r["id"], "num": num, "seq": self.seq,
                    "create_time": r["create_time"], **_vector_row(r.get("embedding"))}  # fmt: skip
             if label == "Event":
                 row.update({k: r[k] for k in _EVENT_KEYS})
@@ -399,6 +427,7 @@ class Importer:
         return [(query, rows) for query, rows in out if rows]
 
     def _chunk(self, records: list[Record]) -> list[tuple[str, list[Record]]]:
+        self.vectors += sum(r.get("embedding") is not None for r in records)
         rows = [
             {k: r[k] for k in ("event_id", "chunk_index", "start", "end", "text", "text_hash")}
             | _vector_row(r.get("embedding"))
@@ -433,6 +462,14 @@ class Importer:
             for r in records
         ]  # fmt: skip
         return [(IMPORT_BINDINGS, rows)]
+
+    def _ids(self, records: list[Record]) -> list[tuple[str, list[Record]]]:
+        """The marks are written by ``_finish`` (with the seq counter); the batch only proves
+        the import is still ours, like every other."""
+        for r in records:
+            for prefix in self.marks:
+                self.marks[prefix] = max(self.marks[prefix], int(r[prefix]))
+        return [(IMPORT_NOTHING, records)]
 
     def _save_record(self, records: list[Record]) -> list[tuple[str, list[Record]]]:
         rows = [{"key": r["key"], "result": json.dumps(r["result"], ensure_ascii=False),

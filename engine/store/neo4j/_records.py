@@ -133,6 +133,7 @@ def meta(m: dict[str, Any] | None) -> MemoryMeta | None:
         dimensions=int(m["dimensions"]),
         updated_at=m["updated_at"],
         schema_version=int(m.get("schema_version") or 1),
+        stale=bool(m.get("stale")),
     )
 
 

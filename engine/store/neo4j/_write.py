@@ -104,7 +104,8 @@ def check_plan(plan: SavePlan) -> None:
 
 
 class SaveTx:
-    """One apply_save: ids (``1 + max N`` per prefix, read inside the transaction), events
+    """One apply_save: ids (counted on from the space's high-water marks, read under its
+    lock), events
     and chunks, new and merged entities, relations, MemoryMeta if absent, idempotency record."""
 
     def __init__(self, tx: AsyncManagedTransaction, space: str, plan: SavePlan) -> None:
@@ -114,6 +115,7 @@ class SaveTx:
         self.result = SaveResult(event_ids=[], created={}, merged=[], refs={})
         self.labels: dict[str, NodeLabel] = {}
         self._next: dict[NodeLabel, int] = {}
+        self._marks: dict[str, Any] | None = None
         self._seq = 0
 
     async def _q(self, query: str, **params: Any) -> list[dict[str, Any]]:
@@ -136,6 +138,7 @@ class SaveTx:
         )
         await self._events()
         await self._entities()
+        await self._record_marks()
         await self._relations()
         if plan.topic is not None:
             await write_topic(
@@ -153,11 +156,21 @@ class SaveTx:
 
     async def _take(self, label: NodeLabel) -> tuple[str, int]:
         if label not in self._next:
-            rows = await self._q(q.MAX_NUM[label])
-            self._next[label] = int(rows[0]["m"] or 0) + 1
+            if self._marks is None:
+                self._marks = (await self._q(q.GET_MARKS))[0]
+            mark = self._marks.get(ID_PREFIX[label])
+            if mark is None:  # a space from before the marks: count on from the highest id
+                mark = (await self._q(q.MAX_NUM[label]))[0]["m"]
+            self._next[label] = int(mark or 0) + 1
         n = self._next[label]
         self._next[label] = n + 1
         return f"{ID_PREFIX[label]}_{n}", n
+
+    async def _record_marks(self) -> None:
+        """Raise the high-water marks to the ids this save took."""
+        if self._next:
+            taken = {ID_PREFIX[lbl]: n - 1 for lbl, n in self._next.items()}
+            await self._q(q.SET_MARKS, **{p: taken.get(p) for p in ID_PREFIX.values()})
 
     def _take_seq(self) -> int:
         self._seq += 1

@@ -17,9 +17,9 @@ Transactions
     Each write is one managed transaction (``execute_write`` retries transient failures, so
     the transaction functions have no side effects outside the database). A write first
     MERGEs the space's ``MnemoSpace`` node and bumps its counter: that write lock serialises
-    saves of one space across processes, which keeps ``1 + max N`` id allocation safe. Schema
-    statements run in their own auto-commit transactions (Neo4j refuses schema and data
-    changes in one transaction).
+    saves of one space across processes, which keeps id allocation (from the high-water marks
+    on that node) safe. Schema statements run in their own auto-commit transactions (Neo4j
+    refuses schema and data changes in one transaction).
 
 All Cypher text is static (see ``_cypher.py``); labels and relationship types reach it only
 through allow-lists.
@@ -72,6 +72,7 @@ from engine.models import (
     VectorSet,
     Where,
 )
+from engine.redact import mask_url
 from engine.store.neo4j import _cypher as q
 from engine.store.neo4j import _dump as dump
 from engine.store.neo4j import _lexical as lexical
@@ -139,6 +140,7 @@ class Neo4jStore:
         self._timeout = connection_timeout
         self._driver: AsyncDriver | None = None
         self._vector_indexes = False
+        self._writes: int | None = None  # committed writes of the space as this store counts
         self.index_min_events = index_min_events
         self.index_overfetch = index_overfetch
         self._index_seen = -routes.INDEX_STATE_TTL  # monotonic time of the last state read
@@ -162,13 +164,13 @@ class Neo4jStore:
     def _unavailable(self, exc: Exception) -> StoreUnavailable:
         if isinstance(exc, AuthError):
             return StoreUnavailable(
-                f"Neo4j at {self.uri} rejected the credentials of user {self.user!r}; "
+                f"Neo4j at {mask_url(self.uri)} rejected the credentials of user {self.user!r}; "
                 "check the configured user and password",
                 zh="Neo4j 认证失败",
             )
         return StoreUnavailable(
-            f"Neo4j at {self.uri} is unavailable ({type(exc).__name__}); check that it runs "
-            "and is reachable",
+            f"Neo4j at {mask_url(self.uri)} is unavailable ({type(exc).__name__}); check that "
+            "it runs and is reachable",
             zh="Neo4j 不可用",
         )
 
@@ -242,6 +244,7 @@ class Neo4jStore:
             # verify_connectivity does not retry: a server that is down fails open() at once.
             await self._driver.verify_connectivity()
             await self._ensure_schema()
+            await self.changed_elsewhere()  # the baseline of the writes counter
         except (ServiceUnavailable, SessionExpired, AuthError, OSError) as exc:
             await self.close()
             raise self._unavailable(exc) from exc
@@ -249,8 +252,8 @@ class Neo4jStore:
             await self.close()
             if exc.code == "Neo.ClientError.Database.DatabaseNotFound":
                 raise StoreUnavailable(
-                    f"Neo4j at {self.uri} has no database {self.database!r}; create it or "
-                    "leave the database unset to use the server's default",
+                    f"Neo4j at {mask_url(self.uri)} has no database {self.database!r}; create it "
+                    "or leave the database unset to use the server's default",
                     zh="Neo4j 数据库不存在",
                 ) from exc
             raise
@@ -331,6 +334,7 @@ class Neo4jStore:
             return await write.SaveTx(tx, self.space, plan).run()
 
         result = await self._write(work)
+        self._wrote()
         if not self._vector_indexes and not result.replayed:
             await self._create_vector_indexes(plan.meta.dimensions)
         return result
@@ -348,6 +352,7 @@ class Neo4jStore:
             await write.replace_vectors(tx, self.space, vectors)
 
         await self._write(work)
+        self._wrote()
         # SPEC §1.12.5: rebuild the four vector indexes (and the chunk index) at the new width,
         # outside the data transaction. The routes fall back to exact scans without them, so a
         # failure here only costs speed.
@@ -667,6 +672,7 @@ class Neo4jStore:
             await write.bind_topic(tx, self.space, draft, event_ids, timestamp)
 
         await self._write(work)
+        self._wrote()
 
     # ------------------------------------------------------------ deletion
 
@@ -674,7 +680,9 @@ class Neo4jStore:
         async def work(tx: AsyncManagedTransaction) -> list[str]:
             return await write.forget(tx, self.space, event_id)
 
-        return await self._write(work)
+        deleted = await self._write(work)
+        self._wrote()
+        return deleted
 
     # ------------------------------------------------------------ whole-memory dump
 
@@ -685,7 +693,25 @@ class Neo4jStore:
     async def import_records(self, records: Iterable[dict[str, Any]]) -> dict[str, int]:
         """Batches of one transaction each into an empty space, undone on failure (see
         ``_dump.py``)."""
-        return await dump.Importer(self).run(records)
+        counts = await dump.Importer(self).run(records)
+        self._wrote()
+        return counts
+
+    # ------------------------------------------------------------ other writers
+
+    def _wrote(self) -> None:
+        """One more committed write of this process (each bumps the space's ``writes``)."""
+        if self._writes is not None:
+            self._writes += 1
+
+    async def changed_elsewhere(self) -> bool:
+        """True when another process committed a write to this space since the last call
+        (the space's ``writes`` counter ran ahead of this store's own count)."""
+        rows = await self._run(q.GET_WRITES)
+        current = int(rows[0]["n"] or 0) if rows else 0
+        changed = self._writes is not None and current != self._writes
+        self._writes = current
+        return changed
 
 
 async def _none() -> list[dict[str, Any]]:
