@@ -55,7 +55,14 @@ from web.graphql_http import (
     unknown_operation,
     websocket_required,
 )
-from web.guards import BodyLimit, MutationDeadline, input_guard, note_body, within_deadline
+from web.guards import (
+    BodyLimit,
+    MutationDeadline,
+    collector_paused,
+    input_guard,
+    note_body,
+    within_deadline,
+)
 from web.mcp.mount import McpMount
 from web.service import open_store, warm_up
 
@@ -125,7 +132,8 @@ class MemoryGraphQL(GraphQL[RequestContext, None]):
         # the parser's recursion limit, and JSON that is not an object (it calls `.get`)
         note_body(data)  # InputGuard skips its walk for lone surrogates when none can be there
         try:
-            parsed = super().parse_json(data)
+            with collector_paused(len(data)):
+                parsed = super().parse_json(data)
         except (UnicodeDecodeError, RecursionError) as exc:
             raise HTTPException(400, "Unable to parse request body as JSON") from exc
         if not isinstance(parsed, dict | list):

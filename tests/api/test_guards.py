@@ -395,3 +395,32 @@ async def test_revectorize_faults_change_nothing(
         again = await api.gql('{ search(query: "Berlin", session: "r2") { items { eventId } } }')
         assert again == page
         assert (await api.gql(REVEC))["revectorize"]["events"] == 12  # and it works afterwards
+
+
+async def test_a_large_body_is_parsed_with_the_collector_paused_and_resumed(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import gc
+
+    from web import guards
+
+    seen: list[bool] = []
+    real_loads = guards.json.loads  # strawberry parses with the json module too
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        seen.append(gc.isenabled())
+        return real_loads(*args, **kwargs)
+
+    monkeypatch.setattr("json.loads", spy)
+    padding = "x" * (guards.GC_FREE_PARSE_BYTES + 10)
+    query = "query($p: String) { memoryIndex { counts { events } } }"
+    for body in (
+        f'{{"query": "{query}", "variables": {{"p": "{padding}"}}}}',  # large: paused
+        f'{{"query": "{query}"}}',  # small: left alone
+        f'{{"query": "{query}", "variables": {{"p": "{padding}"',  # large and broken
+    ):
+        r = await api.client.post("/graphql", content=body,
+                                  headers={"content-type": "application/json"})  # fmt: skip
+        assert r.status_code in (200, 400), r.text
+        assert gc.isenabled()  # resumed, also after a parse error
+    assert seen[:3] == [False, True, False], seen
