@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import re
 import sqlite3
-import threading
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, TypeVar
@@ -18,7 +17,6 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 from engine.errors import InvalidInput
 from engine.models import (
     ENTITY_LABELS,
-    NODE_LABELS,
     REL_TYPES,
     Binding,
     Chunk,
@@ -63,13 +61,10 @@ from engine.store._embedded_index import (
 from engine.store._embedded_load import load_entities, load_events
 from engine.store._embedded_query import (
     IN_SET,
-    check_page,
-    compile_where,
     event_filter_sql,
-    flip,
     json_set,
-    sort_key,
 )
+from engine.store._embedded_reader import Tickets, list_nodes
 from engine.store._embedded_schema import (
     BINDING_COLS,
     CHUNK_COLS,
@@ -117,9 +112,7 @@ class Database:
         # running service) commits, never for this connection's own writes
         self._version: int | None = None
         self.caught_up = 0  # grows by one each time the mirrors catch up with another writer
-        self._running: object | None = None  # the ticket of the call on the database thread
-        self._running_lock = threading.Lock()
-        self.interrupted = 0  # statements stopped because their caller gave up
+        self.tickets = Tickets()  # which call runs on the database thread (``interrupt``)
 
     def _snapshot(self) -> tuple[int, EventView, dict[EntityLabel, EntityView]]:
         return self.generation, self.events, self.entities
@@ -150,22 +143,15 @@ class Database:
 
     def run(self, ticket: object, fn: Callable[[], T]) -> T:
         """``fn()`` on the database thread under ``ticket`` (see ``interrupt``)."""
-        with self._running_lock:
-            self._running = ticket
-        try:
-            return fn()
-        finally:
-            with self._running_lock:
-                self._running = None
+        return self.tickets.run(ticket, fn)
 
     def interrupt(self, ticket: object) -> None:
-        """Stop the statement of ``ticket``'s call if it is the one running (called from the
-        event loop's thread; ``sqlite3.Connection.interrupt`` is safe from any thread). The
-        lock makes sure no later call is hit: SQLite aborts only statements running now."""
-        with self._running_lock:
-            if self._running is ticket and self._conn is not None:
-                self._conn.interrupt()
-                self.interrupted += 1
+        """Stop the statement of ``ticket``'s call if it is the one running."""
+        self.tickets.interrupt(ticket, self._conn)
+
+    @property
+    def interrupted(self) -> int:
+        return self.tickets.interrupted
 
     def ping(self) -> bool:
         return bool(self.conn.execute("SELECT 1").fetchone() == (1,))
@@ -435,32 +421,7 @@ class Database:
     def list_nodes(
         self, label: NodeLabel, where: Where | None, sort: SortSpec, page: Page
     ) -> NodePage:
-        if label not in NODE_LABELS:
-            raise InvalidInput(f"unknown label {label!r}; use one of {', '.join(NODE_LABELS)}")
-        key, direction = sort_key(label, sort)
-        cond, params = compile_where(label, where)
-        check_page(page)
-        total = self.conn.execute(
-            f"SELECT COUNT(*) FROM nodes WHERE label = ? AND ({cond})", [label, *params]
-        ).fetchone()[0]
-        sql = f"SELECT {NODE_COLS}, {key} FROM nodes WHERE label = ? AND ({cond})"
-        args: list[Any] = [label, *params]
-        order = flip(direction) if page.backward else direction  # backward: walk back, reverse
-        if page.position is not None:
-            sql += f" AND ({key}, id) {'>' if order == 'ASC' else '<'} (?, ?)"
-            args += list(page.position)
-        sql += f" ORDER BY {key} {order}, id {order} LIMIT ?"
-        rows = self.conn.execute(sql, [*args, page.size + 1]).fetchall()
-        rows, more = rows[: page.size], len(rows) > page.size
-        if page.backward:
-            rows.reverse()
-        return NodePage(
-            nodes=[row_node(r) for r in rows],
-            has_next=more and not page.backward,
-            positions=[(r[-1], r[1]) for r in rows],
-            total=int(total),
-            has_previous=more and page.backward,
-        )
+        return list_nodes(self.conn, label, where, sort, page)
 
     def neighbours(
         self,

@@ -30,7 +30,7 @@ import sqlite3
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, ParamSpec, Protocol, TypeVar
 
 from engine.errors import InvalidInput, StoreUnavailable
 from engine.models import (
@@ -68,6 +68,7 @@ from engine.store import _embedded_dump as dump
 from engine.store._embedded_ann import AnnSettings
 from engine.store._embedded_db import Database
 from engine.store._embedded_index import normalise
+from engine.store._embedded_reader import Reader
 from engine.store._embedded_search import entity_hits, route_hits
 from engine.store.base import route_pool_by_parts
 
@@ -80,6 +81,27 @@ DB_SUFFIXES = frozenset({".db", ".sqlite", ".sqlite3"})
 SPACE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 # Below this many matrix cells the maths is cheaper than a hop to the compute pool.
 _INLINE_CELLS = 1 << 18
+
+
+class _Runs(Protocol):
+    def run(self, ticket: object, fn: Callable[[], T]) -> T: ...
+    def interrupt(self, ticket: object) -> None: ...
+
+
+async def _interruptible(
+    target: _Runs, pool: ThreadPoolExecutor, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs
+) -> T:
+    """``fn`` on ``pool``'s thread under a ticket of its own; a caller that stops waiting
+    drops it if queued and interrupts its statement if running."""
+    ticket = object()
+    loop = asyncio.get_running_loop()
+    job = functools.partial(target.run, ticket, functools.partial(fn, *args, **kwargs))
+    future = loop.run_in_executor(pool, job)
+    try:
+        return await future
+    except asyncio.CancelledError:
+        target.interrupt(ticket)
+        raise
 
 
 class EmbeddedStore:
@@ -112,6 +134,8 @@ class EmbeddedStore:
         self._db: Database | None = None
         self._writer: ThreadPoolExecutor | None = None
         self._compute: ThreadPoolExecutor | None = None
+        self._reader: Reader | None = None  # list queries, on a connection and thread of their own
+        self._reading: ThreadPoolExecutor | None = None
         self._open_lock = asyncio.Lock()  # binds to no loop until first used
         self._caught_up = 0  # Database.caught_up at the last changed_elsewhere()
 
@@ -137,15 +161,21 @@ class EmbeddedStore:
             raise StoreUnavailable(
                 "the embedded store is not open; call open() first", zh="存储未打开"
             )
-        db, ticket = self._db, object()
-        loop = asyncio.get_running_loop()
-        job = functools.partial(db.run, ticket, functools.partial(fn, *args, **kwargs))
-        future = loop.run_in_executor(self._writer, job)
-        try:
-            return await future
-        except asyncio.CancelledError:
-            db.interrupt(ticket)
-            raise
+        return await _interruptible(self._db, self._writer, fn, *args, **kwargs)
+
+    async def _read(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        """Run ``fn`` on the reader's thread (``_embedded_reader``), stopped like ``_call``."""
+        if self._reading is None or self._reader is None:
+            raise StoreUnavailable(
+                "the embedded store is not open; call open() first", zh="存储未打开"
+            )
+        return await _interruptible(self._reader, self._reading, fn, *args, **kwargs)
+
+    @property
+    def interrupted(self) -> int:
+        """Statements stopped because their caller gave up, on both connections."""
+        db, reader = self._db, self._reader
+        return (db.interrupted if db else 0) + (reader.tickets.interrupted if reader else 0)
 
     async def _compute_on(self, cells: int, fn: Callable[[], T]) -> T:
         """Run pure numpy work inline when tiny, else on the compute pool."""
@@ -185,7 +215,17 @@ class EmbeddedStore:
             writer.submit(db.close)
             writer.shutdown(wait=False)
             raise
+        reading = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"mnemoql-read-{self.space}")
+        reader = Reader(self.file)
+        try:
+            await asyncio.get_running_loop().run_in_executor(reading, reader.open)
+        except BaseException:
+            reading.shutdown(wait=False)
+            writer.submit(db.close)
+            writer.shutdown(wait=False)
+            raise
         self._writer, self._db = writer, db
+        self._reading, self._reader = reading, reader
         self._compute = ThreadPoolExecutor(
             max_workers=max(1, min(4, os.cpu_count() or 1)),
             thread_name_prefix=f"mnemoql-vec-{self.space}",
@@ -193,16 +233,22 @@ class EmbeddedStore:
 
     async def close(self) -> None:
         db, writer, compute = self._db, self._writer, self._compute
+        reader, reading = self._reader, self._reading
         if db is None or writer is None:
             return
+        loop = asyncio.get_running_loop()
         try:
             # Queued behind any pending work (one worker, FIFO), so that work finishes first.
-            await asyncio.get_running_loop().run_in_executor(writer, db.close)
+            if reader is not None and reading is not None:
+                await loop.run_in_executor(reading, reader.close)
+            await loop.run_in_executor(writer, db.close)
         finally:
             self._db = self._writer = self._compute = None
+            self._reader = self._reading = None
             writer.shutdown(wait=False)
-            if compute is not None:
-                compute.shutdown(wait=False)
+            for pool in (compute, reading):
+                if pool is not None:
+                    pool.shutdown(wait=False)
 
     async def ping(self) -> bool:
         if self._db is None:
@@ -370,7 +416,11 @@ class EmbeddedStore:
     async def list_nodes(
         self, label: NodeLabel, where: Where | None, sort: SortSpec, page: Page
     ) -> NodePage:
-        return await self._call(self._database.list_nodes, label, where, sort, page)
+        if self._reader is None:
+            raise StoreUnavailable(
+                "the embedded store is not open; call open() first", zh="存储未打开"
+            )
+        return await self._read(self._reader.list_nodes, label, where, sort, page)
 
     async def neighbours(
         self,

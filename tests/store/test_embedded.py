@@ -109,10 +109,46 @@ async def test_a_caller_that_stops_waiting_stops_the_statement(tmp_path: Path) -
             await asyncio.wait_for(
                 store.list_nodes("Event", slow, ("create_time", "DESC"), Page(5)), 0.3
             )
-        assert store._database.interrupted == 1
+        assert store.interrupted == 1
         assert (await store.counts()).events == 300  # the thread answers; nothing was harmed
         cheap = AnyOf((Cond("content", "contains", "299 the heron"),))
         page = await store.list_nodes("Event", cheap, ("create_time", "DESC"), Page(5))
         assert len(page.nodes) == 1
+    finally:
+        await store.close()
+
+
+async def test_a_costly_listing_does_not_hold_the_database_thread(tmp_path: Path) -> None:
+    """Issue #13, fair service: a listing with 100 `contains` over 9 MB of text runs on the
+    reader's own connection and thread, so a search's reads (here `counts` and a route) answer
+    while it is still running, and the listing sees every committed save."""
+    import asyncio
+
+    from engine.models import AnyOf, Cond, Page
+    from tests.store._builders import event, plan
+
+    store = EmbeddedStore(tmp_path)
+    await store.open()
+    try:
+        body = "the heron waited by the pond " * 1_000  # 29 KB
+        for start in range(0, 300, 50):
+            await store.apply_save(
+                plan([event(f"e{i}", axis(0), content=f"{i} {body}") for i in range(start,
+                                                                                    start + 50)])
+            )  # fmt: skip
+        slow = AnyOf(tuple(Cond("content", "contains", f"zebra{i}") for i in range(100)))
+        listing = asyncio.create_task(
+            store.list_nodes("Event", slow, ("create_time", "DESC"), Page(5))
+        )
+        await asyncio.sleep(0.05)  # the listing has started on the reader
+        counts = await store.counts()
+        hits = await store.route("summary", axis(0), EMPTY_FILTERS, frozenset(), 3)
+        assert not listing.done()  # answered while the listing still ran
+        assert counts.events == 300 and len(hits) == 3
+        page = await listing
+        assert page.total == 0 and page.nodes == []
+        cheap = AnyOf((Cond("content", "contains", "299 the heron"),))
+        found = await store.list_nodes("Event", cheap, ("create_time", "DESC"), Page(5))
+        assert found.total == 1 and len(found.nodes) == 1
     finally:
         await store.close()
