@@ -241,22 +241,27 @@ def may_hold_lone_surrogates(raw: bytes) -> bool:
     return pending >= 0
 
 
-# A body this large is parsed with the cyclic garbage collector paused. Parsing JSON makes
-# nothing but new containers, so the collector finds nothing to free, yet a 2.5 MB ``where``
-# tree (~200k dicts and lists) set off enough collections to triple the parse: ~250 ms of
-# event loop instead of ~70 ms (bench/results/hostile.md).
+# A body this large is parsed with the cyclic garbage collector kept out of it. Parsing JSON
+# makes nothing but new, acyclic containers, which the collector can never free (reference
+# counting frees them with the request), yet a 2.5 MB ``where`` tree (~200k dicts and lists)
+# set off enough collections to triple the parse: ~250 ms of event loop instead of ~70 ms.
+# Pausing alone only defers that work to the first allocation after; so the parsed objects are
+# moved straight to the oldest generation (``gc.freeze()`` then ``gc.unfreeze()``: two list
+# splices, and the young count starts again from zero), as if they had been collected already.
 GC_FREE_PARSE_BYTES = 64 * 1024
 
 
 @contextlib.contextmanager
 def collector_paused(size: int) -> Iterator[None]:
-    """Pauses the garbage collector for the parse of a body of ``size`` bytes, if large."""
+    """Keeps the garbage collector out of the parse of a body of ``size`` bytes, if large."""
     if size < GC_FREE_PARSE_BYTES or not gc.isenabled():
         yield
         return
     gc.disable()
     try:
         yield
+        gc.freeze()  # what was young (the parse's objects) is now frozen...
+        gc.unfreeze()  # ...and then the oldest generation, never walked for this parse
     finally:
         gc.enable()
 
