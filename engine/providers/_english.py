@@ -145,6 +145,14 @@ def _common_verb(word: str) -> bool:
     return any(lemma in COMMON_VERBS for lemma in _lemmas(word).get("VERB", ()))
 
 
+def inflected_verb(word: str) -> bool:
+    """``walked``, ``went``, ``painted``: a form the lexicon knows only as a verb, and not the
+    verb's base (so ``runs`` / ``cooks``, nouns too, and ``walk`` are not)."""
+    low = word.lower()
+    found = _lemmas(low)
+    return set(found) == {"VERB"} and low not in found["VERB"]
+
+
 def _is_word(token: str) -> bool:
     return token[0].isalpha()
 

@@ -261,6 +261,18 @@ def _is_name_word(word: str) -> bool:
     return bool(_NAME_WORD.match(word)) and _key(word) not in _NOT_NAMES
 
 
+_NEXT_WORD = re.compile(r"^\s+([A-Za-z]+)\b")
+_INDEFINITE = wordset("everyone everybody someone somebody nobody anyone anybody people folks")
+
+
+def _acts(after: str) -> bool:
+    """Whether a past-tense verb follows: a capitalised word that opens a sentence is a person
+    then ("Alice walked to the harbour", "Carol painted ..."); mid-sentence capitals are names
+    anyway, but at a sentence start they are only a hint."""
+    nxt = _NEXT_WORD.match(after)
+    return nxt is not None and english.inflected_verb(nxt[1])
+
+
 def _english_entities(text: str) -> tuple[list[str], list[str], list[str]]:
     """(persons, places, other proper nouns) by capitalisation patterns."""
     places: list[str] = []
@@ -291,8 +303,12 @@ def _english_entities(text: str) -> tuple[list[str], list[str], list[str]]:
         start = m.start() + m.group(0).index(words[0])
         before = text[:start]
         sentence_start = not before.strip() or bool(re.search(r"[.!?:：\n]\s*$", before))
-        cue = bool(_PERSON_CUE_BEFORE.search(before)) or bool(
-            _PERSON_CUE_AFTER.match(text[m.end() :])
+        if _key(name) in _INDEFINITE:
+            continue
+        cue = (
+            bool(_PERSON_CUE_BEFORE.search(before))
+            or bool(_PERSON_CUE_AFTER.match(text[m.end() :]))
+            or (sentence_start and _acts(text[m.end() :]))
         )
         if len(words) >= 2 or cue:
             persons.append(name)

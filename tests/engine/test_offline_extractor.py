@@ -249,3 +249,14 @@ def test_concepts_are_capped_per_save(extractor: OfflineExtractor) -> None:
     )
     result = extractor.extract_sync(text)
     assert 8 <= len(result.concepts) <= MAX_CONCEPTS_PER_SAVE
+
+
+def test_english_names_opening_a_sentence_before_a_past_tense_verb(
+    extractor: OfflineExtractor,
+) -> None:
+    result = extractor.extract_sync(
+        "Alice walked to the harbour with Bob. Carol painted the harbour at dawn. "
+        "Everyone went home early. Kubernetes runs the jobs."
+    )
+    assert names(result.persons) == ["Alice", "Bob", "Carol"]  # not Everyone, Kubernetes
+    assert "Everyone" not in names(result.concepts)
