@@ -6,14 +6,14 @@
    lines (most specific first), day expressions (``engine.topics.when``: dates, today /
    yesterday / last Monday / 上周一 / 三天前 ...), then entity names -- persons, concepts and
    locations found by name or alias in the lines.
-2. **Candidates**, cue by cue, merged by event id: a topic gives Partner's topic recall
-   (PRIMARY / PARENT / RELATED, scored, at most ``TOPIC_POOL``), a date the day's memories, an
-   entity its ``ENTITY_POOL`` most recent events. A cue that finds nothing is in ``missing``.
-3. **Ranking** (``engine.topics.ranking``): the lines are embedded once; every candidate gets a
-   cue score (cosine to the lines, term coverage, Partner's recency tiers, a bonus per extra
-   cue), and that list is fused by RRF with a plain vector search of the lines, so ``activate``
-   is never a worse search than ``search`` and lifts what the cues point at. Memories found by
-   the vector search alone come back as ``VECTOR``.
+2. **Candidates**, cue by cue (at most ``CUE_POOL`` each): a topic gives Partner's topic recall
+   (PRIMARY / PARENT / RELATED, scored), a date the day's memories, an entity its most recent
+   events. A cue that finds nothing is in ``missing``.
+3. **Ranking** (``engine.topics.ranking``): the lines are embedded once; the plain vector
+   search of the lines and the cue-activated memories are ranked together by similarity to the
+   lines plus what the cues add (each cue by how much it narrows the memory, term coverage,
+   Partner's recency tiers). Without cues that is the search itself; a memory specific cues
+   point at rises. Memories found by the vector search alone come back as ``VECTOR``.
 4. **Evaluator** (optional, needs the chat model): one parallel ``{"passed": bool}`` call per
    ranked memory (``prompts/evaluator.py``); a failed call drops the memory, as in Partner.
 5. Each memory comes with its chunks' exact ``[start, end)`` ranges and an exact quote of at
@@ -36,7 +36,15 @@ from typing import Literal
 from pydantic import ValidationError
 
 from engine.errors import InvalidInput, MnemoError, out_of_range
-from engine.models import ENTITY_LABELS, TOPIC_SEPARATOR, Event, Filters, Hit, Vector, epoch_ms
+from engine.models import (
+    ENTITY_LABELS,
+    TOPIC_SEPARATOR,
+    Event,
+    Filters,
+    RouteName,
+    Vector,
+    epoch_ms,
+)
 from engine.providers.base import ChatModel, Embedder
 from engine.recall import Recall, RecalledMemory
 from engine.retrieval.evidence import Quote
@@ -47,7 +55,7 @@ from engine.topics import LookupMiss, Omitted, TopicRecall, fix_cues, offline_cu
 from engine.topics import window_messages as window
 from engine.topics.block import ActivatedSlice, content_messages
 from engine.topics.names import name_candidates
-from engine.topics.ranking import CueEvidence, Fused, fuse, rank_cued
+from engine.topics.ranking import CueEvidence, Ranked, cue_specificity, rank
 from prompts import cues as cue_prompt
 from prompts import evaluator as evaluator_prompt
 
@@ -60,14 +68,13 @@ MAX_CHARS = 20_000
 ACTIVATE_LIMIT = 20  # the most memories one activation returns
 DEFAULT_LIMIT = 5
 ENTITY_CUES = 8
-ENTITY_POOL = 20  # most recent events per entity cue
-TOPIC_POOL = 20  # scored topic candidates per topic cue
-CUE_POOL = 500  # candidates from all cues together (a busy day is cut here, in save order)
+CUE_POOL = 500  # memories one cue calls up at most (a busy day is cut here, in save order)
 VECTOR_POOL = 20  # hits of the plain vector search
 EVALUATE_CONCURRENCY = 4
 MESSAGE_MAX = 400  # characters of one source message shown to the evaluator
 
 CueKind = Literal["topic", "date", "entity"]
+_ROUTES: tuple[RouteName, ...] = ("summary", "chunk")
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +93,7 @@ class ActivatedMemory:
     memory: RecalledMemory
     quote: Quote | None
     ranges: tuple[tuple[int, int, int], ...]  # (chunk index, start, end) of the source text
-    relevance: float = 0.0  # the fused reciprocal-rank score
+    relevance: float = 0.0  # similarity plus what the cues add (engine.topics.ranking)
     similarity: float | None = None  # raw cosine to the lines
     coverage: float = 0.0
     recency: float = 0.0
@@ -153,11 +160,12 @@ class Activator:
                 cues = await self._model_cues(lines, now, index)
             else:
                 cues = await self._offline_cues(lines, now, index)
-            pending, missing = await self._collect(cues, index)
+            pending, members, missing = await self._collect(cues, index)
             query = await vector_task
         finally:
             vector_task.cancel()
-        ranked, evidence, events = await self._rank(text, query, pending)
+        total = index.dated_slices()
+        ranked, evidence, events = await self._rank(text, query, pending, members, total)
         if evaluate and self.chat is not None:
             ranked = ranked[: 2 * limit]  # enough to fill ``limit`` when some fail
             keep = await self._evaluate(lines, [events[f.event_id] for f in ranked])
@@ -181,7 +189,7 @@ class Activator:
                     memory,
                     _quote(event.content, p.terms if p and p.terms else line_terms),
                     tuple((c.chunk_index, c.start, c.end) for c in chunks.get(event.id, [])),
-                    f.score,
+                    f.relevance,
                     ev.similarity,
                     ev.coverage,
                     ev.recency(now_ms),
@@ -220,27 +228,47 @@ class Activator:
         vector: Vector = matrix[0]
         return vector
 
+    async def _similarities(
+        self, query: Vector, cued: frozenset[str]
+    ) -> tuple[list[str], dict[str, float]]:
+        """The vector list (the union of both routes' top ``VECTOR_POOL``) and the similarity
+        of every memory in it or in ``cued``: the mean of its summary and best-chunk cosines
+        (the one there is, for a memory without chunks), the vector list by it DESC."""
+        store, none = self.recall.store, Filters()
+        top = await asyncio.gather(
+            *(store.route(r, query, none, frozenset(), VECTOR_POOL) for r in _ROUTES)
+        )
+        listed = {h.event_id for hits in top for h in hits}
+        pool = cued | listed
+        if not pool:
+            return [], {}
+        both = await asyncio.gather(
+            *(store.route(r, query, none, frozenset(), len(pool), pool) for r in _ROUTES)
+        )
+        found: dict[str, list[float]] = {}
+        for hits in both:
+            for h in hits:
+                found.setdefault(h.event_id, []).append(h.score)
+        sims = {i: sum(v) / len(v) for i, v in found.items()}
+        return sorted(listed & sims.keys(), key=lambda i: (-sims[i], i)), sims
+
     async def _rank(
-        self, text: str, query: Vector | None, pending: dict[str, _Pending]
-    ) -> tuple[list[Fused], dict[str, CueEvidence], dict[str, Event]]:
+        self,
+        text: str,
+        query: Vector | None,
+        pending: dict[str, _Pending],
+        members: list[list[str]],
+        total: int,
+    ) -> tuple[list[Ranked], dict[str, CueEvidence], dict[str, Event]]:
         store = self.recall.store
         vector: list[str] = []
         sims: dict[str, float] = {}
         if query is not None:
-            cued = frozenset(pending)
-            routes = [store.route(r, query, Filters(), frozenset(), VECTOR_POOL) for r in
-                      ("summary", "chunk")]  # fmt: skip
-            if cued:
-                routes += [store.route(r, query, Filters(), frozenset(), len(cued), cued) for r in
-                           ("summary", "chunk")]  # fmt: skip
-            results = await asyncio.gather(*routes)
-            vector = _by_best_cosine(results[0], results[1])
-            for hits in results:
-                for h in hits:
-                    sims[h.event_id] = max(sims.get(h.event_id, -1.0), h.score)
+            vector, sims = await self._similarities(query, frozenset(pending))
         wanted = list(dict.fromkeys([*pending, *vector]))
         events = {e.id: e for e in await store.get_events(wanted)}
         terms = query_terms(text)
+        narrows = cue_specificity(members, total)
         evidence: dict[str, CueEvidence] = {}
         for event_id, event in events.items():
             p = pending.get(event_id)
@@ -251,10 +279,9 @@ class Activator:
                 list(p.cues) if p else [],
                 sims.get(event_id),
                 coverage(terms, event.summary, event.content),
+                narrows.get(event_id, 0.0),
             )
-        now_ms = self.recall.now_ms()
-        cue_list = rank_cued([evidence[i] for i in pending if i in evidence], now_ms)
-        ranked = fuse([i for i in vector if i in events], cue_list)
+        ranked = rank(vector, list(evidence.values()), self.recall.now_ms())
         return ranked[:ACTIVATE_LIMIT], evidence, events
 
     # ---- cues ----
@@ -311,22 +338,27 @@ class Activator:
 
     async def _collect(
         self, cues: Sequence[ActivationCue], index: TopicRecall
-    ) -> tuple[dict[str, _Pending], list[LookupMiss]]:
+    ) -> tuple[dict[str, _Pending], list[list[str]], list[LookupMiss]]:
+        """The memories every cue calls up: by event id (first cue wins the source), and the
+        ids of each cue in cue order."""
         pending: dict[str, _Pending] = {}
+        members: list[list[str]] = [[] for _ in cues]
         missing: list[LookupMiss] = []
         now_ms = self.recall.now_ms()
 
         def offer(event_id: str, at: int, make: _Pending) -> None:
+            if len(members[at]) >= CUE_POOL or event_id in members[at]:
+                return
+            members[at].append(event_id)
             found = pending.get(event_id)
-            if found is not None:
-                if at not in found.cues:
-                    found.cues.append(at)
-            elif len(pending) < CUE_POOL:
+            if found is None:
                 pending[event_id] = make
+            elif at not in found.cues:
+                found.cues.append(at)
 
         for at, cue in enumerate(cues):
             if cue.type == "topic":
-                lookup = index.query_topic(cue.text, now_ms, limit=TOPIC_POOL)
+                lookup = index.query_topic(cue.text, now_ms, limit=CUE_POOL)
                 if lookup.missing is not None:
                     missing.append(lookup.missing)
                 for c in lookup.candidates:
@@ -351,12 +383,12 @@ class Activator:
                     offer(ref.slice_id, at, _Pending("DATE", None, None, None, frozenset(), [at]))
             else:
                 ids = await self.recall.store.recent_events(
-                    Filters(groups=(cue.entity_ids,)), frozenset(), ENTITY_POOL
+                    Filters(groups=(cue.entity_ids,)), frozenset(), CUE_POOL
                 )
                 terms = query_terms(cue.text)
                 for event_id in ids:
                     offer(event_id, at, _Pending("ENTITY", None, None, None, terms, [at]))
-        return pending, missing
+        return pending, members, missing
 
     # ---- the evaluator ----
 
@@ -383,15 +415,6 @@ class Activator:
         except (MnemoError, ValidationError) as exc:
             log.warning("recall evaluator failed for %s, dropped: %s", event.id, _why(exc))
             return False
-
-
-def _by_best_cosine(*routes: list[Hit]) -> list[str]:
-    """Events of the vector routes by their best cosine DESC, then id."""
-    best: dict[str, float] = {}
-    for hits in routes:
-        for h in hits:
-            best[h.event_id] = max(best.get(h.event_id, -1.0), h.score)
-    return sorted(best, key=lambda i: (-best[i], i))
 
 
 def _check(lines: Sequence[str]) -> None:

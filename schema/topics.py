@@ -224,12 +224,12 @@ class ActivatedMemory:
         description="The source chunks: exact [start, end) ranges of the original text."
     )
     relevance: float = strawberry.field(
-        description="The ranking score: reciprocal-rank fusion of the vector list and the cue "
-        "list (a heuristic, not a confidence)."
+        description="The ranking score: similarity to the lines plus what the cues add (how "
+        "much each cue narrows, term coverage, recency); a heuristic, not a confidence."
     )
     similarity: float | None = strawberry.field(
-        description="Raw cosine of the lines and the memory (best of summary and chunks); null "
-        "without usable vectors."
+        description="Cosine of the lines and the memory (mean of its summary and best chunk); "
+        "null without usable vectors."
     )
     coverage: float = strawberry.field(description="Share of the lines' terms the memory holds.")
     recency: float = strawberry.field(
@@ -239,7 +239,7 @@ class ActivatedMemory:
         description="Its rank in the vector search of the lines (1-based); null if not there."
     )
     cue_rank: int | None = strawberry.field(
-        description="Its rank among the cue-activated memories (1-based); null if no cue found it."
+        description="Its rank among the memories a cue found (1-based); null if no cue did."
     )
     cues: list[RecallCue] = strawberry.field(description="The cues that found it, in cue order.")
 

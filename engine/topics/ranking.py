@@ -3,31 +3,50 @@ search (the ranking half of ``activate``; SPEC §2.8 gives only the candidates).
 
 Partner's cues find candidates but do not say which of them the conversation is about: a date
 or an entity can call up dozens of memories in save order, and a topic's score of SPEC §2.5
-knows nothing of the lines. So every cue candidate gets a *cue score*::
+knows nothing of the lines. So the candidates are the plain vector search of the lines joined
+with every memory a cue called up, and each is ranked by its *relevance*::
 
-    similarity (raw cosine of the lines' query vector and the memory, best of summary / chunk)
-    + COVERAGE_WEIGHT * share of the lines' terms found in the memory
-    + recency (Partner's tiers of SPEC §2.5: 0.30 / 0.22 / 0.15 / 0.08 / 0)
-    + CUE_BONUS per further cue that found it (at most MAX_CUE_BONUS)
+    similarity                      mean of the summary and best-chunk cosines to the lines
+    + CUE_BOOST * specificity       summed over the cues that found it (0 for none)
+    + COVERAGE_WEIGHT * coverage    share of the lines' terms it holds (cue-activated only)
+    + RECENCY_WEIGHT * recency      Partner's tiers of SPEC §2.5 (cue-activated only)
 
-and the cue list (by cue score) is fused with the vector list of the same lines by reciprocal
-rank fusion. Without cues the result *is* the vector list; a memory both lists hold rises above
-memories only one of them holds, which is where a cue carries information the embedding missed.
+A cue's *specificity* is how much it narrows the memory: a cue calling up ``n`` of the ``N``
+memories counts ``log(N/n) / log N`` -- 1 for one memory, 0 for all of them (a user's own name,
+a topic everything is filed under). Without cues the order is exactly the vector search's; a
+memory that specific cues point at rises by what they say.
+
+Why sums of scores and not reciprocal rank fusion: on MADial (``bench/madial_activate.py``)
+RRF of per-cue lists with the vector list lost to the vector list alone at every weight we
+tried, because a cue list ranks its members from 1 whatever their similarity, so a vague cue's
+best member jumps over closer memories. A bounded additive boost cannot move a memory past one
+that is more than ``CUE_BOOST`` closer to the lines. The weights are on the scale of e5
+cosines, where neighbouring memories differ by about 0.01.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from engine.topics.scoring import recency_score
+from engine.topics.scoring import RECENCY_TABLE, recency_score
 
-RRF_K = 60
-VECTOR_WEIGHT = 1.0
-CUE_WEIGHT = 1.0
-COVERAGE_WEIGHT = 0.10
-CUE_BONUS = 0.02
-MAX_CUE_BONUS = 2
+CUE_BOOST = 0.01
+COVERAGE_WEIGHT = 0.01
+# the freshest tier (0.30, within a day) is worth as much as a cue naming a single memory
+RECENCY_WEIGHT = CUE_BOOST / RECENCY_TABLE[0][1]
+
+
+def specificity(members: int, total: int) -> float:
+    """How much a cue that calls up ``members`` of ``total`` memories narrows, in [0, 1].
+
+    >>> specificity(1, 100), specificity(10, 100), specificity(100, 100)
+    (1.0, 0.5, 0.0)
+    """
+    if members <= 0 or members >= total:
+        return 0.0
+    return math.log(total / members) / math.log(total)
 
 
 @dataclass(slots=True)
@@ -37,64 +56,64 @@ class CueEvidence:
     event_id: str
     timestamp_ms: int
     cues: list[int] = field(default_factory=list)  # which cues found it, in cue order
-    similarity: float | None = None  # raw cosine to the lines; None without vectors
+    similarity: float | None = None  # to the lines; None without vectors
     coverage: float = 0.0  # share of the lines' terms the memory holds
+    specificity: float = 0.0  # summed over ``cues``
 
     def recency(self, now_ms: int) -> float:
         return recency_score(self.timestamp_ms, now_ms)
 
-    def score(self, now_ms: int) -> float:
-        """The cue score of the module docstring (higher is better)."""
-        bonus = CUE_BONUS * min(max(len(self.cues) - 1, 0), MAX_CUE_BONUS)
+    def cue_score(self, now_ms: int) -> float:
+        """What the cues add to the similarity (0 for a memory no cue found)."""
+        if not self.cues:
+            return 0.0
         return (
-            (self.similarity or 0.0)
+            CUE_BOOST * self.specificity
             + COVERAGE_WEIGHT * self.coverage
-            + self.recency(now_ms)
-            + bonus
+            + RECENCY_WEIGHT * self.recency(now_ms)
         )
 
-
-def rank_cued(evidence: Sequence[CueEvidence], now_ms: int) -> list[str]:
-    """Cue candidates best first: cue score DESC, then newer, then the order they came in."""
-    order = sorted(
-        range(len(evidence)),
-        key=lambda i: (-evidence[i].score(now_ms), -evidence[i].timestamp_ms, i),
-    )
-    return [evidence[i].event_id for i in order]
+    def relevance(self, now_ms: int) -> float:
+        return (self.similarity or 0.0) + self.cue_score(now_ms)
 
 
 @dataclass(frozen=True, slots=True)
-class Fused:
+class Ranked:
     event_id: str
-    score: float  # the reciprocal-rank sum
-    vector_rank: int | None  # 1-based
-    cue_rank: int | None
+    relevance: float
+    vector_rank: int | None  # 1-based rank in the vector search
+    cue_rank: int | None  # 1-based rank among the cue-activated memories
 
 
-def fuse(
-    vector: Sequence[str],
-    cued: Sequence[str],
-    *,
-    vector_weight: float = VECTOR_WEIGHT,
-    cue_weight: float = CUE_WEIGHT,
-    k: int = RRF_K,
-) -> list[Fused]:
-    """Weighted reciprocal rank fusion of the vector list and the cue list.
-
-    ``score = vector_weight / (k + vector rank) + cue_weight / (k + cue rank)``, a missing rank
-    adding nothing. Ties go to the better vector rank, then the better cue rank, so with no cue
-    list the order is exactly ``vector``.
-
-    >>> [f.event_id for f in fuse(["a", "b", "c"], ["c"])]
-    ['c', 'a', 'b']
-    """
-    ranks_v = {e: i for i, e in enumerate(dict.fromkeys(vector), 1)}
-    ranks_c = {e: i for i, e in enumerate(dict.fromkeys(cued), 1)}
-    out = []
-    for event_id in dict.fromkeys([*ranks_v, *ranks_c]):
-        rv, rc = ranks_v.get(event_id), ranks_c.get(event_id)
-        value = (vector_weight / (k + rv) if rv else 0.0) + (cue_weight / (k + rc) if rc else 0.0)
-        out.append(Fused(event_id, value, rv, rc))
-    big = len(out) + 1
-    out.sort(key=lambda f: (-f.score, f.vector_rank or big, f.cue_rank or big))
+def cue_specificity(members: Iterable[Sequence[str]], total: int) -> dict[str, float]:
+    """Each memory's specificity summed over the cues (one id list per cue) that found it."""
+    out: dict[str, float] = {}
+    for ids in members:
+        weight = specificity(len(ids), total)
+        for event_id in dict.fromkeys(ids):
+            out[event_id] = out.get(event_id, 0.0) + weight
     return out
+
+
+def rank(vector: Sequence[str], evidence: Sequence[CueEvidence], now_ms: int) -> list[Ranked]:
+    """The vector search's memories and the cue-activated ones, by relevance DESC; ties go to
+    the better vector rank, then the newer memory, then the id. ``evidence`` must hold every
+    memory of ``vector`` that is to be ranked (others are skipped)."""
+    ranks_v = {e: i for i, e in enumerate(dict.fromkeys(vector), 1)}
+    known = {e.event_id: e for e in evidence}
+    pool = [known[i] for i in dict.fromkeys([*ranks_v, *known]) if i in known]
+    pool = [e for e in pool if e.event_id in ranks_v or e.cues]
+    big = len(pool) + 1
+    pool.sort(
+        key=lambda e: (
+            -e.relevance(now_ms),
+            ranks_v.get(e.event_id, big),
+            -e.timestamp_ms,
+            e.event_id,
+        )
+    )
+    cue_ranks = {e.event_id: i for i, e in enumerate((e for e in pool if e.cues), 1)}
+    return [
+        Ranked(e.event_id, e.relevance(now_ms), ranks_v.get(e.event_id), cue_ranks.get(e.event_id))
+        for e in pool
+    ]

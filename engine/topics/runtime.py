@@ -148,6 +148,11 @@ class TopicRecall:
             return DateLookup((), LookupMiss("DATE_INDEX", when.isoformat()))
         return DateLookup(tuple(refs))
 
+    def dated_slices(self) -> int:
+        """How many slices the date index holds: every recorded slice, once per day."""
+        with self._lock:
+            return self.dates.size()
+
     def topic_tree_text(self) -> str:
         with self._lock:
             return self.topics.topic_tree_text()

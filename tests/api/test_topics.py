@@ -397,25 +397,26 @@ async def test_the_evaluator_keeps_only_passed_memories(
         for n in range(3):
             fake_models.queue_extraction({**bare(f"note {n}"), "topic": {"topicPath": "t"}})
             ids += (await save(api, f"note {n}", extraction=None))["eventIds"]
-        api.app.state.memory.activator.concurrency = 1  # replies are consumed in memory order
+        api.app.state.memory.activator.concurrency = 1  # replies are consumed in rank order
         ranked = [m["event"]["id"] for m in (await api.gql(RECALL, p="t"))["recall"]["memories"]]
         assert sorted(ranked) == sorted(ids)
+        # without evaluate, nothing is filtered and no evaluator call is made
+        fake_models.reset()
+        fake_models.queue_extraction({"matches": [{"type": "topic", "text": "t"}]})
+        plain = (await api.gql(ACTIVATE, lines=["t?"]))["activate"]
+        order = [m["event"]["id"] for m in plain["memories"]]
+        assert sorted(order) == sorted(ids) and len(fake_models.requests_to("chat")) == 1
         fake_models.reset()
         fake_models.queue_extraction({"matches": [{"type": "topic", "text": "t"}]})
         fake_models.queue_extraction({"passed": True})
         fake_models.queue_extraction({"passed": False})
         fake_models.queue_extraction({"passed": "yes"})  # not a boolean: a failure drops it
         got = (await api.gql(ACTIVATE, lines=["t?"], evaluate=True))["activate"]
-        assert [m["event"]["id"] for m in got["memories"]] == ranked[:1]
+        assert [m["event"]["id"] for m in got["memories"]] == order[:1]
         evaluator_calls = fake_models.requests_to("chat")[1:]
         assert len(evaluator_calls) == 3
         body = evaluator_calls[0].json["messages"][-1]["content"]
         assert "<slice_summary>" in body and "<new_inputs>" in body
-        # without evaluate, nothing is filtered and no evaluator call is made
-        fake_models.reset()
-        fake_models.queue_extraction({"matches": [{"type": "topic", "text": "t"}]})
-        plain = (await api.gql(ACTIVATE, lines=["t?"]))["activate"]
-        assert len(plain["memories"]) == 3 and len(fake_models.requests_to("chat")) == 1
 
 
 # ---------------------------------------------------------------- persistence and the graph
