@@ -12,7 +12,8 @@ would file it); entities come from the offline extractor. Dialogues run at the r
 cue is the dialogue before the test turn (last ``--cue-turns`` utterances). Rows:
 
 - ``activate``: the memories ``activate`` returns (limit 20), in its order;
-- ``activate, cue list only``: the cue-activated memories by their cue score (no vector list);
+- ``activate's own vector search``: the same memories by their rank in activate's vector
+  search of the lines (mean of summary and chunk cosines), i.e. what the cue boost started from;
 - ``vector top-k``: cosine of the cue lines (query) against each memory's content (passage),
   embedded by the same local model, outside mnemoql: the plain baseline;
 - ``date-cued``: the same two rows over the dialogues whose cue lines name a day
@@ -77,7 +78,7 @@ def day_of(text: str) -> datetime:
 
 async def run(lang: str, cue_turns: int, embedder: LocalEmbedder) -> dict[str, list[Any]]:
     mems, dialogues, owner = owners(lang)
-    names = ["activate", "activate, cue list only", "vector top-k"]
+    names = ["activate", "activate's own vector search (no cue boost)", "vector top-k"]
     rows: dict[str, list[Any]] = {n: [] for n in names}
     rows |= {f"date-cued: {n}": [] for n in ("activate", "vector top-k")}
     cued = 0
@@ -111,15 +112,15 @@ async def run(lang: str, cue_turns: int, embedder: LocalEmbedder) -> dict[str, l
                 act = await bench.memory.activate(lines, limit=ACTIVATE_LIMIT)
                 cued += bool(act.cues)
                 activated = [a.memory.event.id[1:] for a in act.memories]
-                by_cue = sorted(
-                    (a for a in act.memories if a.cue_rank), key=lambda a: a.cue_rank or 0
+                by_vector = sorted(
+                    (a for a in act.memories if a.vector_rank), key=lambda a: a.vector_rank or 0
                 )
                 qv = (await embedder.embed(["\n".join(lines)], "query"))[0]
                 sims = mat @ qv
                 vec = [mine[i] for i in top_k(sims, len(mine))]
                 rows["activate"].append(score(activated, relevant))
-                rows["activate, cue list only"].append(
-                    score([a.memory.event.id[1:] for a in by_cue], relevant)
+                rows["activate's own vector search (no cue boost)"].append(
+                    score([a.memory.event.id[1:] for a in by_vector], relevant)
                 )
                 rows["vector top-k"].append(score(vec, relevant))
                 if find_days("\n".join(lines), ingestor.now().date()):
