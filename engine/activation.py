@@ -55,7 +55,16 @@ from engine.topics import LookupMiss, Omitted, TopicRecall, fix_cues, offline_cu
 from engine.topics import window_messages as window
 from engine.topics.block import ActivatedSlice, content_messages
 from engine.topics.names import name_candidates
-from engine.topics.ranking import CueEvidence, Ranked, cue_specificity, rank
+from engine.topics.ranking import (
+    COVERAGE_WEIGHT,
+    CUE_BOOST,
+    RECENCY_WEIGHT,
+    CueEvidence,
+    Ranked,
+    cue_specificity,
+    rank,
+)
+from engine.topics.scoring import RECENCY_TABLE
 from prompts import cues as cue_prompt
 from prompts import evaluator as evaluator_prompt
 
@@ -73,6 +82,7 @@ VECTOR_POOL = 20  # hits of the plain vector search
 EVALUATE_CONCURRENCY = 4
 MESSAGE_MAX = 400  # characters of one source message shown to the evaluator
 
+MAX_EXTRA = COVERAGE_WEIGHT + RECENCY_WEIGHT * RECENCY_TABLE[0][1]
 CueKind = Literal["topic", "date", "entity"]
 _ROUTES: tuple[RouteName, ...] = ("summary", "chunk")
 
@@ -265,10 +275,17 @@ class Activator:
         sims: dict[str, float] = {}
         if query is not None:
             vector, sims = await self._similarities(query, frozenset(pending))
-        wanted = list(dict.fromkeys([*pending, *vector]))
+        narrows = cue_specificity(members, total)
+        # Read and score only the memories that can reach the top: coverage and recency add
+        # at most MAX_EXTRA to the lower bound that similarity and specificity give.
+        lower = {i: sims.get(i, 0.0) for i in vector}
+        lower |= {i: sims.get(i, 0.0) + CUE_BOOST * narrows.get(i, 0.0) for i in pending}
+        best = sorted(lower.values(), reverse=True)
+        floor = best[ACTIVATE_LIMIT - 1] if len(best) >= ACTIVATE_LIMIT else float("-inf")
+        hopeful = [i for i in pending if lower[i] + MAX_EXTRA >= floor]
+        wanted = list(dict.fromkeys([*vector, *hopeful]))
         events = {e.id: e for e in await store.get_events(wanted)}
         terms = query_terms(text)
-        narrows = cue_specificity(members, total)
         evidence: dict[str, CueEvidence] = {}
         for event_id, event in events.items():
             p = pending.get(event_id)
