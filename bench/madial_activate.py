@@ -17,7 +17,12 @@ cue is the dialogue before the test turn (last ``--cue-turns`` utterances). Rows
 - ``vector top-k``: cosine of the cue lines (query) against each memory's content (passage),
   embedded by the same local model, outside mnemoql: the plain baseline;
 - ``date-cued``: the same two rows over the dialogues whose cue lines name a day
-  (``engine.topics.when``).
+  (``engine.topics.when``). MADial's dialogues carry no date, so their "today" / "yesterday"
+  resolve against the real clock and name no memory's day: these rows show that such cues do
+  no harm, not that they help;
+- ``day named (synthetic)``: every dialogue's cue lines plus one line naming the day of the
+  memory asked for (``I think that was on 2023-12-25.``), for activate and for the plain
+  vector search of the same lines: what a date cue that does name the day adds.
 
 Recall@k and MRR@5 of the first relevant memory.
 """
@@ -45,6 +50,7 @@ from engine.providers.local import LocalEmbedder
 from engine.topics.when import find_days
 
 KS = (1, 3, 5)
+DAY_LINE = {"zh": "我记得那是{day}的事。", "en": "I think that was on {day}."}
 
 
 def owners(lang: str) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]], dict[str, int]]:
@@ -81,6 +87,7 @@ async def run(lang: str, cue_turns: int, embedder: LocalEmbedder) -> dict[str, l
     names = ["activate", "activate's own vector search (no cue boost)", "vector top-k"]
     rows: dict[str, list[Any]] = {n: [] for n in names}
     rows |= {f"date-cued: {n}": [] for n in ("activate", "vector top-k")}
+    rows |= {f"day named (synthetic): {n}": [] for n in ("activate", "vector top-k")}
     cued = 0
     work = Path(tempfile.mkdtemp(prefix="madial-activate-"))
     for user in sorted({int(d["user-id"]) for d in dialogues}):
@@ -126,6 +133,15 @@ async def run(lang: str, cue_turns: int, embedder: LocalEmbedder) -> dict[str, l
                 if find_days("\n".join(lines), ingestor.now().date()):
                     rows["date-cued: activate"].append(score(activated, relevant))
                     rows["date-cued: vector top-k"].append(score(vec, relevant))
+                # the same lines and one more naming the day of the memory asked for
+                named = [*lines, DAY_LINE[lang].format(day=mems[relevant[0]]["time"])]
+                act = await bench.memory.activate(named, limit=ACTIVATE_LIMIT)
+                qv = (await embedder.embed(["\n".join(named)], "query"))[0]
+                vec = [mine[i] for i in top_k(mat @ qv, len(mine))]
+                rows["day named (synthetic): activate"].append(
+                    score([a.memory.event.id[1:] for a in act.memories], relevant)
+                )
+                rows["day named (synthetic): vector top-k"].append(score(vec, relevant))
         finally:
             await bench.close()
     rows["_cued"] = [cued, len(rows["activate"])]
