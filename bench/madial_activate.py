@@ -172,7 +172,7 @@ async def main(args: argparse.Namespace) -> str:
     started = time.perf_counter()
     parts = [
         "# MADial-Bench: cue-driven recall (activate) vs vector search\n",
-        f"Command: `python -m bench.madial_activate {' '.join(sys.argv[1:])}`".rstrip() + "\n",
+        f"Command: `{' '.join(['python -m bench.madial_activate', *sys.argv[1:]])}`\n",
     ]
     load = os.getloadavg()
     parts.append(f"Load average at start: {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f}.\n")
