@@ -35,7 +35,9 @@ from typing import Literal
 
 from pydantic import ValidationError
 
+from engine import evaluator
 from engine.errors import InvalidInput, MnemoError, out_of_range
+from engine.evaluator import EVALUATE_CONCURRENCY, why
 from engine.models import (
     ENTITY_LABELS,
     TOPIC_SEPARATOR,
@@ -51,8 +53,7 @@ from engine.retrieval.evidence import Quote
 from engine.retrieval.quotes import QUOTE_CAP, choose_window
 from engine.retrieval.terms import QUOTE_SCOPE, coverage, query_terms
 from engine.text import normalise_name
-from engine.topics import LookupMiss, Omitted, TopicRecall, fix_cues, offline_cues, parse_date
-from engine.topics import window_messages as window
+from engine.topics import LookupMiss, TopicRecall, fix_cues, offline_cues, parse_date
 from engine.topics.block import ActivatedSlice, content_messages
 from engine.topics.names import name_candidates
 from engine.topics.ranking import (
@@ -66,7 +67,6 @@ from engine.topics.ranking import (
 )
 from engine.topics.scoring import RECENCY_TABLE
 from prompts import cues as cue_prompt
-from prompts import evaluator as evaluator_prompt
 
 __all__ = ["ActivatedMemory", "Activation", "ActivationCue", "Activator", "name_candidates"]
 
@@ -79,8 +79,6 @@ DEFAULT_LIMIT = 5
 ENTITY_CUES = 8
 CUE_POOL = 500  # memories one cue calls up at most (a busy day is cut here, in save order)
 VECTOR_POOL = 20  # hits of the plain vector search
-EVALUATE_CONCURRENCY = 4
-MESSAGE_MAX = 400  # characters of one source message shown to the evaluator
 
 MAX_EXTRA = COVERAGE_WEIGHT + RECENCY_WEIGHT * RECENCY_TABLE[0][1]
 CueKind = Literal["topic", "date", "entity"]
@@ -178,7 +176,8 @@ class Activator:
         ranked, evidence, events = await self._rank(text, query, pending, members, total)
         if evaluate and self.chat is not None:
             ranked = ranked[: 2 * limit]  # enough to fill ``limit`` when some fail
-            keep = await self._evaluate(lines, [events[f.event_id] for f in ranked])
+            picked = [events[f.event_id] for f in ranked]
+            keep = await evaluator.evaluate(self.chat, lines, picked, self.concurrency)
             ranked = [f for f, ok in zip(ranked, keep, strict=True) if ok]
         ranked = ranked[:limit]
         chunks = await self.recall.store.get_chunks([f.event_id for f in ranked])
@@ -407,32 +406,6 @@ class Activator:
                     offer(event_id, at, _Pending("ENTITY", None, None, None, terms, [at]))
         return pending, members, missing
 
-    # ---- the evaluator ----
-
-    async def _evaluate(self, lines: Sequence[str], events: list[Event]) -> list[bool]:
-        gate = asyncio.Semaphore(self.concurrency)
-
-        async def one(event: Event) -> bool:
-            async with gate:
-                return await self._passes(lines, event)
-
-        return list(await asyncio.gather(*(one(e) for e in events)))
-
-    async def _passes(self, lines: Sequence[str], event: Event) -> bool:
-        assert self.chat is not None
-        messages = [ln.strip() for ln in event.content[:QUOTE_SCOPE].splitlines()]
-        source = [
-            m.text if isinstance(m, Omitted) else m[:MESSAGE_MAX]
-            for m in window([m for m in messages if m])
-        ]
-        message = evaluator_prompt.user_message(lines, event.summary, source)
-        try:
-            raw = await self.chat.complete_json(evaluator_prompt.SYSTEM_PROMPT, message)
-            return evaluator_prompt.EvaluatorReply.model_validate(raw).passed
-        except (MnemoError, ValidationError) as exc:
-            log.warning("recall evaluator failed for %s, dropped: %s", event.id, _why(exc))
-            return False
-
 
 def _check(lines: Sequence[str]) -> None:
     if len(lines) > MAX_LINES:
@@ -450,7 +423,7 @@ def _check(lines: Sequence[str]) -> None:
 
 
 def _why(exc: Exception) -> str:
-    return exc.code if isinstance(exc, MnemoError) else "invalid reply"
+    return why(exc)
 
 
 def _first_word(path: str) -> str:
