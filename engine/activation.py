@@ -3,29 +3,31 @@
 1. **Cues.** With a chat model, Partner's recall-cue prompt (``prompts/cues.py``) over the lines
    and the topic tree; the reply is validated and post-fixed with ``fix_cues``, and any failure
    means no cues. Without one, offline cues: known topic paths whose last segment occurs in the
-   lines (most specific first), explicit dates (``2026-03-01``, ``2026年3月1日``, today /
-   yesterday / 今天 / 昨天 / 前天), then entity names -- persons, concepts and locations found
-   by name or alias in the lines.
-2. **Candidates**, cue by cue, merged by event id, first occurrence wins: a topic gives
-   Partner's scored topic recall (PRIMARY / PARENT / RELATED, at most 5); a date gives the
-   day's memories in save order (DATE, unscored); an entity gives its ``ENTITY_EVENTS`` most
-   recent events (ENTITY, unscored). A cue that finds nothing is reported in ``missing``.
-3. **Evaluator** (optional, needs the chat model): one parallel ``{"passed": bool}`` call per
-   memory (``prompts/evaluator.py``); a failed call drops the memory, as in Partner.
-4. Each memory comes with its chunks' exact ``[start, end)`` ranges and an exact quote of at
-   most 120 code points where its cue's terms are densest.
+   lines (most specific first), day expressions (``engine.topics.when``: dates, today /
+   yesterday / last Monday / 上周一 / 三天前 ...), then entity names -- persons, concepts and
+   locations found by name or alias in the lines.
+2. **Candidates**, cue by cue (at most ``CUE_POOL`` each): a topic gives Partner's topic recall
+   (PRIMARY / PARENT / RELATED, scored), a date the day's memories, an entity its most recent
+   events. A cue that finds nothing is in ``missing``.
+3. **Ranking** (``engine.topics.ranking``): the lines are embedded once; the plain vector
+   search of the lines and the cue-activated memories are ranked together by similarity to the
+   lines plus what the cues add (each cue by how much it narrows the memory, term coverage,
+   Partner's recency tiers). Without cues that is the search itself; a memory specific cues
+   point at rises. Memories found by the vector search alone come back as ``VECTOR``.
+4. **Evaluator** (optional, needs the chat model): one parallel ``{"passed": bool}`` call per
+   ranked memory (``prompts/evaluator.py``); a failed call drops the memory, as in Partner.
+5. Each memory comes with its chunks' exact ``[start, end)`` ranges and an exact quote of at
+   most 120 code points where its cue's terms (else the lines' terms) are densest.
 
 Where we differ from Partner, on purpose: a model date that does not parse is skipped (Partner
-aborts the whole batch); evaluated memories keep candidate order (Partner: completion order);
-at most ``ACTIVATE_LIMIT`` memories are collected (Partner: no cap), which bounds the
-evaluator's calls.
+aborts the whole batch); memories are ranked and cut to ``limit`` (Partner: every candidate,
+unranked); evaluated memories keep ranking order (Partner: completion order).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -33,40 +35,54 @@ from typing import Literal
 
 from pydantic import ValidationError
 
+from engine import evaluator
 from engine.errors import InvalidInput, MnemoError, out_of_range
-from engine.models import ENTITY_LABELS, TOPIC_SEPARATOR, Filters, epoch_ms
-from engine.providers.base import ChatModel
+from engine.evaluator import EVALUATE_CONCURRENCY, why
+from engine.models import (
+    ENTITY_LABELS,
+    TOPIC_SEPARATOR,
+    Event,
+    Filters,
+    RouteName,
+    Vector,
+    epoch_ms,
+)
+from engine.providers.base import ChatModel, Embedder
 from engine.recall import Recall, RecalledMemory
 from engine.retrieval.evidence import Quote
 from engine.retrieval.quotes import QUOTE_CAP, choose_window
-from engine.retrieval.terms import QUOTE_SCOPE, query_terms
+from engine.retrieval.terms import QUOTE_SCOPE, coverage, query_terms
 from engine.text import normalise_name
-from engine.topics import LookupMiss, Omitted, TopicRecall, fix_cues, offline_cues, parse_date
-from engine.topics import window_messages as window
+from engine.topics import LookupMiss, TopicRecall, fix_cues, offline_cues, parse_date
+from engine.topics.block import ActivatedSlice, content_messages
+from engine.topics.names import name_candidates
+from engine.topics.ranking import (
+    COVERAGE_WEIGHT,
+    CUE_BOOST,
+    RECENCY_WEIGHT,
+    CueEvidence,
+    Ranked,
+    cue_specificity,
+    rank,
+)
+from engine.topics.scoring import RECENCY_TABLE
 from prompts import cues as cue_prompt
-from prompts import evaluator as evaluator_prompt
+
+__all__ = ["ActivatedMemory", "Activation", "ActivationCue", "Activator", "name_candidates"]
 
 log = logging.getLogger(__name__)
 
 MAX_LINES = 200
 MAX_CHARS = 20_000
-ACTIVATE_LIMIT = 20
+ACTIVATE_LIMIT = 20  # the most memories one activation returns
+DEFAULT_LIMIT = 5
 ENTITY_CUES = 8
-ENTITY_EVENTS = 3
-EVALUATE_CONCURRENCY = 4
-NAME_CANDIDATES = 8_000
-NAME_MAX_WORDS = 4
-NAME_MAX_CJK = 8
-MESSAGE_MAX = 400  # characters of one source message shown to the evaluator
+CUE_POOL = 500  # memories one cue calls up at most (a busy day is cut here, in save order)
+VECTOR_POOL = 20  # hits of the plain vector search
 
+MAX_EXTRA = COVERAGE_WEIGHT + RECENCY_WEIGHT * RECENCY_TABLE[0][1]
 CueKind = Literal["topic", "date", "entity"]
-
-_CJK = r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
-_CJK_RUN = re.compile(f"[{_CJK}]+")
-# letters and digits (with .+#&'’- inside) and no CJK: "berlin" in "我在berlin工作"
-_LETTER = rf"[^\W_{_CJK}]"
-_LATIN_RUN = re.compile(rf"{_LETTER}(?:(?:{_LETTER}|[.+#&'’-])*{_LETTER})?")
-_EDGE = "\"'“”‘’()[]{}<>«»,.;:!?，。；：！？、…"
+_ROUTES: tuple[RouteName, ...] = ("summary", "chunk")
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,9 +96,18 @@ class ActivationCue:
 
 @dataclass(frozen=True, slots=True)
 class ActivatedMemory:
+    """One memory and why it ranks where it does (``cues``: indexes into ``Activation.cues``)."""
+
     memory: RecalledMemory
     quote: Quote | None
     ranges: tuple[tuple[int, int, int], ...]  # (chunk index, start, end) of the source text
+    relevance: float = 0.0  # similarity plus what the cues add (engine.topics.ranking)
+    similarity: float | None = None  # raw cosine to the lines
+    coverage: float = 0.0
+    recency: float = 0.0
+    vector_rank: int | None = None
+    cue_rank: int | None = None
+    cues: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +115,8 @@ class Activation:
     cues: list[ActivationCue]
     memories: list[ActivatedMemory]
     missing: list[LookupMiss] = field(default_factory=list)
+    # the activated_memory_slices block's slices: the memories in order (unit = the space)
+    slices: list[ActivatedSlice] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -99,6 +126,7 @@ class _Pending:
     timestamp_ms: int | None
     topic_path: str | None
     terms: frozenset[str]
+    cues: list[int]
 
 
 class Activator:
@@ -107,49 +135,170 @@ class Activator:
     Args:
         recall: the space's topic and date index.
         chat: the cue and evaluator model; None for offline cues (and no evaluator).
+        embedder: embeds the lines for ranking and the vector list; None ranks by the cue
+            score without similarity (and has no vector list).
     """
 
     def __init__(
-        self, recall: Recall, chat: ChatModel | None, *, concurrency: int = EVALUATE_CONCURRENCY
+        self,
+        recall: Recall,
+        chat: ChatModel | None,
+        embedder: Embedder | None = None,
+        *,
+        concurrency: int = EVALUATE_CONCURRENCY,
     ) -> None:
         self.recall = recall
         self.chat = chat
+        self.embedder = embedder
         self.concurrency = max(1, concurrency)
 
-    async def activate(self, lines: Sequence[str], evaluate: bool = False) -> Activation:
+    async def activate(
+        self, lines: Sequence[str], evaluate: bool = False, limit: int = DEFAULT_LIMIT
+    ) -> Activation:
         """The memories ``lines`` call up, best first; see the module docstring."""
         _check(lines)
+        if not 1 <= limit <= ACTIVATE_LIMIT:
+            raise out_of_range("limit", 1, ACTIVATE_LIMIT, limit)
         index = await self.recall.index()
         now = self.recall.now()
-        if self.chat is not None:
-            cues = await self._model_cues(lines, now, index)
-        else:
-            cues = await self._offline_cues(lines, now, index)
-        pending, missing = await self._collect(cues, lines, index)
-        events = await self.recall.store.get_events(list(pending))
-        memories = [
-            RecalledMemory(
-                e,
-                p.source,
-                p.score,
-                p.timestamp_ms if p.timestamp_ms is not None else epoch_ms(e.create_time),
-                p.topic_path if p.topic_path is not None else self.recall.topic_of(e.id),
+        text = "\n".join(lines)
+        vector_task = asyncio.ensure_future(self._query_vector(text))
+        try:
+            if self.chat is not None:
+                cues = await self._model_cues(lines, now, index)
+            else:
+                cues = await self._offline_cues(lines, now, index)
+            pending, members, missing = await self._collect(cues, index)
+            query = await vector_task
+        finally:
+            vector_task.cancel()
+        total = index.dated_slices()
+        ranked, evidence, events = await self._rank(text, query, pending, members, total)
+        if evaluate and self.chat is not None:
+            ranked = ranked[: 2 * limit]  # enough to fill ``limit`` when some fail
+            picked = [events[f.event_id] for f in ranked]
+            keep = await evaluator.evaluate(self.chat, lines, picked, self.concurrency)
+            ranked = [f for f, ok in zip(ranked, keep, strict=True) if ok]
+        ranked = ranked[:limit]
+        chunks = await self.recall.store.get_chunks([f.event_id for f in ranked])
+        line_terms = query_terms(text)
+        now_ms = self.recall.now_ms()
+        out = []
+        for f in ranked:
+            event, ev, p = events[f.event_id], evidence[f.event_id], pending.get(f.event_id)
+            memory = RecalledMemory(
+                event,
+                p.source if p else "VECTOR",
+                p.score if p else None,
+                p.timestamp_ms if p and p.timestamp_ms is not None else ev.timestamp_ms,
+                p.topic_path if p and p.topic_path is not None else self.recall.topic_of(event.id),
             )
-            for e in events[:ACTIVATE_LIMIT]
-            if (p := pending[e.id])
-        ]
-        if evaluate and self.chat is not None and memories:
-            memories = await self._evaluate(lines, memories)
-        chunks = await self.recall.store.get_chunks([m.event.id for m in memories])
-        out = [
-            ActivatedMemory(
-                m,
-                _quote(m.event.content, pending[m.event.id].terms),
-                tuple((c.chunk_index, c.start, c.end) for c in chunks.get(m.event.id, [])),
+            out.append(
+                ActivatedMemory(
+                    memory,
+                    _quote(event.content, p.terms if p and p.terms else line_terms),
+                    tuple((c.chunk_index, c.start, c.end) for c in chunks.get(event.id, [])),
+                    f.relevance,
+                    ev.similarity,
+                    ev.coverage,
+                    ev.recency(now_ms),
+                    f.vector_rank,
+                    f.cue_rank,
+                    tuple(ev.cues),
+                )
             )
-            for m in memories
+        unit = self.recall.store.space
+        slices = [
+            ActivatedSlice(
+                unit,
+                m.memory.event.id,
+                m.memory.event.create_date,
+                epoch_ms(m.memory.event.create_time),
+                m.memory.event.summary,
+                content_messages(m.memory.event.content),
+            )
+            for m in out
         ]
-        return Activation(cues, out, missing)
+        return Activation(cues, out, missing, slices)
+
+    # ---- ranking ----
+
+    async def _query_vector(self, text: str) -> Vector | None:
+        """The lines' query vector; None without an embedder or when the stored vectors are
+        another model's (then similarity is unknown and there is no vector list)."""
+        if self.embedder is None:
+            return None
+        meta = await self.recall.store.get_meta()
+        mine = (self.embedder.model, self.embedder.dimensions)
+        if meta is not None and (meta.stale or (meta.model, meta.dimensions) != mine):
+            log.warning("activate: stored vectors are not %s's; ranking without them", meta.model)
+            return None
+        matrix = await self.embedder.embed([text], "query")
+        vector: Vector = matrix[0]
+        return vector
+
+    async def _similarities(
+        self, query: Vector, cued: frozenset[str]
+    ) -> tuple[list[str], dict[str, float]]:
+        """The vector list (the union of both routes' top ``VECTOR_POOL``) and the similarity
+        of every memory in it or in ``cued``: the mean of its summary and best-chunk cosines
+        (the one there is, for a memory without chunks), the vector list by it DESC."""
+        store, none = self.recall.store, Filters()
+        top = await asyncio.gather(
+            *(store.route(r, query, none, frozenset(), VECTOR_POOL) for r in _ROUTES)
+        )
+        listed = {h.event_id for hits in top for h in hits}
+        pool = cued | listed
+        if not pool:
+            return [], {}
+        both = await asyncio.gather(
+            *(store.route(r, query, none, frozenset(), len(pool), pool) for r in _ROUTES)
+        )
+        found: dict[str, list[float]] = {}
+        for hits in both:
+            for h in hits:
+                found.setdefault(h.event_id, []).append(h.score)
+        sims = {i: sum(v) / len(v) for i, v in found.items()}
+        return sorted(listed & sims.keys(), key=lambda i: (-sims[i], i)), sims
+
+    async def _rank(
+        self,
+        text: str,
+        query: Vector | None,
+        pending: dict[str, _Pending],
+        members: list[list[str]],
+        total: int,
+    ) -> tuple[list[Ranked], dict[str, CueEvidence], dict[str, Event]]:
+        store = self.recall.store
+        vector: list[str] = []
+        sims: dict[str, float] = {}
+        if query is not None:
+            vector, sims = await self._similarities(query, frozenset(pending))
+        narrows = cue_specificity(members, total)
+        # Read and score only the memories that can reach the top: coverage and recency add
+        # at most MAX_EXTRA to the lower bound that similarity and specificity give.
+        lower = {i: sims.get(i, 0.0) for i in vector}
+        lower |= {i: sims.get(i, 0.0) + CUE_BOOST * narrows.get(i, 0.0) for i in pending}
+        best = sorted(lower.values(), reverse=True)
+        floor = best[ACTIVATE_LIMIT - 1] if len(best) >= ACTIVATE_LIMIT else float("-inf")
+        hopeful = [i for i in pending if lower[i] + MAX_EXTRA >= floor]
+        wanted = list(dict.fromkeys([*vector, *hopeful]))
+        events = {e.id: e for e in await store.get_events(wanted)}
+        terms = query_terms(text)
+        evidence: dict[str, CueEvidence] = {}
+        for event_id, event in events.items():
+            p = pending.get(event_id)
+            stamp = p.timestamp_ms if p and p.timestamp_ms is not None else None
+            evidence[event_id] = CueEvidence(
+                event_id,
+                stamp if stamp is not None else epoch_ms(event.create_time),
+                list(p.cues) if p else [],
+                sims.get(event_id),
+                coverage(terms, event.summary, event.content),
+                narrows.get(event_id, 0.0),
+            )
+        ranked = rank(vector, list(evidence.values()), self.recall.now_ms())
+        return ranked[:ACTIVATE_LIMIT], evidence, events
 
     # ---- cues ----
 
@@ -172,7 +321,7 @@ class Activator:
         text = "\n".join(lines)
         folded = text.casefold()
         # cheap prefilter, so the exact matcher only compiles patterns that can match
-        known = [p for p in index.topics.paths() if _last(p).casefold() in folded]
+        known = [p for p in index.topics.paths() if _first_word(p) in folded]
         found = offline_cues(list(lines), known, now.date())
         return [ActivationCue(c.type, c.text) for c in found] + await self._entity_cues(text)
 
@@ -204,24 +353,38 @@ class Activator:
     # ---- candidates ----
 
     async def _collect(
-        self, cues: Sequence[ActivationCue], lines: Sequence[str], index: TopicRecall
-    ) -> tuple[dict[str, _Pending], list[LookupMiss]]:
+        self, cues: Sequence[ActivationCue], index: TopicRecall
+    ) -> tuple[dict[str, _Pending], list[list[str]], list[LookupMiss]]:
+        """The memories every cue calls up: by event id (first cue wins the source), and the
+        ids of each cue in cue order."""
         pending: dict[str, _Pending] = {}
+        members: list[list[str]] = [[] for _ in cues]
         missing: list[LookupMiss] = []
         now_ms = self.recall.now_ms()
-        line_terms = query_terms("\n".join(lines))
-        for cue in cues:
-            if len(pending) >= ACTIVATE_LIMIT:
-                break
+
+        def offer(event_id: str, at: int, make: _Pending) -> None:
+            if len(members[at]) >= CUE_POOL or event_id in members[at]:
+                return
+            members[at].append(event_id)
+            found = pending.get(event_id)
+            if found is None:
+                pending[event_id] = make
+            elif at not in found.cues:
+                found.cues.append(at)
+
+        for at, cue in enumerate(cues):
             if cue.type == "topic":
-                lookup = index.query_topic(cue.text, now_ms)
+                lookup = index.query_topic(cue.text, now_ms, limit=CUE_POOL)
                 if lookup.missing is not None:
                     missing.append(lookup.missing)
                 for c in lookup.candidates:
                     terms = _path_terms(cue.text) | _path_terms(c.topic_path)
-                    pending.setdefault(
+                    offer(
                         c.ref.slice_id,
-                        _Pending(c.source.value, c.score, c.timestamp_ms, c.topic_path, terms),
+                        at,
+                        _Pending(
+                            c.source.value, c.score, c.timestamp_ms, c.topic_path, terms, [at]
+                        ),
                     )
             elif cue.type == "date":
                 try:
@@ -233,44 +396,15 @@ class Activator:
                 if dated.missing is not None:
                     missing.append(dated.missing)
                 for ref in dated.refs:
-                    pending.setdefault(ref.slice_id, _Pending("DATE", None, None, None, line_terms))
+                    offer(ref.slice_id, at, _Pending("DATE", None, None, None, frozenset(), [at]))
             else:
                 ids = await self.recall.store.recent_events(
-                    Filters(groups=(cue.entity_ids,)), frozenset(), ENTITY_EVENTS
+                    Filters(groups=(cue.entity_ids,)), frozenset(), CUE_POOL
                 )
                 terms = query_terms(cue.text)
                 for event_id in ids:
-                    pending.setdefault(event_id, _Pending("ENTITY", None, None, None, terms))
-        return pending, missing
-
-    # ---- the evaluator ----
-
-    async def _evaluate(
-        self, lines: Sequence[str], memories: list[RecalledMemory]
-    ) -> list[RecalledMemory]:
-        gate = asyncio.Semaphore(self.concurrency)
-
-        async def one(m: RecalledMemory) -> bool:
-            async with gate:
-                return await self._passes(lines, m)
-
-        verdicts = await asyncio.gather(*(one(m) for m in memories))
-        return [m for m, ok in zip(memories, verdicts, strict=True) if ok]
-
-    async def _passes(self, lines: Sequence[str], memory: RecalledMemory) -> bool:
-        assert self.chat is not None
-        messages = [ln.strip() for ln in memory.event.content[:QUOTE_SCOPE].splitlines()]
-        source = [
-            m.text if isinstance(m, Omitted) else m[:MESSAGE_MAX]
-            for m in window([m for m in messages if m])
-        ]
-        message = evaluator_prompt.user_message(lines, memory.event.summary, source)
-        try:
-            raw = await self.chat.complete_json(evaluator_prompt.SYSTEM_PROMPT, message)
-            return evaluator_prompt.EvaluatorReply.model_validate(raw).passed
-        except (MnemoError, ValidationError) as exc:
-            log.warning("recall evaluator failed for %s, dropped: %s", memory.event.id, _why(exc))
-            return False
+                    offer(event_id, at, _Pending("ENTITY", None, None, None, terms, [at]))
+        return pending, members, missing
 
 
 def _check(lines: Sequence[str]) -> None:
@@ -289,11 +423,12 @@ def _check(lines: Sequence[str]) -> None:
 
 
 def _why(exc: Exception) -> str:
-    return exc.code if isinstance(exc, MnemoError) else "invalid reply"
+    return why(exc)
 
 
-def _last(path: str) -> str:
-    return path.rsplit(TOPIC_SEPARATOR, 1)[-1].strip()
+def _first_word(path: str) -> str:
+    last = path.rsplit(TOPIC_SEPARATOR, 1)[-1].strip().casefold()
+    return last.split()[0] if last.split() else last
 
 
 def _path_terms(path: str) -> frozenset[str]:
@@ -305,36 +440,3 @@ def _quote(content: str, terms: frozenset[str]) -> Quote | None:
         return None
     start, end = choose_window(content, (0, min(len(content), QUOTE_SCOPE)), terms, QUOTE_CAP)
     return Quote(content[start:end], start, end, len(content))
-
-
-def name_candidates(text: str) -> list[str]:
-    """Normalised substrings of ``text`` that could be an entity's name or alias.
-
-    Runs of 1-4 words (edge punctuation stripped), CJK substrings of 2-8 characters and latin
-    runs inside mixed words; at least 2 characters each. Ordered by first appearance, longer
-    first at one position, at most ``NAME_CANDIDATES``.
-    """
-    found: dict[str, tuple[int, int]] = {}
-
-    def add(candidate: str, start: int) -> None:
-        key = normalise_name(candidate)
-        if len(key) >= 2 and key not in found:
-            found[key] = (start, -len(key))
-
-    words = []
-    for m in re.finditer(r"\S+", text):
-        word = m.group().strip(_EDGE)
-        if word:
-            words.append((m.start() + m.group().find(word), word))
-    for i, (start, _) in enumerate(words):
-        for n in range(1, NAME_MAX_WORDS + 1):
-            if i + n <= len(words):
-                add(" ".join(w for _, w in words[i : i + n]), start)
-    for m in _CJK_RUN.finditer(text):
-        run = m.group()
-        for i in range(len(run)):
-            for size in range(2, min(NAME_MAX_CJK, len(run) - i) + 1):
-                add(run[i : i + size], m.start() + i)
-    for m in _LATIN_RUN.finditer(text):
-        add(m.group(), m.start())
-    return sorted(found, key=found.__getitem__)[:NAME_CANDIDATES]

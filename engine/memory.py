@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from engine import checks, dump
-from engine.activation import Activation, Activator
+from engine.activation import DEFAULT_LIMIT, Activation, Activator
 from engine.binding import as_profile
 from engine.changes import Changes
 from engine.config import Settings
@@ -118,7 +118,7 @@ class Memory:
         self.changes = Changes()  # the live feed of committed writes (memoryChanges)
         lock = asyncio.Lock()  # saves, revectorize, forget and topic binding (SPEC §1.3.6)
         self.recall = Recall(store, lock, now=lambda: self.ingestor.now())
-        self.activator = Activator(self.recall, providers.chat)
+        self.activator = Activator(self.recall, providers.chat, providers.embedder)
         self.ingestor = Ingestor(
             store,
             providers.embedder,
@@ -358,10 +358,12 @@ class Memory:
         await self._catch_up()
         return await self.recall.by_date(day)
 
-    async def activate(self, lines: Sequence[str], evaluate: bool = False) -> Activation:
+    async def activate(
+        self, lines: Sequence[str], evaluate: bool = False, limit: int = DEFAULT_LIMIT
+    ) -> Activation:
         checks.texts((f"input[{i}]", line) for i, line in enumerate(lines))
         await self._catch_up()
-        return await self.activator.activate(lines, evaluate)
+        return await self.activator.activate(lines, evaluate, limit)
 
     # ---- reads ----
 

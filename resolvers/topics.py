@@ -7,6 +7,7 @@ from typing import Annotated
 
 import strawberry
 
+from engine.activation import DEFAULT_LIMIT
 from engine.models import TOPIC_ID_PREFIX
 from schema.context import Info
 from schema.inputs import ActivationProfileInput
@@ -54,7 +55,9 @@ class TopicQuery:
 
     @strawberry.field(
         description="The memories recent conversation lines call up: cues (topics, dates, "
-        "entities), then ranked memories with exact source ranges and a quote."
+        "entities), then memories ranked by how well they match the lines (the cue-activated "
+        "ones fused with a vector search of the lines), with exact source ranges, a quote and "
+        "Partner's activated_memory_slices block."
     )
     async def activate(
         self,
@@ -65,8 +68,12 @@ class TopicQuery:
         evaluate: Annotated[
             bool, strawberry.argument(description="Let the chat model keep only helpful memories.")
         ] = False,
+        limit: Annotated[
+            int, strawberry.argument(description="At most this many memories (1..20).")
+        ] = DEFAULT_LIMIT,
     ) -> Activation:
-        return Activation.from_domain(await info.context.memory.activate(input, evaluate))
+        found = await info.context.memory.activate(input, evaluate, limit)
+        return Activation.from_domain(found)
 
 
 @strawberry.type

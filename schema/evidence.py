@@ -7,7 +7,7 @@ the same request through its ``expand`` and ``nearby`` fields, which continue th
 from __future__ import annotations
 
 from enum import Enum
-from typing import Annotated, Literal, cast
+from typing import Annotated, cast
 
 import strawberry
 from strawberry.scalars import JSON
@@ -18,17 +18,7 @@ from engine.retrieval.pipeline import Outcome, TargetedPage
 from engine.retrieval.render import render, render_targeted
 from schema.context import Info
 from schema.graph import Concept, Event, Node, from_node
-
-
-@strawberry.enum(description="Language of rendered texts and notes.")
-class Locale(Enum):
-    ZH = strawberry.enum_value("zh", description="Chinese, the original tool's wording.")
-    EN = strawberry.enum_value("en", description="English.")
-
-    @property
-    def code(self) -> Literal["zh", "en"]:
-        """The language code (members hold it at run time; strawberry unwraps enum_value)."""
-        return cast(Literal["zh", "en"], self.value)
+from schema.locale import Locale, LocaleArg
 
 
 @strawberry.enum(description="What a search looks for.")
@@ -62,7 +52,6 @@ class QuoteRef:
         return from_node(node) if node is not None else None
 
 
-LocaleArg = Annotated[Locale, strawberry.argument(description="Language of the text.")]
 
 
 @strawberry.type(description="A remark about a page or an item (why something is missing...).")

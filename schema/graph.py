@@ -16,7 +16,10 @@ from engine import models as m
 from engine.errors import CursorInvalid
 from engine.memory import READ_DEFAULT
 from engine.memory import TextRange as TextRangeDomain
+from engine.retrieval.evidence import ReadResult
+from engine.retrieval.render import render_read
 from schema.context import Info
+from schema.locale import Locale, LocaleArg
 from schema.relay import After, Before, First, Last, PageInfo, Window, window
 
 T = TypeVar("T")
@@ -30,6 +33,15 @@ class TextRange:
     end: int = strawberry.field(description="Last code point (exclusive).")
     total: int = strawberry.field(description="Length of the whole text in code points.")
     next: int | None = strawberry.field(description="Offset to continue reading from, if any.")
+
+    @strawberry.field(
+        description="The compact rendering for an LLM (SPEC §1.10): a header with the range "
+        "and total, the text, then next=<offset> when there is more."
+    )
+    def rendered(self, locale: LocaleArg = Locale.ZH) -> str:
+        result = ReadResult(str(self.event_id), self.text, self.start, self.end, self.total,
+                            self.next)  # fmt: skip
+        return render_read(result, locale.code)
 
     @classmethod
     def from_domain(cls, r: TextRangeDomain) -> TextRange:

@@ -10,10 +10,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import date
 from typing import Literal
 
 from engine.topics.tree import fix_topic_path, is_blank, split_path
+from engine.topics.when import find_days
 
 CueType = Literal["topic", "date"]
 
@@ -57,29 +58,16 @@ def fix_cues(raw_matches: Iterable[object] | None) -> list[Cue]:
 # ---- the offline matcher ----
 
 _ASCII_WORD = re.compile(r"[A-Za-z0-9]")
-_ISO = re.compile(r"(?<!\d)(\d{4})-(\d{1,2})-(\d{1,2})(?!\d)")
-_CJK = re.compile(r"(\d{4})\s*年\s*(\d{1,2})\s*月\s*(\d{1,2})\s*[日号]")
-# Longest alternatives first, so "day before yesterday" is not also read as "yesterday".
-_RELATIVE = re.compile(
-    r"(?<![A-Za-z0-9])(day before yesterday|yesterday|today)(?![A-Za-z0-9])"
-    r"|(今天|昨天|(?<!大)前天)",
-    re.IGNORECASE,
-)
-_RELATIVE_DAYS = {
-    "today": 0,
-    "yesterday": 1,
-    "day before yesterday": 2,
-    "今天": 0,
-    "昨天": 1,
-    "前天": 2,
-}
 
 
 def _segment_pattern(segment: str) -> re.Pattern[str]:
-    """A case-insensitive pattern; a latin word must stand alone (``AI`` is not in ``said``)."""
+    """A case-insensitive pattern; a latin word must stand alone (``AI`` is not in ``said``)
+    but may take a plural ending (``meeting`` finds ``meetings``); whitespace inside a
+    segment matches any run of whitespace."""
     head = r"(?<![A-Za-z0-9])" if _ASCII_WORD.match(segment[0]) else ""
-    tail = r"(?![A-Za-z0-9])" if _ASCII_WORD.match(segment[-1]) else ""
-    return re.compile(head + re.escape(segment) + tail, re.IGNORECASE)
+    tail = r"(?:e?s)?(?![A-Za-z0-9])" if _ASCII_WORD.match(segment[-1]) else ""
+    body = r"\s+".join(re.escape(word) for word in segment.split())
+    return re.compile(head + body + tail, re.IGNORECASE)
 
 
 def _topic_cues(text: str, known_paths: Iterable[str]) -> list[Cue]:
@@ -102,27 +90,17 @@ def _topic_cues(text: str, known_paths: Iterable[str]) -> list[Cue]:
 
 
 def _date_cues(text: str, today: date) -> list[Cue]:
-    found: list[tuple[int, date]] = []
-    for pattern in (_ISO, _CJK):
-        for m in pattern.finditer(text):
-            try:
-                found.append((m.start(), date(int(m[1]), int(m[2]), int(m[3]))))
-            except ValueError:
-                continue  # 2026-02-30 is not a day
-    for m in _RELATIVE.finditer(text):
-        word = m[0].lower() if m[1] else m[0]
-        found.append((m.start(), today - timedelta(days=_RELATIVE_DAYS[word])))
-    days = dict.fromkeys(day.isoformat() for _, day in sorted(found, key=lambda f: f[0]))
-    return [Cue("date", day) for day in days]
+    found = sorted(find_days(text, today), key=lambda f: f[0])
+    return [Cue("date", day) for day in dict.fromkeys(day.isoformat() for _, day in found)]
 
 
 def offline_cues(lines: list[str], known_paths: list[str], today: date) -> list[Cue]:
     """Cues found without a model: known topic segments and explicit dates in ``lines``.
 
-    Topics: a known path matches when its last segment occurs in the text (case-insensitive);
-    the most specific paths win. Dates: ``YYYY-MM-DD``, ``YYYY年M月D日``, 今天/昨天/前天 and
-    today/yesterday/day before yesterday relative to ``today``. Topics come first (deepest
-    first), then dates in order of appearance; duplicates are dropped.
+    Topics: a known path matches when its last segment occurs in the text (case-insensitive;
+    a latin segment as whole words); the most specific paths win. Dates: the day expressions of
+    :mod:`engine.topics.when` (absolute, relative, weekdays) resolved against ``today``. Topics
+    come first (deepest first), then dates in order of appearance; duplicates are dropped.
     """
     text = "\n".join(lines)
     return _topic_cues(text, known_paths) + _date_cues(text, today)

@@ -54,6 +54,10 @@ class DateMemoryIndex:
         refs = self._days.get(day)
         return None if refs is None else list(refs)
 
+    def size(self) -> int:
+        """How many refs the index holds over all days."""
+        return sum(len(refs) for refs in self._days.values())
+
     def entries(self) -> Mapping[date, tuple[SliceRef, ...]]:
         """Every day and its refs, in ascending date order."""
         return MappingProxyType({day: tuple(self._days[day]) for day in sorted(self._days)})

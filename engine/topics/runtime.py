@@ -118,14 +118,26 @@ class TopicRecall:
             self.topics.ensure_topic_paths(related_paths)
             return binding
 
-    def query_topic(self, path: str | None, now_ms: int) -> TopicLookup:
-        """Recall by topic path (fixed like a cue) at time ``now_ms``."""
+    def query_topic(self, path: str | None, now_ms: int, limit: int | None = None) -> TopicLookup:
+        """Recall by topic path (fixed like a cue) at time ``now_ms``.
+
+        ``limit`` replaces Partner's 5 results (activation ranks a larger pool itself); the
+        parent and related limits stay Partner's.
+        """
         fixed = fix_topic_path(path)
+        collector = self.collector
+        if limit is not None:
+            collector = TopicRecallCollector(
+                collector.scorer,
+                result_limit=limit,
+                parent_limit=collector.parent_limit,
+                related_limit=collector.related_limit,
+            )
         with self._lock:
             node = self.topics.find(fixed)
             if node is None:
                 return TopicLookup((), LookupMiss("TOPIC", fixed))
-            return TopicLookup(tuple(self.collector.collect_node(self.topics, node, now_ms)))
+            return TopicLookup(tuple(collector.collect_node(self.topics, node, now_ms)))
 
     def query_date(self, day: date | str) -> DateLookup:
         """Recall every slice recorded on ``day`` (a date or ``yyyy-MM-dd``)."""
@@ -135,6 +147,11 @@ class TopicRecall:
         if refs is None:
             return DateLookup((), LookupMiss("DATE_INDEX", when.isoformat()))
         return DateLookup(tuple(refs))
+
+    def dated_slices(self) -> int:
+        """How many slices the date index holds: every recorded slice, once per day."""
+        with self._lock:
+            return self.dates.size()
 
     def topic_tree_text(self) -> str:
         with self._lock:

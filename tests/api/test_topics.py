@@ -309,10 +309,12 @@ async def test_activate_offline_with_topic_entity_and_date_cues(api: Api) -> Non
     s2 = await save(api, TEXT, extraction=EXTRACTION, topicPath="life->moving")
     (e1,), (e2,) = s1["eventIds"], s2["eventIds"]
 
+    # the cue-activated memory first; the vector search of the lines brings the other one
     topic = (await api.gql(ACTIVATE, lines=["How is MNEMOQL going?"]))["activate"]
     assert topic["cues"] == [{"type": "TOPIC", "text": "work->mnemoql"}]
-    (m,) = topic["memories"]
+    m, other = topic["memories"]
     assert (m["event"]["id"], m["source"], m["topicPath"]) == (e1, "PRIMARY", "work->mnemoql")
+    assert (other["event"]["id"], other["source"], other["score"]) == (e2, "VECTOR", None)
     assert m["summary"] == "We designed the recall API for mnemoql."
     content = "We designed the recall API for mnemoql."
     assert m["quote"] == {"text": content, "start": 0, "end": len(content), "total": len(content)}
@@ -320,29 +322,32 @@ async def test_activate_offline_with_topic_entity_and_date_cues(api: Api) -> Non
 
     entity = (await api.gql(ACTIVATE, lines=["Did Al call back?"]))["activate"]
     assert entity["cues"] == [{"type": "ENTITY", "text": "Al"}]
-    assert [(x["event"]["id"], x["source"], x["score"]) for x in entity["memories"]] == [
-        (e2, "ENTITY", None)
-    ]
-    assert entity["memories"][0]["topicPath"] == "life->moving"
+    first = entity["memories"][0]
+    assert (first["event"]["id"], first["source"], first["score"]) == (e2, "ENTITY", None)
+    assert first["topicPath"] == "life->moving"
 
     dated = (await api.gql(ACTIVATE, lines=[f"what did we do on {today(api)}?"]))["activate"]
     assert dated["cues"] == [{"type": "DATE", "text": today(api)}]
-    assert [x["event"]["id"] for x in dated["memories"]] == [e1, e2]
+    assert sorted(x["event"]["id"] for x in dated["memories"]) == [e1, e2]
     assert {x["source"] for x in dated["memories"]} == {"DATE"}
 
-    # all three at once: topics first, then dates, then entities; first occurrence wins
+    # all three at once: topics first, then dates, then entities; a memory's source is the
+    # first cue that found it
     both = await api.gql(ACTIVATE, lines=["mnemoql news?", "what did Alice say today?"])
     got = both["activate"]
     assert [c["type"] for c in got["cues"]] == ["TOPIC", "DATE", "ENTITY"]
-    assert [(x["event"]["id"], x["source"]) for x in got["memories"]] == [
+    assert {(x["event"]["id"], x["source"]) for x in got["memories"]} == {
         (e1, "PRIMARY"),
         (e2, "DATE"),
-    ]
-    quote = got["memories"][1]["quote"]
+    }
+    quote = next(x["quote"] for x in got["memories"] if x["event"]["id"] == e2)
     assert TEXT[quote["start"] : quote["end"]] == quote["text"]
 
+    # no cue: the plain vector search of the lines, nothing missing
     nothing = (await api.gql(ACTIVATE, lines=["unrelated chatter"]))["activate"]
-    assert nothing == {"cues": [], "memories": [], "missing": []}
+    assert nothing["cues"] == [] and nothing["missing"] == []
+    assert sorted(x["event"]["id"] for x in nothing["memories"]) == [e1, e2]
+    assert {x["source"] for x in nothing["memories"]} == {"VECTOR"}
     err = await api.error(ACTIVATE, lines=["  ", ""])
     assert err["extensions"]["code"] == "BAD_USER_INPUT"
 
@@ -374,10 +379,11 @@ async def test_activate_with_the_cue_model(tmp_path: Path, fake_models: FakeMode
         assert '<input interval-to-first="0">&lt;how\'s the API?></input>' in user
         assert "<memory_topic_tree>\nwork [root]\r\nwork->mnemoql {slices: 1}\n" in user
 
-        # a failing or unusable cue model means no cues, not an error
+        # a failing or unusable cue model means no cues (the vector search alone), not an error
         fake_models.fail("chat", "http_500", times=2)
         failed = (await api.gql(ACTIVATE, lines=["the API?"]))["activate"]
-        assert failed == {"cues": [], "memories": [], "missing": []}
+        assert failed["cues"] == [] and failed["missing"] == []
+        assert [(m["event"]["id"], m["source"]) for m in failed["memories"]] == [(e1, "VECTOR")]
         for reply in ("not json at all", json.dumps({"matches": "nope"}), "[1, 2]"):
             fake_models.queue_extraction(reply)
             assert (await api.gql(ACTIVATE, lines=["the API?"]))["activate"]["cues"] == []
@@ -391,25 +397,26 @@ async def test_the_evaluator_keeps_only_passed_memories(
         for n in range(3):
             fake_models.queue_extraction({**bare(f"note {n}"), "topic": {"topicPath": "t"}})
             ids += (await save(api, f"note {n}", extraction=None))["eventIds"]
-        api.app.state.memory.activator.concurrency = 1  # replies are consumed in memory order
+        api.app.state.memory.activator.concurrency = 1  # replies are consumed in rank order
         ranked = [m["event"]["id"] for m in (await api.gql(RECALL, p="t"))["recall"]["memories"]]
         assert sorted(ranked) == sorted(ids)
+        # without evaluate, nothing is filtered and no evaluator call is made
+        fake_models.reset()
+        fake_models.queue_extraction({"matches": [{"type": "topic", "text": "t"}]})
+        plain = (await api.gql(ACTIVATE, lines=["t?"]))["activate"]
+        order = [m["event"]["id"] for m in plain["memories"]]
+        assert sorted(order) == sorted(ids) and len(fake_models.requests_to("chat")) == 1
         fake_models.reset()
         fake_models.queue_extraction({"matches": [{"type": "topic", "text": "t"}]})
         fake_models.queue_extraction({"passed": True})
         fake_models.queue_extraction({"passed": False})
         fake_models.queue_extraction({"passed": "yes"})  # not a boolean: a failure drops it
         got = (await api.gql(ACTIVATE, lines=["t?"], evaluate=True))["activate"]
-        assert [m["event"]["id"] for m in got["memories"]] == ranked[:1]
+        assert [m["event"]["id"] for m in got["memories"]] == order[:1]
         evaluator_calls = fake_models.requests_to("chat")[1:]
         assert len(evaluator_calls) == 3
         body = evaluator_calls[0].json["messages"][-1]["content"]
         assert "<slice_summary>" in body and "<new_inputs>" in body
-        # without evaluate, nothing is filtered and no evaluator call is made
-        fake_models.reset()
-        fake_models.queue_extraction({"matches": [{"type": "topic", "text": "t"}]})
-        plain = (await api.gql(ACTIVATE, lines=["t?"]))["activate"]
-        assert len(plain["memories"]) == 3 and len(fake_models.requests_to("chat")) == 1
 
 
 # ---------------------------------------------------------------- persistence and the graph

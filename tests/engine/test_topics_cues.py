@@ -84,8 +84,43 @@ def test_offline_cues_resolve_date_expressions() -> None:
     ]
 
 
-def test_three_days_ago_is_not_read_as_the_day_before_yesterday() -> None:
-    assert offline_cues(["大前天的事"], [], TODAY) == []
+def test_three_days_ago_is_its_own_day_not_the_day_before_yesterday() -> None:
+    assert offline_cues(["大前天的事"], [], TODAY) == [Cue("date", "2026-03-01")]
+
+
+def test_relative_days_weekdays_and_days_without_a_year() -> None:
+    # TODAY is Wednesday 2026-03-04; weeks start on Monday
+    def day(text: str) -> list[str]:
+        return [c.text for c in offline_cues([text], [], TODAY)]
+
+    assert day("what happened last Monday?") == ["2026-02-23"]
+    assert day("上周一开会了吗") == ["2026-02-23"]
+    assert day("上个星期天") == ["2026-03-01"]
+    assert day("上礼拜五") == ["2026-02-27"]
+    assert day("this Monday") == ["2026-03-02"] and day("这周一") == ["2026-03-02"]
+    assert day("this Friday") == [] and day("本周五") == []  # still ahead: not a memory day
+    assert day("on Friday we met") == ["2026-02-27"] and day("星期三") == ["2026-03-04"]
+    assert day("3 days ago") == ["2026-03-01"] and day("three days ago") == ["2026-03-01"]
+    assert day("a week ago") == ["2026-02-25"] and day("两周前") == ["2026-02-18"]
+    assert day("三天前") == ["2026-03-01"] and day("十天以前") == ["2026-02-22"]
+    assert day("3月1日") == ["2026-03-01"] and day("12月25号") == ["2025-12-25"]
+    assert day("on March 1st") == ["2026-03-01"] and day("25 December") == ["2025-12-25"]
+    assert day("Dec 25, 2023") == ["2023-12-25"]
+    assert day("2月30日 and February 30") == []  # not days
+    # ranges are not days; "may" without a number is a verb
+    assert day("last week, 上个月, you may go") == []
+
+
+def test_date_cues_keep_the_order_of_appearance_and_drop_repeats() -> None:
+    got = offline_cues(["yesterday, i.e. 2026-03-03, and last Monday; 昨天"], [], TODAY)
+    assert [c.text for c in got] == ["2026-03-03", "2026-02-23"]
+
+
+def test_topic_words_take_plurals_and_spaced_segments() -> None:
+    known = ["work->team meeting", "life->cat"]
+    cues = offline_cues(["two team\nmeetings and some cats"], known, TODAY)
+    assert cues == [Cue("topic", "work->team meeting"), Cue("topic", "life->cat")]
+    assert offline_cues(["a category"], known, TODAY) == []
 
 
 def test_offline_cues_find_nothing_in_plain_text() -> None:

@@ -92,6 +92,18 @@ async def test_topics_recall_and_activation_with_resources(tmp_path: Path) -> No
         got = ok(active)
         assert any(m["event_id"] == "book_ch1_e02" for m in got["memories"])
         assert text(active).startswith("[memory_activate] cues:")
+        assert got["block"] is None
+        args = {"lines": lines, "limit": 1, "projection": "abstract"}
+        block = ok(await client.call_tool("memory_activate", args))
+        (only,) = block["memories"]
+        assert block["projection"] == "abstract" and block["block"] == (
+            '<activated_memory_slices source="memory_selector" urgency="normal">\n'
+            f'  <memory_slice slice_id="{only["event_id"]}" unit_id="default">\n'
+            f"    <summary>{only['summary']}</summary>\n"
+            "  </memory_slice>\n</activated_memory_slices>"
+        )
+        too_many = await client.call_tool("memory_activate", {"lines": lines, "limit": 21})
+        assert error_code(too_many) == "OUT_OF_RANGE"
 
 
 def test_stdout_carries_only_the_protocol(tmp_path: Path) -> None:

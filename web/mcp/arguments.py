@@ -14,6 +14,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from engine import ingest
+from engine.activation import DEFAULT_LIMIT as DEFAULT_ACTIVATE_LIMIT
 from engine.errors import ExtractionInvalid, InvalidInput, ResetSeenMisuse
 from engine.memory import READ_DEFAULT, READ_MAX
 from prompts.extraction import Extraction
@@ -179,6 +180,16 @@ class ActivateArgs(_Args):
     )
     evaluate: bool = Field(
         default=False, description="Let the chat model keep only the memories that help."
+    )
+    limit: int = Field(
+        default=DEFAULT_ACTIVATE_LIMIT,
+        description="At most this many memories (1..20), best first.",
+    )
+    projection: Literal["full", "compact", "abstract"] | None = Field(
+        default=None,
+        description="Also give the memories as the activated_memory_slices context block: "
+        "full (summaries and messages: up to 10 whole, else first 2, middle 4, last 2), "
+        "compact (the same without the first 2) or abstract (summaries only).",
     )
 
 

@@ -18,7 +18,8 @@ from engine.models import Entity
 from engine.recall import RecalledMemory, Recollection, TopicTree
 from engine.retrieval import evidence as ev
 from engine.retrieval.pipeline import Outcome, TargetedPage
-from engine.topics import LookupMiss
+from engine.topics import LookupMiss, Projection
+from engine.topics.block import render_block
 
 
 class Quote(BaseModel):
@@ -338,14 +339,17 @@ class Cue(BaseModel):
 
 
 class Activated(BaseModel):
-    """The cues a conversation gave and the memories they called up."""
+    """The cues a conversation gave and the memories they called up, best first; with a
+    ``projection``, also Partner's ``activated_memory_slices`` block of them as XML."""
 
     cues: list[Cue]
     memories: list[ActivatedMemory]
     missing: list[Missing]
+    projection: Literal["full", "compact", "abstract"] | None = None
+    block: str | None = None
 
     @classmethod
-    def from_domain(cls, a: Activation) -> Activated:
+    def from_domain(cls, a: Activation, projection: Projection | None = None) -> Activated:
         memories = [
             ActivatedMemory(
                 **_recalled(m.memory).model_dump(),
@@ -358,6 +362,8 @@ class Activated(BaseModel):
             cues=[Cue(type=c.type, text=c.text) for c in a.cues],
             memories=memories,
             missing=[Missing.from_domain(m) for m in a.missing],
+            projection=projection,
+            block=render_block(a.slices, projection) if projection is not None else None,
         )
 
 

@@ -102,5 +102,7 @@ def activated(a: Activated, locale: Locale) -> str:
     lines += _missing(a.missing)
     for n, m in enumerate(a.memories, 1):
         lines += _memory(n, m, w, m.quote)
+    if a.block is not None:
+        lines.append(a.block)
     lines.append(w["next"] if a.memories else w["none"])
     return "\n".join(lines)

@@ -122,7 +122,8 @@ async def recall(call: Call, args: a.RecallArgs) -> Answer:
 
 
 async def activate(call: Call, args: a.ActivateArgs) -> Answer:
-    got = r.Activated.from_domain(await call.memory.activate(args.lines, args.evaluate))
+    found = await call.memory.activate(args.lines, args.evaluate, args.limit)
+    got = r.Activated.from_domain(found, args.projection)
     return text.activated(got, call.locale), got
 
 
@@ -230,8 +231,11 @@ TOOLS: dict[str, Tool] = {
             "memory_activate",
             "Activate memories from the conversation",
             "Pass the latest lines of the conversation: returns the memories their topics, "
-            "dates and names call up, each with an exact quote of its source. Use it at the "
-            "start of a turn to bring what is relevant to mind.",
+            "dates (today, yesterday, last Monday, 2026-03-01, 上周一) and names call up, ranked "
+            "by how well they fit the lines together with a plain similarity search, each with "
+            "an exact quote of its source; with a projection, also as an "
+            "activated_memory_slices context block. Use it at the start of a turn to bring "
+            "what is relevant to mind.",
             a.ActivateArgs,
             r.Activated,
             "read",
