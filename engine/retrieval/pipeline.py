@@ -16,6 +16,7 @@ from datetime import date
 
 from engine.errors import ConceptNotOffered, CursorError, InvalidInput, out_of_range
 from engine.models import (
+    EMPTY_FILTERS,
     Entity,
     EntityLabel,
     Event,
@@ -54,6 +55,13 @@ NEARBY_MAX = 10
 TARGET_TOP = 3
 TARGET_NEIGHBOURS = 20
 DEFAULT_SESSION = "default"
+# Past this many query terms the two lexical signals (the BM25 route and term coverage) fade
+# as (LONG_QUERY_TERMS / terms) ** LONG_QUERY_POWER: a conversation cue of 30-60 words matches
+# nearly every memory somewhere, so BM25 and coverage rank chat words, not evidence
+# (docs/DECISIONS.md, "Long queries"). Questions (LongMemEval: median 8 terms, at most 26)
+# keep SPEC's weights up to 16 terms.
+LONG_QUERY_TERMS = 16
+LONG_QUERY_POWER = 6
 _SPLIT_TERMS = re.compile(r"[,，、;；]")
 
 
@@ -138,6 +146,8 @@ class Retriever:
         lexical: bool = True,
         coverage_weight: float = scoring.COVERAGE_WEIGHT,
         lexical_weight: float = 1.0,
+        long_query_terms: int = LONG_QUERY_TERMS,
+        rank_nearby: bool = True,
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -148,6 +158,10 @@ class Retriever:
         self.lexical = lexical
         self.coverage_weight = coverage_weight
         self.lexical_weight = lexical_weight
+        # 0 keeps SPEC's fixed weights for every query length.
+        self.long_query_terms = long_query_terms
+        # nearby: the chain's query picks within a window wider than the quota (SPEC: nearest).
+        self.rank_nearby = rank_nearby
 
     # ---- public operations ----
 
@@ -238,10 +252,10 @@ class Retriever:
                 )
             quota = min(PER_CALL, self.cursors.remaining(state))
             same_chapter = await self.store.positional_events(pos.prefix, pos.chapter)
-            picked = pick_neighbours(
-                event_id, same_chapter, before, after, quota, exclude=session.excluded
+            window = pick_neighbours(
+                event_id, same_chapter, before, after, 2 * NEARBY_MAX, exclude=session.excluded
             )
-            ranked = Ranked(picked, {i: Explain(order="position") for i in picked})
+            ranked = await self._pick_nearby(event_id, window, quota, state, session.excluded)
             return await self._deliver(
                 "nearby",
                 session,
@@ -251,6 +265,43 @@ class Retriever:
                 state.filters,
                 state,
             )
+
+    async def _pick_nearby(
+        self,
+        anchor: str,
+        window: list[str],
+        quota: int,
+        state: CursorState,
+        excluded: frozenset[str],
+    ) -> Ranked:
+        """Which of the window's records ``nearby`` delivers, in record order.
+
+        SPEC §1.6 takes the nearest. When the window holds more than the quota and the chain
+        has a query vector, the chain's query picks instead (the routes, RRF, coverage and MMR
+        restricted to the window, no filters: nearby is positional), so a wide window yields
+        the neighbours that answer the question, not the ones that merely sit closest; the
+        nearest fill what the ranking leaves (docs/DECISIONS.md, "Query-ranked nearby").
+        With the default window (2 before, 2 after: 4 records, the quota) nothing changes.
+        """
+        if len(window) <= quota or state.query_vector is None or not self.rank_nearby:
+            picked = pick_neighbours(anchor, window, NEARBY_MAX, NEARBY_MAX, quota)
+            return Ranked(picked, {i: Explain(order="position") for i in picked})
+        ranked = await self._rank(
+            state.query_text,
+            state.query_vector,
+            EMPTY_FILTERS,
+            excluded,
+            quota,
+            frozenset(window),
+        )
+        chosen = set(ranked.picked)
+        if len(chosen) < quota:
+            rest = [i for i in window if i not in chosen]
+            fill = pick_neighbours(anchor, rest, NEARBY_MAX, NEARBY_MAX, quota - len(chosen))
+            chosen |= set(fill)
+        picked = [i for i in window if i in chosen]  # window is in record order
+        explain = {i: ranked.explain.get(i, Explain(order="position")) for i in picked}
+        return Ranked(picked, explain, ranked.best, ranked.events, ranked.concepts)
 
     async def targeted(self, target: str, query: str | None) -> TargetedPage:
         """Person/Concept search: top 3 plus one-hop context; no history, no cursor."""
@@ -352,13 +403,14 @@ class Retriever:
             return Ranked([], {})
         terms = query_terms(query or "")
         cov = {i: coverage(terms, e.summary, e.content) for i, e in events.items()}
+        fade = lexical_fade(len(terms), self.long_query_terms)
         fused = scoring.fuse(
             [h.event_id for h in summary_hits if h.event_id in events],
             [h.event_id for h in chunk_hits if h.event_id in events],
             cov,
             lexical_ids=[h.event_id for h in pool.lexical if h.event_id in events],
-            weight=self.coverage_weight,
-            lexical_weight=self.lexical_weight,
+            weight=self.coverage_weight * fade,
+            lexical_weight=self.lexical_weight * fade,
         )
         distinct = scoring.dedup_by_hash(fused, lambda s: events[s.id].content_hash)
         hashes = {s.id: pool.chunk_hashes.get(s.id, frozenset()) for s in distinct}
@@ -486,6 +538,14 @@ class Retriever:
         if items:
             self.sessions.commit(session.id, [i.event_id for i in items], budget.pending)
         return Outcome(page, {i: explain[i] for i in picked if i in explain}, session.id)
+
+
+def lexical_fade(n_terms: int, long_terms: int = LONG_QUERY_TERMS) -> float:
+    """The factor on the coverage and lexical-route weights for a query of ``n_terms`` terms:
+    1 up to ``long_terms`` (0: always 1), then ``(long_terms / n_terms) ** LONG_QUERY_POWER``."""
+    if long_terms <= 0 or n_terms <= long_terms:
+        return 1.0
+    return float((long_terms / n_terms) ** LONG_QUERY_POWER)
 
 
 def _entity_terms(entities: Sequence[str] | str | None) -> list[str]:
