@@ -88,7 +88,7 @@ from engine.providers.local import LocalEmbedder
 from engine.providers.offline import OfflineExtractor
 from engine.retrieval import scoring
 from engine.retrieval.evidence import EvidencePage
-from engine.retrieval.pipeline import ROUTE_LIMIT, Outcome, SearchRequest
+from engine.retrieval.pipeline import ROUTE_LIMIT, Outcome, SearchRequest, lexical_fade
 from engine.retrieval.render import render
 from engine.retrieval.terms import coverage, query_terms
 from engine.text import chunk_ranges
@@ -386,9 +386,12 @@ async def searches(memory: Memory, query: str, session: str, n: int, locale: str
     ]
 
 
-async def nearby_chain(memory: Memory, query: str, session: str, locale: str) -> list[Call]:
-    """search, then nearby(1 before, 1 after) of every anchor the pages offer, oldest page
-    first, until 20 events or nothing is offered."""
+async def nearby_chain(
+    memory: Memory, query: str, session: str, locale: str, span: int = 1
+) -> list[Call]:
+    """search, then nearby(span before, span after) of every anchor the pages offer, oldest
+    page first, until 20 events or nothing is offered. A window wider than the call's quota
+    (span > 2) is where the query picks the neighbours (the retriever's ``rank_nearby``)."""
     calls = [await timed("search", memory.search(SearchRequest(query=query), session), locale)]
     queue = [(calls[0].page.cursor, a) for a in calls[0].page.continuations.nearby_events]
     while queue and sum(len(c.page.items) for c in calls) < CHAIN_EVENTS:
@@ -396,7 +399,9 @@ async def nearby_chain(memory: Memory, query: str, session: str, locale: str) ->
         if cursor is None:
             continue
         try:
-            call = await timed("nearby", memory.nearby(cursor, anchor, 1, 1, session), locale)
+            call = await timed(
+                "nearby", memory.nearby(cursor, anchor, span, span, session), locale
+            )
         except MnemoError:
             continue
         if call.page.items:
@@ -465,6 +470,16 @@ async def run_question(
         runs["five"] = await searches(memory, query, f"five-{qid}", 5, "en")
         runs["chain"] = await chain(memory, query, f"chain-{qid}", "en")
         runs["nearby"] = await nearby_chain(memory, query, f"nearby-{qid}", "en")
+        for span in NEARBY_SPANS:
+            runs[f"nearby{span}"] = await nearby_chain(
+                memory, query, f"nearby{span}-{qid}", "en", span
+            )
+        memory.retriever.rank_nearby = False  # SPEC's nearest neighbours, same windows
+        for span in NEARBY_SPANS:
+            runs[f"nearest{span}"] = await nearby_chain(
+                memory, query, f"nearest{span}-{qid}", "en", span
+            )
+        memory.retriever.rank_nearby = True
         res.seconds["calls"] = time.perf_counter() - t0
         res.seconds["n_calls"] = float(sum(len(c) for c in runs.values()))
         rrf_only, fused = await fusion_orders(bench, query, qvec)
@@ -521,6 +536,9 @@ async def run_question(
     res.rows[M_FIVE_OFF] = mnemo_scores(runs["five-off"])
     res.rows[M_CHAIN] = mnemo_scores(runs["chain"])
     res.rows[M_NEARBY] = mnemo_scores(runs["nearby"])
+    for span in NEARBY_SPANS:
+        res.rows[m_nearby(span, True)] = mnemo_scores(runs[f"nearby{span}"])
+        res.rows[m_nearby(span, False)] = mnemo_scores(runs[f"nearest{span}"])
     budget1 = res.rows[M_FIRST].chars
     budget20 = res.rows[M_FIVE].chars
 
@@ -590,6 +608,14 @@ M_FIVE = "mnemoql search x5 (20 events)"
 M_FIVE_OFF = "mnemoql search x5, lexical route off"
 M_CHAIN = "mnemoql chain: search x2, then expand/nearby (<=20 events)"
 M_NEARBY = "mnemoql chain: search, then nearby(1,1) of each anchor (<=20 events)"
+NEARBY_SPANS = (3, 5)
+
+
+def m_nearby(span: int, ranked: bool) -> str:
+    how = "the query picks 4" if ranked else "the nearest 4 (SPEC)"
+    return f"mnemoql chain: search, then nearby({span},{span}) of each anchor, {how} (<=20 events)"
+
+
 B_BM25_TURNS = "BM25 turns"
 B_BM25 = "BM25 chunks"
 B_DENSE = "dense chunks"
@@ -605,6 +631,7 @@ ROW_ORDER = [
     M_FIVE_OFF,
     M_CHAIN,
     M_NEARBY,
+    *(m_nearby(span, ranked) for span in NEARBY_SPANS for ranked in (True, False)),
     *(f"{b} k=20" for b in _BASES),
     *(f"{b} @20-event chars" for b in _BASES),
 ]
@@ -731,13 +758,14 @@ async def fusion_orders(bench: Bench, cue: str, qv: Any) -> tuple[list[str], lis
     terms = query_terms(cue)
     cov = {e.id: coverage(terms, e.summary, e.content) for e in pool.events.values()}
     l_ids = [h.event_id for h in pool.lexical]
+    fade = lexical_fade(len(terms), retriever.long_query_terms)
     fused = scoring.fuse(
         s_ids,
         c_ids,
         cov,
         lexical_ids=l_ids,
-        weight=retriever.coverage_weight,
-        lexical_weight=retriever.lexical_weight,
+        weight=retriever.coverage_weight * fade,
+        lexical_weight=retriever.lexical_weight * fade,
     )
     by_rrf = sorted(fused, key=lambda x: (-x.rrf, x.id))
     return [x.id for x in by_rrf], [x.id for x in fused]
@@ -769,6 +797,7 @@ async def run_madial(
         "mnemoql search (call 1)",
         "mnemoql search x2",
         "mnemoql search (call 1), lexical route off",
+        "mnemoql search (call 1), no long-query fade (round-1 weights)",
         "vector top-k",
         "BM25",
     )
@@ -814,6 +843,12 @@ async def run_madial(
                 bench.memory.retriever.lexical = True
                 got_off = [i.event_id[1:] for i in off.page.items]
                 record(rows[names[2]], got_off, relevant, page_chars(off.page))
+                long_terms = bench.memory.retriever.long_query_terms
+                bench.memory.retriever.long_query_terms = 0
+                flat = await bench.memory.search(SearchRequest(query=cue), f"{session}-flat")
+                bench.memory.retriever.long_query_terms = long_terms
+                got_flat = [i.event_id[1:] for i in flat.page.items]
+                record(rows[names[3]], got_flat, relevant, page_chars(flat.page))
                 qv = (await emb.embed([cue], "query"))[0]
                 vec_order = [mine[i] for i in top_k(mat @ qv, 5)]
                 record(
