@@ -25,7 +25,11 @@ it holds and where they sit in its content, so evidence recall is exact:
 mnemoql is measured on its first ``search``, after a second ``search`` in the same session, and
 after a fixed follow-up chain (search, search, then alternately expand on the first untried
 offered concept and nearby(2, 2) on the first untried offered anchor of the newest page that
-offers one) up to 20 events. Baselines: BM25 over turns (own numpy implementation, terms.py
+offers one) up to 20 events, and on nearby chains: search, then nearby(1, 1) of every offered
+anchor (stops when none is left); search, then nearby(2, 2) or nearby(5, 5) of every anchor,
+searching again when none is left, to 20 events. nearby(5, 5) holds up to 10 records for a
+quota of 4: the retriever's query picks them (``rank_nearby``), and the same chain with SPEC's
+nearest 4 runs beside it. Baselines: BM25 over turns (own numpy implementation, terms.py
 tokens), vector top-k over 800/120 chunks of each session's text, and vector top-k over the
 chunks mnemoql itself stores; each at the characters mnemoql showed (``@call1 chars``,
 ``@chain chars``: text cut at that total) and at k = 4 and 20 units.
@@ -387,14 +391,25 @@ async def searches(memory: Memory, query: str, session: str, n: int, locale: str
 
 
 async def nearby_chain(
-    memory: Memory, query: str, session: str, locale: str, span: int = 1
+    memory: Memory, query: str, session: str, locale: str, span: int = 1, refill: bool = False
 ) -> list[Call]:
     """search, then nearby(span before, span after) of every anchor the pages offer, oldest
-    page first, until 20 events or nothing is offered. A window wider than the call's quota
-    (span > 2) is where the query picks the neighbours (the retriever's ``rank_nearby``)."""
+    page first, until 20 events or nothing is offered; with ``refill``, a search again (same
+    session) when nothing is offered, so the chain reaches 20 events like five searches. A
+    window wider than the call's quota (span > 2) is where the query picks the neighbours
+    (the retriever's ``rank_nearby``)."""
     calls = [await timed("search", memory.search(SearchRequest(query=query), session), locale)]
     queue = [(calls[0].page.cursor, a) for a in calls[0].page.continuations.nearby_events]
-    while queue and sum(len(c.page.items) for c in calls) < CHAIN_EVENTS:
+    while sum(len(c.page.items) for c in calls) < CHAIN_EVENTS:
+        if not queue:
+            if not refill:
+                break
+            call = await timed("search", memory.search(SearchRequest(query=query), session), locale)
+            if not call.page.items:
+                break
+            calls.append(call)
+            queue = [(call.page.cursor, a) for a in call.page.continuations.nearby_events]
+            continue
         cursor, anchor = queue.pop(0)
         if cursor is None:
             continue
@@ -472,12 +487,14 @@ async def run_question(
         runs["nearby"] = await nearby_chain(memory, query, f"nearby-{qid}", "en")
         for span in NEARBY_SPANS:
             runs[f"nearby{span}"] = await nearby_chain(
-                memory, query, f"nearby{span}-{qid}", "en", span
+                memory, query, f"nearby{span}-{qid}", "en", span, refill=True
             )
         memory.retriever.rank_nearby = False  # SPEC's nearest neighbours, same windows
         for span in NEARBY_SPANS:
+            if span <= 2:  # a window of 4 records: the quota, so nothing to pick
+                continue
             runs[f"nearest{span}"] = await nearby_chain(
-                memory, query, f"nearest{span}-{qid}", "en", span
+                memory, query, f"nearest{span}-{qid}", "en", span, refill=True
             )
         memory.retriever.rank_nearby = True
         res.seconds["calls"] = time.perf_counter() - t0
@@ -538,7 +555,8 @@ async def run_question(
     res.rows[M_NEARBY] = mnemo_scores(runs["nearby"])
     for span in NEARBY_SPANS:
         res.rows[m_nearby(span, True)] = mnemo_scores(runs[f"nearby{span}"])
-        res.rows[m_nearby(span, False)] = mnemo_scores(runs[f"nearest{span}"])
+        if f"nearest{span}" in runs:
+            res.rows[m_nearby(span, False)] = mnemo_scores(runs[f"nearest{span}"])
     budget1 = res.rows[M_FIRST].chars
     budget20 = res.rows[M_FIVE].chars
 
@@ -608,12 +626,18 @@ M_FIVE = "mnemoql search x5 (20 events)"
 M_FIVE_OFF = "mnemoql search x5, lexical route off"
 M_CHAIN = "mnemoql chain: search x2, then expand/nearby (<=20 events)"
 M_NEARBY = "mnemoql chain: search, then nearby(1,1) of each anchor (<=20 events)"
-NEARBY_SPANS = (3, 5)
+NEARBY_SPANS = (2, 5)
 
 
 def m_nearby(span: int, ranked: bool) -> str:
-    how = "the query picks 4" if ranked else "the nearest 4 (SPEC)"
-    return f"mnemoql chain: search, then nearby({span},{span}) of each anchor, {how} (<=20 events)"
+    how = "" if span <= 2 else " (the query picks 4)" if ranked else " (the nearest 4, SPEC)"
+    return (
+        f"mnemoql chain: search, nearby({span},{span}) of each anchor{how}, "
+        "search again when none is left (20 events)"
+    )
+
+
+NEARBY_ROWS = [m_nearby(s, r) for s in NEARBY_SPANS for r in (True, False) if s > 2 or r]
 
 
 B_BM25_TURNS = "BM25 turns"
@@ -631,11 +655,11 @@ ROW_ORDER = [
     M_FIVE_OFF,
     M_CHAIN,
     M_NEARBY,
-    *(m_nearby(span, ranked) for span in NEARBY_SPANS for ranked in (True, False)),
+    *NEARBY_ROWS,
     *(f"{b} k=20" for b in _BASES),
     *(f"{b} @20-event chars" for b in _BASES),
 ]
-TYPE_COLUMNS = [M_FIRST, f"{B_RRF} k=4", M_FIVE, M_CHAIN, f"{B_RRF} k=20"]
+TYPE_COLUMNS = [M_FIRST, f"{B_RRF} k=4", M_FIVE, NEARBY_ROWS[1], f"{B_RRF} k=20"]
 
 
 def mean(xs: Sequence[float]) -> float:
@@ -733,7 +757,7 @@ class RankRow:
     chars: list[int] = field(default_factory=list)
 
 
-KS = (1, 3, 5)
+KS = (1, 3, 4, 5)  # a first call delivers 4 events, so its hit@5 is its hit@4
 
 
 def record(row: RankRow, ranked: Sequence[str], relevant: Sequence[str], chars: int) -> None:
@@ -888,13 +912,9 @@ def madial_table(lang: str, rows: dict[str, RankRow]) -> str:
         [
             "method",
             "dialogues",
-            "hit@1",
-            "hit@3",
-            "hit@5",
-            "MRR@5",
-            "any-rel@1",
-            "any-rel@3",
-            "any-rel@5",
+            *(f"hit@{k}" for k in KS),
+            f"MRR@{KS[-1]}",
+            *(f"any-rel@{k}" for k in KS),
             "chars shown (first 5 / delivered)",
         ],
         out,
