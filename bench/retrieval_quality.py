@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import random
 import re
@@ -400,14 +401,18 @@ async def nearby_chain(
     (the retriever's ``rank_nearby``)."""
     calls = [await timed("search", memory.search(SearchRequest(query=query), session), locale)]
     queue = [(calls[0].page.cursor, a) for a in calls[0].page.continuations.nearby_events]
-    while sum(len(c.page.items) for c in calls) < CHAIN_EVENTS:
+
+    def room() -> int:
+        return CHAIN_EVENTS - sum(len(c.page.items) for c in calls)
+
+    while room() > 0:
         if not queue:
             if not refill:
                 break
             call = await timed("search", memory.search(SearchRequest(query=query), session), locale)
             if not call.page.items:
                 break
-            calls.append(call)
+            calls.append(fit(call, room(), locale))
             queue = [(call.page.cursor, a) for a in call.page.continuations.nearby_events]
             continue
         cursor, anchor = queue.pop(0)
@@ -420,9 +425,18 @@ async def nearby_chain(
         except MnemoError:
             continue
         if call.page.items:
-            calls.append(call)
+            calls.append(fit(call, room(), locale))
             queue += [(call.page.cursor, a) for a in call.page.continuations.nearby_events]
     return calls
+
+
+def fit(call: Call, room: int, locale: str) -> Call:
+    """The call as counted towards a 20-event chain: a page past the room left (a new search
+    starts a new chain of its own) counts its first ``room`` items only."""
+    if len(call.page.items) <= room:
+        return call
+    page = dataclasses.replace(call.page, items=call.page.items[:room])
+    return Call(call.op, page, call.seconds, len(render(page, locale)))  # type: ignore[arg-type]
 
 
 @dataclass
