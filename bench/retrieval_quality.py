@@ -516,6 +516,10 @@ async def run_question(
         memory.retriever.rank_nearby = True
         res.seconds["calls"] = time.perf_counter() - t0
         res.seconds["n_calls"] = float(sum(len(c) for c in runs.values()))
+        long_terms = memory.retriever.long_query_terms
+        memory.retriever.long_query_terms = 0  # round 1's fixed lexical weights
+        runs["five-flat"] = await searches(memory, query, f"flat-{qid}", 5, "en")
+        memory.retriever.long_query_terms = long_terms
         rrf_only, fused = await fusion_orders(bench, query, qvec)
         memory.retriever.lexical = False  # the seed's two routes, same memory, same run
         runs["five-off"] = await searches(memory, query, f"off-{qid}", 5, "en")
@@ -568,6 +572,8 @@ async def run_question(
     res.rows[M_TWO] = mnemo_scores(runs["five"][:2])
     res.rows[M_FIVE] = mnemo_scores(runs["five"])
     res.rows[M_FIVE_OFF] = mnemo_scores(runs["five-off"])
+    res.rows[M_FIRST_FLAT] = mnemo_scores(runs["five-flat"][:1])
+    res.rows[M_FIVE_FLAT] = mnemo_scores(runs["five-flat"])
     res.rows[M_CHAIN] = mnemo_scores(runs["chain"])
     res.rows[M_CHAIN_SPEC] = mnemo_scores(runs["chain-spec"])
     res.rows[M_NEARBY] = mnemo_scores(runs["nearby"])
@@ -639,6 +645,8 @@ async def run_question(
 
 M_FIRST = "mnemoql search (call 1)"
 M_FIRST_OFF = "mnemoql search (call 1), lexical route off"
+M_FIRST_FLAT = "mnemoql search (call 1), no long-query fade (round-1 weights)"
+M_FIVE_FLAT = "mnemoql search x5, no long-query fade"
 M_TWO = "mnemoql search x2"
 M_FIVE = "mnemoql search x5 (20 events)"
 M_FIVE_OFF = "mnemoql search x5, lexical route off"
@@ -667,11 +675,13 @@ _BASES = (B_RRF, B_BM25, B_DENSE, B_BM25_TURNS)
 ROW_ORDER = [
     M_FIRST,
     M_FIRST_OFF,
+    M_FIRST_FLAT,
     *(f"{b} k=4" for b in _BASES),
     *(f"{b} @call-1 chars" for b in _BASES),
     M_TWO,
     M_FIVE,
     M_FIVE_OFF,
+    M_FIVE_FLAT,
     M_CHAIN,
     M_CHAIN_SPEC,
     M_NEARBY,
