@@ -498,9 +498,6 @@ async def run_question(
         memory = bench.memory
         runs["five"] = await searches(memory, query, f"five-{qid}", 5, "en")
         runs["chain"] = await chain(memory, query, f"chain-{qid}", "en")
-        memory.retriever.rank_concepts = False  # expand entries in order of mention (SPEC)
-        runs["chain-spec"] = await chain(memory, query, f"chain-spec-{qid}", "en")
-        memory.retriever.rank_concepts = True
         runs["nearby"] = await nearby_chain(memory, query, f"nearby-{qid}", "en")
         for span in NEARBY_SPANS:
             runs[f"nearby{span}"] = await nearby_chain(
@@ -575,7 +572,6 @@ async def run_question(
     res.rows[M_FIRST_FLAT] = mnemo_scores(runs["five-flat"][:1])
     res.rows[M_FIVE_FLAT] = mnemo_scores(runs["five-flat"])
     res.rows[M_CHAIN] = mnemo_scores(runs["chain"])
-    res.rows[M_CHAIN_SPEC] = mnemo_scores(runs["chain-spec"])
     res.rows[M_NEARBY] = mnemo_scores(runs["nearby"])
     for span in NEARBY_SPANS:
         res.rows[m_nearby(span, True)] = mnemo_scores(runs[f"nearby{span}"])
@@ -651,7 +647,6 @@ M_TWO = "mnemoql search x2"
 M_FIVE = "mnemoql search x5 (20 events)"
 M_FIVE_OFF = "mnemoql search x5, lexical route off"
 M_CHAIN = "mnemoql chain: search x2, then expand/nearby (<=20 events)"
-M_CHAIN_SPEC = f"{M_CHAIN[:-1]}, expand entries in order of mention)"
 M_NEARBY = "mnemoql chain: search, then nearby(1,1) of each anchor (<=20 events)"
 NEARBY_SPANS = (2, 5)
 
@@ -683,7 +678,6 @@ ROW_ORDER = [
     M_FIVE_OFF,
     M_FIVE_FLAT,
     M_CHAIN,
-    M_CHAIN_SPEC,
     M_NEARBY,
     *NEARBY_ROWS,
     *(f"{b} k=20" for b in _BASES),

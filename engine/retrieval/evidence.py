@@ -13,7 +13,6 @@ from enum import StrEnum
 from typing import Literal
 
 from engine.models import POSITIONAL_ID
-from engine.retrieval.terms import coverage
 
 Operation = Literal["search", "expand", "nearby"]
 Locale = Literal["zh", "en"]
@@ -191,27 +190,12 @@ def shared_concepts(items: Sequence[EvidenceItem]) -> tuple[SharedConcept, ...]:
     )
 
 
-def continuations(
-    items: Iterable[EvidenceItem], terms: frozenset[str] | None = None
-) -> Continuations:
-    """Every concept of the delivered items (expand) and every positional id (nearby).
-
-    Concepts come in order of first mention; with the query's ``terms``, the concepts whose
-    names hold more of them come first, then those more items mention, so the first entry
-    a model (or the bench's scripted chain) takes is the one nearest the question. The set
-    is SPEC §1.9's either way; only the order changes.
-    """
-    concepts: dict[str, str] = {}
-    mentions: dict[str, int] = {}
+def continuations(items: Iterable[EvidenceItem]) -> Continuations:
+    """Every concept of the delivered items (expand) and every positional id (nearby)."""
+    concepts: dict[str, None] = {}
     anchors: dict[str, None] = {}
     for item in items:
-        for c in item.concepts:
-            concepts.setdefault(c.id, c.name)
-            mentions[c.id] = mentions.get(c.id, 0) + 1
+        concepts.update((c.id, None) for c in item.concepts)
         if POSITIONAL_ID.match(item.event_id):
             anchors[item.event_id] = None
-    order = list(concepts)
-    if terms:
-        hits = {cid: coverage(terms, name, "") for cid, name in concepts.items()}
-        order.sort(key=lambda cid: (-hits[cid], -mentions[cid]))  # stable: first mention next
-    return Continuations(tuple(order), tuple(anchors))
+    return Continuations(tuple(concepts), tuple(anchors))

@@ -148,7 +148,6 @@ class Retriever:
         lexical_weight: float = 1.0,
         long_query_terms: int = LONG_QUERY_TERMS,
         rank_nearby: bool = True,
-        rank_concepts: bool = True,
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -163,8 +162,6 @@ class Retriever:
         self.long_query_terms = long_query_terms
         # nearby: the chain's query picks within a window wider than the quota (SPEC: nearest).
         self.rank_nearby = rank_nearby
-        # expand entries: concepts named by the query first (SPEC: a set; order of mention).
-        self.rank_concepts = rank_concepts
 
     # ---- public operations ----
 
@@ -507,7 +504,7 @@ class Retriever:
                     concepts=concepts.get(event_id, ()),
                 )
             )
-        conts = continuations(items, budget.terms if self.rank_concepts else None)
+        conts = continuations(items)
         token: str | None = None
         chain_count = parent.chain_count if parent else 0
         if items:
