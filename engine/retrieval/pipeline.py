@@ -16,7 +16,6 @@ from datetime import date
 
 from engine.errors import ConceptNotOffered, CursorError, InvalidInput, out_of_range
 from engine.models import (
-    EMPTY_FILTERS,
     Entity,
     EntityLabel,
     Event,
@@ -147,7 +146,6 @@ class Retriever:
         coverage_weight: float = scoring.COVERAGE_WEIGHT,
         lexical_weight: float = 1.0,
         long_query_terms: int = LONG_QUERY_TERMS,
-        rank_nearby: bool = True,
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -160,8 +158,6 @@ class Retriever:
         self.lexical_weight = lexical_weight
         # 0 keeps SPEC's fixed weights for every query length.
         self.long_query_terms = long_query_terms
-        # nearby: the chain's query picks within a window wider than the quota (SPEC: nearest).
-        self.rank_nearby = rank_nearby
 
     # ---- public operations ----
 
@@ -252,10 +248,10 @@ class Retriever:
                 )
             quota = min(PER_CALL, self.cursors.remaining(state))
             same_chapter = await self.store.positional_events(pos.prefix, pos.chapter)
-            window = pick_neighbours(
-                event_id, same_chapter, before, after, 2 * NEARBY_MAX, exclude=session.excluded
+            picked = pick_neighbours(
+                event_id, same_chapter, before, after, quota, exclude=session.excluded
             )
-            ranked = await self._pick_nearby(event_id, window, quota, state, session.excluded)
+            ranked = Ranked(picked, {i: Explain(order="position") for i in picked})
             return await self._deliver(
                 "nearby",
                 session,
@@ -265,43 +261,6 @@ class Retriever:
                 state.filters,
                 state,
             )
-
-    async def _pick_nearby(
-        self,
-        anchor: str,
-        window: list[str],
-        quota: int,
-        state: CursorState,
-        excluded: frozenset[str],
-    ) -> Ranked:
-        """Which of the window's records ``nearby`` delivers, in record order.
-
-        SPEC §1.6 takes the nearest. When the window holds more than the quota and the chain
-        has a query vector, the chain's query picks instead (the routes, RRF, coverage and MMR
-        restricted to the window, no filters: nearby is positional), so a wide window yields
-        the neighbours that answer the question, not the ones that merely sit closest; the
-        nearest fill what the ranking leaves (docs/DECISIONS.md, "Query-ranked nearby").
-        With the default window (2 before, 2 after: 4 records, the quota) nothing changes.
-        """
-        if len(window) <= quota or state.query_vector is None or not self.rank_nearby:
-            picked = pick_neighbours(anchor, window, NEARBY_MAX, NEARBY_MAX, quota)
-            return Ranked(picked, {i: Explain(order="position") for i in picked})
-        ranked = await self._rank(
-            state.query_text,
-            state.query_vector,
-            EMPTY_FILTERS,
-            excluded,
-            quota,
-            frozenset(window),
-        )
-        chosen = set(ranked.picked)
-        if len(chosen) < quota:
-            rest = [i for i in window if i not in chosen]
-            fill = pick_neighbours(anchor, rest, NEARBY_MAX, NEARBY_MAX, quota - len(chosen))
-            chosen |= set(fill)
-        picked = [i for i in window if i in chosen]  # window is in record order
-        explain = {i: ranked.explain.get(i, Explain(order="position")) for i in picked}
-        return Ranked(picked, explain, ranked.best, ranked.events, ranked.concepts)
 
     async def targeted(self, target: str, query: str | None) -> TargetedPage:
         """Person/Concept search: top 3 plus one-hop context; no history, no cursor."""

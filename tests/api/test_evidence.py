@@ -217,31 +217,6 @@ async def test_nearby_reads_neighbouring_records_in_order(api: Api) -> None:
     assert err["extensions"]["code"] == "ANCHOR_NOT_OFFERED"
 
 
-async def test_a_wide_nearby_window_delivers_the_neighbours_that_match_the_query(
-    api: Api,
-) -> None:
-    # 11 records; the query's word sits in the anchor (e05) and in two far ones (e01, e09).
-    # The search is filtered to "lore" (e05 only), nearby is positional (no filter).
-    words = {1: "dragon egg", 5: "dragon dragon dragon", 9: "dragon cave"}
-    for rec in range(11):
-        text = words.get(rec, f"quiet harbour morning number {rec}")
-        ex = extraction(text, concepts=["lore" if rec == 5 else "story"])
-        await api.gql(SAVE, input={"content": text, "id": f"tale_ch2_e{rec:02d}", "extraction": ex})
-    page = await search(api, q="dragon", e=["lore"], s="w")
-    delivered = [i["eventId"] for i in page["items"]]
-    assert delivered == ["tale_ch2_e05"]
-    out = (await api.gql(NEARBY, c=page["cursor"], id="tale_ch2_e05", b=5, a=5, s="w"))["nearby"]
-    got = [i["eventId"] for i in out["items"]]
-    assert len(got) == 4 and got == sorted(got)
-    assert {"tale_ch2_e01", "tale_ch2_e09"} <= set(got)  # SPEC's nearest 4 would be e03-e07
-    # the default window (4 records, the quota) is still SPEC's nearest
-    again = await search(api, q="dragon", e=["lore"], s="w2")
-    near = (await api.gql(NEARBY, c=again["cursor"], id="tale_ch2_e05", s="w2"))["nearby"]
-    assert [i["eventId"] for i in near["items"]] == [
-        f"tale_ch2_e{r:02d}" for r in (3, 4, 6, 7)
-    ]
-
-
 async def test_chain_stops_at_twenty_events(api: Api) -> None:
     await seed_neo4j_notes(api, 30)
     page = await search(api, q="Neo4j", s="chain")
