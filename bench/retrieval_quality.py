@@ -111,8 +111,13 @@ COVERAGE_WEIGHT: list[float] = []
 LEXICAL_WEIGHT: list[float] = []
 
 
+LEXICAL_OFF: list[bool] = []
+
+
 def tune(bench: Bench) -> None:
     """Apply this run's ranking options to a fresh memory."""
+    if LEXICAL_OFF:
+        bench.memory.retriever.lexical = False
     if COVERAGE_WEIGHT:
         bench.memory.retriever.coverage_weight = COVERAGE_WEIGHT[0]
     if LEXICAL_WEIGHT:
@@ -860,9 +865,10 @@ async def run_madial(
                 c1 = page_chars(first.page)
                 record(rows["mnemoql search (call 1)"], got1, relevant, c1)
                 record(rows["mnemoql search x2"], got2, relevant, c1 + page_chars(second.page))
+                lexical = bench.memory.retriever.lexical
                 bench.memory.retriever.lexical = False
                 off = await bench.memory.search(SearchRequest(query=cue), f"{session}-off")
-                bench.memory.retriever.lexical = True
+                bench.memory.retriever.lexical = lexical
                 got_off = [i.event_id[1:] for i in off.page.items]
                 record(rows[names[2]], got_off, relevant, page_chars(off.page))
                 long_terms = bench.memory.retriever.long_query_terms
@@ -991,6 +997,9 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--coverage-weight", type=float, default=None, help="override the setting")
     p.add_argument("--lexical-weight", type=float, default=None, help="override the setting")
+    p.add_argument(
+        "--no-lexical", action="store_true", help="every mnemoql row with the lexical route off"
+    )
     p.add_argument("--cue-turns", type=int, default=3, help="MADial utterances in the cue")
     p.add_argument("--skip-lme", action="store_true")
     p.add_argument("--skip-madial", action="store_true")
@@ -1005,6 +1014,8 @@ def cli(argv: Sequence[str] | None = None) -> None:
         COVERAGE_WEIGHT.append(args.coverage_weight)
     if args.lexical_weight is not None:
         LEXICAL_WEIGHT.append(args.lexical_weight)
+    if args.no_lexical:
+        LEXICAL_OFF.append(True)
     publish(asyncio.run(main(args)), args.out, write=not args.no_write)
 
 
