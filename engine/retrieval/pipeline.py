@@ -54,6 +54,13 @@ NEARBY_MAX = 10
 TARGET_TOP = 3
 TARGET_NEIGHBOURS = 20
 DEFAULT_SESSION = "default"
+# Past this many query terms the two lexical signals (the BM25 route and term coverage) fade
+# as (LONG_QUERY_TERMS / terms) ** LONG_QUERY_POWER: a conversation cue of 30-60 words matches
+# nearly every memory somewhere, so BM25 and coverage rank chat words, not evidence
+# (docs/DECISIONS.md, "Long queries"). Questions (LongMemEval: median 8 terms, at most 26)
+# keep SPEC's weights up to 16 terms.
+LONG_QUERY_TERMS = 16
+LONG_QUERY_POWER = 6
 _SPLIT_TERMS = re.compile(r"[,，、;；]")
 
 
@@ -138,6 +145,7 @@ class Retriever:
         lexical: bool = True,
         coverage_weight: float = scoring.COVERAGE_WEIGHT,
         lexical_weight: float = 1.0,
+        long_query_terms: int = LONG_QUERY_TERMS,
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -148,6 +156,8 @@ class Retriever:
         self.lexical = lexical
         self.coverage_weight = coverage_weight
         self.lexical_weight = lexical_weight
+        # 0 keeps SPEC's fixed weights for every query length.
+        self.long_query_terms = long_query_terms
 
     # ---- public operations ----
 
@@ -352,13 +362,14 @@ class Retriever:
             return Ranked([], {})
         terms = query_terms(query or "")
         cov = {i: coverage(terms, e.summary, e.content) for i, e in events.items()}
+        fade = lexical_fade(len(terms), self.long_query_terms)
         fused = scoring.fuse(
             [h.event_id for h in summary_hits if h.event_id in events],
             [h.event_id for h in chunk_hits if h.event_id in events],
             cov,
             lexical_ids=[h.event_id for h in pool.lexical if h.event_id in events],
-            weight=self.coverage_weight,
-            lexical_weight=self.lexical_weight,
+            weight=self.coverage_weight * fade,
+            lexical_weight=self.lexical_weight * fade,
         )
         distinct = scoring.dedup_by_hash(fused, lambda s: events[s.id].content_hash)
         hashes = {s.id: pool.chunk_hashes.get(s.id, frozenset()) for s in distinct}
@@ -486,6 +497,14 @@ class Retriever:
         if items:
             self.sessions.commit(session.id, [i.event_id for i in items], budget.pending)
         return Outcome(page, {i: explain[i] for i in picked if i in explain}, session.id)
+
+
+def lexical_fade(n_terms: int, long_terms: int = LONG_QUERY_TERMS) -> float:
+    """The factor on the coverage and lexical-route weights for a query of ``n_terms`` terms:
+    1 up to ``long_terms`` (0: always 1), then ``(long_terms / n_terms) ** LONG_QUERY_POWER``."""
+    if long_terms <= 0 or n_terms <= long_terms:
+        return 1.0
+    return float((long_terms / n_terms) ** LONG_QUERY_POWER)
 
 
 def _entity_terms(entities: Sequence[str] | str | None) -> list[str]:

@@ -217,6 +217,25 @@ async def test_nearby_reads_neighbouring_records_in_order(api: Api) -> None:
     assert err["extensions"]["code"] == "ANCHOR_NOT_OFFERED"
 
 
+async def test_a_long_query_fades_the_coverage_term_and_a_question_keeps_it(api: Api) -> None:
+    from engine.retrieval.pipeline import lexical_fade
+    from engine.retrieval.terms import query_terms
+
+    await seed_neo4j_notes(api)
+    short = "Neo4j deployment backup"
+    long = " ".join(["Neo4j deployment backup indexing migration monitoring sharding"] * 2) + (
+        " caching security cluster replica schema driver query plan memory page cache heap"
+    )
+    n = len(query_terms(long))
+    assert n > 16
+    for q, fade in ((short, 1.0), (long, lexical_fade(n))):
+        page = await search(api, q=q, s=f"fade-{len(q)}")
+        for item in page["items"]:
+            e = item["explain"]
+            assert e["score"] == pytest.approx(e["rrf"] + 0.10 * fade * e["coverage"], abs=1e-9)
+        assert any(i["explain"]["coverage"] > 0 for i in page["items"])
+
+
 async def test_chain_stops_at_twenty_events(api: Api) -> None:
     await seed_neo4j_notes(api, 30)
     page = await search(api, q="Neo4j", s="chain")
