@@ -91,9 +91,15 @@ from engine.providers.local import LocalEmbedder
 from engine.providers.offline import OfflineExtractor
 from engine.retrieval import scoring
 from engine.retrieval.evidence import EvidencePage
-from engine.retrieval.pipeline import ROUTE_LIMIT, Outcome, SearchRequest, lexical_fade
+from engine.retrieval.pipeline import (
+    ROUTE_LIMIT,
+    Outcome,
+    SearchRequest,
+    lexical_fade,
+    lexical_route_for,
+)
 from engine.retrieval.render import render
-from engine.retrieval.terms import coverage, query_terms
+from engine.retrieval.terms import coverage, is_cjk_term, query_terms
 from engine.text import chunk_ranges
 from prompts.extraction import EntityItem, EventItem, Extraction
 
@@ -779,13 +785,13 @@ async def fusion_orders(bench: Bench, cue: str, qv: Any) -> tuple[list[str], lis
     """The pipeline's candidates ranked by RRF alone and by its fused score (no session, no
     MMR): shows what the coverage term does to the order."""
     store, retriever = bench.store, bench.memory.retriever
-    text = cue if retriever.lexical else None
+    text = cue if lexical_route_for(cue, retriever.lexical) else None
     pool = await store.route_pool(qv, EMPTY_FILTERS, frozenset(), ROUTE_LIMIT, text=text)
     s_ids, c_ids = [h.event_id for h in pool.summary], [h.event_id for h in pool.chunk]
     terms = query_terms(cue)
     cov = {e.id: coverage(terms, e.summary, e.content) for e in pool.events.values()}
     l_ids = [h.event_id for h in pool.lexical]
-    fade = lexical_fade(len(terms), retriever.long_query_terms)
+    fade = lexical_fade(sum(not is_cjk_term(t) for t in terms), retriever.long_query_terms)
     fused = scoring.fuse(
         s_ids,
         c_ids,

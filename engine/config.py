@@ -166,9 +166,10 @@ class EmbeddedSettings(BaseModel):
 class RetrievalSettings(BaseModel):
     """How search ranks (docs/DECISIONS.md, "Lexical route")."""
 
-    # BM25 over chunk texts and summaries as a third ranked list beside the two vector routes;
-    # off gives SPEC §1.4's two routes.
-    lexical: bool = True
+    # BM25 over chunk texts and summaries as a third ranked list beside the two vector routes:
+    # "auto" when the query holds an identifier-like token or a quoted phrase, true always,
+    # false never (SPEC §1.4's two routes).
+    lexical: bool | Literal["auto"] = "auto"
     # The lexical list's weight in the RRF sum (each vector route counts 1).
     lexical_weight: float = Field(default=1.0, ge=0.0, le=4.0)
     # Weight of query-term coverage added to the fused RRF score (SPEC §1.4: 0.10).

@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date
+from typing import Literal
 
 from engine.errors import ConceptNotOffered, CursorError, InvalidInput, out_of_range
 from engine.models import (
@@ -40,7 +41,7 @@ from engine.retrieval.evidence import (
 )
 from engine.retrieval.nearby import parse_position, pick_neighbours
 from engine.retrieval.quotes import QuoteBudget, best_chunk
-from engine.retrieval.terms import coverage, query_terms
+from engine.retrieval.terms import coverage, is_cjk_term, query_terms
 from engine.sessions import CursorState, CursorStore, Session, SessionStore
 from engine.store.base import Store
 from engine.text import normalise_name
@@ -142,7 +143,7 @@ class Retriever:
         cursors: CursorStore,
         today: Callable[[], date],
         *,
-        lexical: bool = True,
+        lexical: bool | Literal["auto"] = "auto",
         coverage_weight: float = scoring.COVERAGE_WEIGHT,
         lexical_weight: float = 1.0,
         long_query_terms: int = LONG_QUERY_TERMS,
@@ -353,7 +354,7 @@ class Retriever:
             )
             picked = kept[:quota]
             return Ranked(picked, {i: Explain(order="recency") for i in picked}, events=events)
-        text = query if self.lexical else None
+        text = query if query and lexical_route_for(query, self.lexical) else None
         pool = await self.store.route_pool(
             vector, filters, excluded, ROUTE_LIMIT, restrict, text=text
         )
@@ -362,7 +363,7 @@ class Retriever:
             return Ranked([], {})
         terms = query_terms(query or "")
         cov = {i: coverage(terms, e.summary, e.content) for i, e in events.items()}
-        fade = lexical_fade(len(terms), self.long_query_terms)
+        fade = lexical_fade(sum(not is_cjk_term(t) for t in terms), self.long_query_terms)
         fused = scoring.fuse(
             [h.event_id for h in summary_hits if h.event_id in events],
             [h.event_id for h in chunk_hits if h.event_id in events],
@@ -497,6 +498,24 @@ class Retriever:
         if items:
             self.sessions.commit(session.id, [i.event_id for i in items], budget.pending)
         return Outcome(page, {i: explain[i] for i in picked if i in explain}, session.id)
+
+
+# A token a dense model reads poorly and BM25 finds at once: a part number, an order id, a
+# version, an acronym (XK-4471-B, INV-2024-0032, v2.3, GDPR) or a quoted phrase.
+_IDENTIFIER = re.compile(
+    r"\b(?=[\w.-]*\d)(?=[\w.-]*[A-Za-z])[A-Za-z0-9][\w.-]*[A-Za-z0-9]\b|\b[A-Z]{2,}\d*\b|[\"“「][^\"”」]{2,}[\"”」]"
+)
+
+
+def lexical_route_for(query: str, setting: bool | Literal["auto"]) -> bool:
+    """Whether the BM25 route joins this search: always (True), never (False), or with
+    ``"auto"`` (the default) when the query holds an identifier-like token or a quoted
+    phrase. On whole LongMemEval haystacks the route on every query cost the first call and
+    five searches recall (docs/DECISIONS.md, "Lexical route"), while exact identifiers are
+    what it exists for."""
+    if setting != "auto":
+        return bool(setting)
+    return _IDENTIFIER.search(query) is not None
 
 
 def lexical_fade(n_terms: int, long_terms: int = LONG_QUERY_TERMS) -> float:

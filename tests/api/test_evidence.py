@@ -407,6 +407,12 @@ async def test_explain_shows_the_lexical_rank(api: Api) -> None:
     assert all(i["explain"]["lexicalRank"] != 1 for i in items[1:])
 
 
+async def test_by_default_the_lexical_route_joins_only_for_identifiers(api: Api) -> None:
+    await _seed_part_numbers(api)
+    items = (await api.gql(LEXICAL, q="which filter was replaced", s="plain"))["search"]["items"]
+    assert items and all(i["explain"]["lexicalRank"] is None for i in items)
+
+
 async def test_the_lexical_route_can_be_switched_off(tmp_path: Path) -> None:
     settings = offline_settings(tmp_path, retrieval={"lexical": False})
     async with running(settings) as off:

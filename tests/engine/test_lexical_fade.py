@@ -33,3 +33,33 @@ def test_a_three_utterance_cue_is_long_and_a_question_is_not() -> None:
     )
     assert lexical_fade(len(query_terms(question))) == 1.0
     assert lexical_fade(len(query_terms(cue))) < 0.2
+
+
+@pytest.mark.parametrize(
+    ("query", "joins"),
+    [
+        ("which part XK-4471-B", True),
+        ("order INV-2024-0032 status", True),
+        ("upgrade to v2.3", True),
+        ("GDPR rules for the newsletter", True),
+        ('the "blue notebook" note', True),
+        ("What did I buy last week?", False),
+        ("how many days did the trip take in 2023", False),
+        ("我上周买了什么", False),
+    ],
+)
+def test_auto_lexical_route_joins_for_identifiers_and_quotes(query: str, joins: bool) -> None:
+    from engine.retrieval.pipeline import lexical_route_for
+
+    assert lexical_route_for(query, "auto") is joins
+    assert lexical_route_for(query, True) is True
+    assert lexical_route_for(query, False) is False
+
+
+def test_cjk_terms_do_not_count_towards_the_fade() -> None:
+    from engine.retrieval.terms import is_cjk_term
+
+    cue = "我昨天和妈妈一起去公园散步，看到很多花开了，心情特别好，想起小时候的事情。"
+    terms = query_terms(cue)
+    assert len(terms) > LONG_QUERY_TERMS  # unigrams and bigrams: many terms
+    assert lexical_fade(sum(not is_cjk_term(t) for t in terms)) == 1.0
