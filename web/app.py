@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, cast
@@ -58,6 +59,7 @@ from web.graphql_http import (
 from web.guards import (
     BodyLimit,
     MutationDeadline,
+    ParseBudget,
     collector_paused,
     input_guard,
     note_body,
@@ -89,6 +91,7 @@ class MemoryGraphQL(GraphQL[RequestContext, None]):
         )
         self.app_state = app_state
         self.limits = limits
+        self.parse_budget = ParseBudget()
 
     async def get_context(self, request: Request | WebSocket, response: Any) -> RequestContext:
         client = request.client
@@ -195,7 +198,13 @@ class MemoryGraphQL(GraphQL[RequestContext, None]):
     async def parse_http_body(
         self, request: AsyncHTTPRequestAdapter
     ) -> GraphQLRequestData | list[GraphQLRequestData]:
-        data = await super().parse_http_body(request)
+        size = len(await request.get_body()) if request.method == "POST" else 0
+        await self.parse_budget.turn(size)  # large bodies take turns (guards.ParseBudget)
+        started = time.perf_counter()
+        try:
+            data = await super().parse_http_body(request)
+        finally:
+            self.parse_budget.spent(size, time.perf_counter() - started)
         for item in data if isinstance(data, list) else [data]:
             if not isinstance(item.operation_name, str | None):
                 raise HTTPException(400, "operationName must be a string or null, if provided")

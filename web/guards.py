@@ -266,6 +266,42 @@ def collector_paused(size: int) -> Iterator[None]:
         gc.enable()
 
 
+class ParseBudget:
+    """A share of the event loop's time for parsing large bodies, so a client sending them
+    back to back cannot hold everyone else.
+
+    Parsing JSON holds the interpreter (~30 ms per MB here even with the collector kept out),
+    and no thread can take it elsewhere. So each parse of a body over ``min_bytes`` books its
+    time divided by ``share`` of wall time: the next large body, from anyone, waits (without
+    blocking the loop) until that booking has passed. At ``share`` 0.25 large bodies get at
+    most a quarter of the loop; small requests never wait. One 2.5 MB body costs a lone
+    client nothing; ten in a row are spaced ~0.3 s apart (bench/results/hostile.md).
+    """
+
+    def __init__(self, share: float = 0.25, min_bytes: int = 1024 * 1024) -> None:
+        self.share = share
+        self.min_bytes = min_bytes
+        self._free_at = 0.0  # loop time when the next large parse may start
+        self.waited = 0  # large parses that had to wait their turn
+
+    async def turn(self, size: int) -> None:
+        """Wait until a body of ``size`` bytes may be parsed."""
+        if size < self.min_bytes:
+            return
+        loop = asyncio.get_running_loop()
+        while (wait := self._free_at - loop.time()) > 0:
+            self.waited += 1
+            await asyncio.sleep(wait)
+        self._free_at = loop.time()
+
+    def spent(self, size: int, seconds: float) -> None:
+        """Book ``seconds`` of parsing a body of ``size`` bytes."""
+        if size >= self.min_bytes:
+            self._free_at = max(self._free_at, asyncio.get_running_loop().time()) + (
+                seconds / self.share
+            )
+
+
 def note_body(data: str | bytes) -> None:
     """Called with the raw body of an HTTP request before it is parsed (``parse_json``)."""
     raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data

@@ -424,3 +424,29 @@ async def test_a_large_body_is_parsed_with_the_collector_paused_and_resumed(
         assert r.status_code in (200, 400), r.text
         assert gc.isenabled()  # resumed, also after a parse error
     assert seen[:3] == [False, True, False], seen
+
+
+async def test_large_bodies_take_turns_and_small_ones_never_wait() -> None:
+    """guards.ParseBudget: a large body books its parse time / share of wall time; the next
+    large one waits for it, a small one does not."""
+    from web.guards import ParseBudget
+
+    budget = ParseBudget(share=0.25, min_bytes=1000)
+    loop = asyncio.get_running_loop()
+    await budget.turn(5000)
+    budget.spent(5000, 0.05)  # books 0.2 s
+    start = loop.time()
+    await budget.turn(10)  # small: at once
+    assert budget.waited == 0
+    await budget.turn(5000)  # large: after the booking
+    assert budget.waited >= 1
+    assert loop.time() - start >= 0.15  # waited (a lower bound only, never an upper one)
+
+
+async def test_a_large_body_still_answers_through_the_budget(api: Api) -> None:
+    padding = "x" * (1024 * 1024 + 10)
+    query = "query($p: String) { events(first: 1, where: {summary: {eq: $p}}) { totalCount } }"
+    for _ in range(2):
+        r = await api.client.post("/graphql", json={"query": query, "variables": {"p": padding}})
+        assert r.status_code == 200, r.text
+        assert r.json()["data"]["events"]["totalCount"] == 0, r.text
