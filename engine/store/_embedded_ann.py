@@ -133,12 +133,16 @@ def _new_index(dims: int, multi: bool) -> Any:
 
 class Hnsw:
     """One usearch index over a prefix of one mirror matrix, with the lock that serialises
-    its searches and edits. ``generation`` is the mirror generation its rows belong to."""
+    its searches and edits. ``generation`` is the mirror generation its rows belong to (-1
+    while the mirrors are being reloaded), ``epoch`` the vector epoch of its vectors."""
 
-    def __init__(self, kind: Kind, index: Any, generation: int, covered: int = 0) -> None:
+    def __init__(
+        self, kind: Kind, index: Any, generation: int, epoch: str, covered: int = 0
+    ) -> None:
         self.kind = kind
         self.index = index
         self.generation = generation
+        self.epoch = epoch
         self.covered = covered
         self.lock = threading.Lock()
 
@@ -198,13 +202,18 @@ def _batch_end(view: EventView | EntityView, kind: Kind, start: int, end: int) -
     return stop
 
 
-def add_rows(h: Hnsw, view: EventView | EntityView, end: int, threads: int = 1) -> None:
-    """Index rows ``[h.covered, end)`` in batches, each under the lock (keys already present
-    are skipped, so a reloaded index can be caught up from the first row it lacks, and two
-    threads catching up the same index never add a row twice)."""
+def add_rows(
+    h: Hnsw, view: EventView | EntityView, gen: int, end: int, threads: int = 1
+) -> None:
+    """Index rows ``[h.covered, end)`` of ``view`` (mirror generation ``gen``) in batches,
+    each under the lock (keys already present are skipped, so a reloaded index can be caught
+    up from the first row it lacks, and two threads catching up the same index never add a row
+    twice). Stops when the index moved to another generation: ``covered`` counts its rows."""
     while True:
         with h.lock:
             start = h.covered
+            if h.generation != gen:
+                return
             if start >= end:
                 return
             stop = _batch_end(view, h.kind, start, end)
@@ -225,15 +234,16 @@ ViewsGetter = Callable[[], tuple[int, EventView, Mapping[Any, EntityView]]]
 class AnnIndexes:
     """The ANN indexes of one database file, kept in step with its mirrors.
 
-    Edits come from the database thread (``synced``, ``dropped``, ``reset``); builds, catch-ups
-    and saves run on one background thread; searches come from any thread.
+    Edits come from the database thread (``synced``, ``dropped``, ``detach``, ``reloaded``);
+    builds, catch-ups and saves run on one background thread; searches come from any thread.
     """
 
     def __init__(self, settings: AnnSettings, file: Path, views: ViewsGetter) -> None:
         self.settings = settings
         self.dir = file.with_name(file.name + ".ann")
         self._views = views
-        self.epoch = ""
+        self.epoch = ""  # the vector epoch of the mirrors' current vectors
+        self.builds = 0  # indexes built from scratch (tests count them)
         self._indexes: dict[Kind, Hnsw] = {}
         self._pending: set[Kind] = set()  # kinds with a background job queued or running
         self._guard = threading.Lock()  # _indexes / _pending
@@ -303,14 +313,15 @@ class AnnIndexes:
                 if rows < self.settings.min_vectors or not view.dims:
                     continue
                 if rows <= INLINE_ROWS and kind not in self._pending:
-                    h = Hnsw(kind, _new_index(view.dims, kind == "chunk"), gen)
-                    add_rows(h, view, rows)
+                    h = Hnsw(kind, _new_index(view.dims, kind == "chunk"), gen, self.epoch)
+                    self.builds += 1
+                    add_rows(h, view, gen, rows)
                     with self._guard:
                         self._indexes[kind] = h
                 else:
                     self._submit(kind, functools.partial(self._build, kind))
             elif rows - h.covered <= INLINE_ROWS and kind not in self._pending:
-                add_rows(h, view, rows)
+                add_rows(h, view, gen, rows)
             else:
                 self._submit(kind, functools.partial(self._catch_up, kind))
 
@@ -321,22 +332,56 @@ class AnnIndexes:
             with h.lock:
                 h.index.remove(seqs.astype(np.uint64))
 
-    def reset(self, conn: sqlite3.Connection | None = None) -> None:
-        """The mirrors were rebuilt with new rows or vectors: drop every index (the exact scan
-        answers) and queue fresh builds; the saved files are stale."""
-        with self._guard:
-            self._indexes = {}
-        if conn is not None:
-            self.epoch = new_epoch(conn)
+    def detach(self) -> None:
+        """Before the mirrors are reloaded (rows renumbered): no search uses an index until
+        ``reloaded`` has re-attached it to the new rows (they scan exactly meanwhile)."""
+        for h in list(self._indexes.values()):
+            with h.lock:
+                h.generation = -1
+
+    def reloaded(self, conn: sqlite3.Connection) -> None:
+        """After the mirrors were reloaded from the database (another process wrote to it;
+        re-vectorize, restore, a new width here). Keys are seqs, so an index of the same
+        vector epoch stays valid: the keys of nodes forgotten meanwhile leave it, ``covered``
+        moves to the first new row it lacks, and the rows from there on are added (inline
+        when few). A changed epoch (re-vectorize or restore, here or elsewhere) or a changed
+        width drops the indexes and queues fresh builds."""
+        epoch = ensure_tables(conn)
+        gen = self._views()[0]
+        if epoch != self.epoch:
+            with self._guard:
+                self._indexes = {}
+            self.epoch = epoch
+        elif self._indexes:
+            gone = forgotten(conn)
+            for kind, h in list(self._indexes.items()):
+                _, view = self._view_of(kind)
+                if h.index.ndim != view.dims:
+                    with self._guard:
+                        self._indexes.pop(kind, None)
+                    continue
+                with h.lock:
+                    if gone.size:
+                        present = np.asarray(h.index.contains(gone), dtype=np.bool_).reshape(-1)
+                        if present.any():
+                            h.index.remove(gone[present])
+                    h.covered = _first_missing(h.index, view, kind)
+                    h.generation = gen
         self.synced()
 
     # ---- background thread ----
 
     def _build(self, kind: Kind) -> None:
-        gen, view = self._view_of(kind)
-        h = Hnsw(kind, _new_index(view.dims, kind == "chunk"), gen)
-        add_rows(h, view, matrix_rows(view, kind), self.settings.build_threads)
-        self._install(h)
+        """A fresh index of the current mirror; built again if the mirrors were reloaded
+        meanwhile (another process wrote), so a queued build is never lost."""
+        while not self._closed:
+            gen, view = self._view_of(kind)
+            epoch = self.epoch
+            h = Hnsw(kind, _new_index(view.dims, kind == "chunk"), gen, epoch)
+            self.builds += 1
+            add_rows(h, view, gen, matrix_rows(view, kind), self.settings.build_threads)
+            if self._install(h):
+                return
 
     def _catch_up(self, kind: Kind) -> None:
         gen, _ = self._view_of(kind)
@@ -344,23 +389,25 @@ class AnnIndexes:
         if h is not None and self._follow(h):
             self._save(h)
 
-    def _install(self, h: Hnsw) -> None:
-        if self._follow(h):
-            with self._guard:
-                self._indexes[h.kind] = h
-            self._save(h)
+    def _install(self, h: Hnsw) -> bool:
+        if not self._follow(h):
+            return False
+        with self._guard:
+            self._indexes[h.kind] = h
+        self._save(h)
+        return True
 
     def _follow(self, h: Hnsw) -> bool:
         """Add rows until the index has every row of the current mirror; False when the
         mirror was rebuilt meanwhile (the index is then useless) or the store closed."""
         while True:
             gen, view = self._view_of(h.kind)
-            if gen != h.generation or self._closed:
+            if gen != h.generation or h.epoch != self.epoch or self._closed:
                 return False
             rows = matrix_rows(view, h.kind)
             if rows <= h.covered:
                 return True
-            add_rows(h, view, rows)
+            add_rows(h, view, gen, rows)
 
     # ---- persistence ----
 
@@ -381,8 +428,8 @@ class AnnIndexes:
             count = len(h.index)
         os.replace(tmp, path)
         manifest = self._manifest()
-        if manifest.get("epoch") != self.epoch:
-            manifest = {"epoch": self.epoch, "indexes": {}}
+        if manifest.get("epoch") != h.epoch:  # the files of another epoch are stale
+            manifest = {"epoch": h.epoch, "indexes": {}}
         manifest["indexes"][h.kind] = {"bytes": path.stat().st_size, "vectors": count}
         body = json.dumps(manifest, sort_keys=True)
         (self.dir / "manifest.json.tmp").write_text(body, "utf-8")
@@ -412,7 +459,7 @@ class AnnIndexes:
             gen, view = self._view_of(kind)
             if index.ndim != view.dims:
                 continue
-            out[kind] = Hnsw(kind, index, gen, _first_missing(index, view, kind))
+            out[kind] = Hnsw(kind, index, gen, self.epoch, _first_missing(index, view, kind))
         return out
 
     def flush(self) -> None:
@@ -432,10 +479,9 @@ class AnnIndexes:
             worker.shutdown(wait=True, cancel_futures=True)
         for h in list(self._indexes.values()):
             try:
-                info = self._manifest().get("indexes", {}).get(h.kind, {})
-                if self._manifest().get("epoch") != self.epoch or info.get("vectors") != len(
-                    h.index
-                ):
+                manifest = self._manifest()
+                info = manifest.get("indexes", {}).get(h.kind, {})
+                if manifest.get("epoch") != h.epoch or info.get("vectors") != len(h.index):
                     self._save(h)
             except OSError as exc:
                 log.warning("could not save the %s index: %s", h.kind, exc)

@@ -97,6 +97,14 @@ T = TypeVar("T")
 
 
 
+def _replace_vectors(conn: sqlite3.Connection, vectors: VectorSet) -> None:
+    """The new vectors and, in the same transaction, a new epoch again: another process that
+    caught up between ``vectors_changing`` and this commit built its indexes from the old
+    vectors under the first new epoch, and must see the epoch change once more."""
+    write.replace_vectors(conn, vectors)
+    new_epoch(conn)
+
+
 class Database:
     def __init__(
         self, file: Path, dimensions_hint: int | None, ann: AnnSettings | None = None
@@ -198,14 +206,19 @@ class Database:
         return int(row[0]) if row else 0
 
     def _load_mirrors(self) -> None:
-        """Rebuild every mirror from the database (open, re-vectorize, restore, a new width)."""
+        """Rebuild every mirror from the database (open, another process's writes,
+        re-vectorize, restore, a new width). On a reload the rows are renumbered: the ANN
+        indexes are detached first and re-attached to the new rows after (``reloaded``)."""
         dims = self._dims()
+        again = self.generation > 0
+        if again:
+            self.ann.detach()
         self.events = load_events(self.conn, dims)
         for label in ENTITY_LABELS:
             self.entities[label] = load_entities(self.conn, label, dims)
         self.generation += 1
-        if self.generation > 1:  # a reload: rows renumbered, indexes rebuilt from them
-            self.ann.reset()
+        if again:
+            self.ann.reloaded(self.conn)
 
     # ------------------------------------------------------------ writes
 
@@ -252,12 +265,13 @@ class Database:
 
     def vectors_changing(self) -> None:
         """Before a write that replaces vectors wholesale (re-vectorize, restore): saved ANN
-        indexes become stale first, so a crash in between cannot leave them looking valid."""
-        self.ann.epoch = self._write(new_epoch)
+        indexes become stale first, so a crash in between cannot leave them looking valid.
+        The mirrors (and ``ann.epoch``) keep the old vectors until the reload after it."""
+        self._write(new_epoch)
 
     def replace_vectors(self, vectors: VectorSet) -> None:
         self.vectors_changing()
-        self._write(write.replace_vectors, vectors)
+        self._write(_replace_vectors, vectors)
         self._load_mirrors()
 
     def bind_topic(self, draft: TopicDraft, event_ids: list[str], timestamp: int) -> None:
