@@ -76,7 +76,7 @@ from engine.models import (
 from engine.providers.base import EmbedKind
 from engine.providers.factory import Providers, build_providers
 from engine.retrieval.pipeline import ROUTE_LIMIT, SearchRequest
-from engine.store._embedded_ann import AnnSettings
+from engine.store._embedded_ann import CONNECTIVITY, EXPANSION_ADD, AnnSettings
 from engine.store.embedded import EmbeddedStore
 from engine.text import chunk_ranges, content_hash, text_hash
 
@@ -334,9 +334,7 @@ async def build(
     await asyncio.get_running_loop().run_in_executor(None, store._database.ann.flush)
     index_s = time.perf_counter() - t0
     await store.close()
-    data.update(
-        open_s=opened, index_s=index_s, index_threads=threads, index_load=load_average()
-    )
+    data.update(open_s=opened, index_s=index_s, index_threads=threads, index_load=load_average())
     (path / "complete").write_text(json.dumps(data))
 
 
@@ -597,7 +595,8 @@ async def main(args: argparse.Namespace) -> str:
         f"Command: `{command_line()}`\n\n"
         f"Commit {git_rev()}; {machine_line(load_at_start)}; BLAS: {blas_info()}. "
         f"{args.vectors} vectors; {args.queries} timed queries per size after {WARM_UP} warm-up "
-        f"ones; ANN: usearch HNSW int8, M 16, over-fetch x10, exact rescoring; wall time "
+        f"ones; ANN: usearch HNSW int8, M {CONNECTIVITY}, expansion_add {EXPANSION_ADD}, "
+        f"over-fetch x10, exact rescoring; wall time "
         f"{elapsed:.0f} s; load average at the end {load_average()}.\n"
     )
     body = table(

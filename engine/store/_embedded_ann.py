@@ -48,9 +48,10 @@ log = logging.getLogger(__name__)
 
 Kind = str  # "summary", "chunk", or an entity label
 KINDS: tuple[Kind, ...] = ("summary", "chunk", "Person", "Concept", "Location")
-CONNECTIVITY, EXPANSION_ADD = 16, 128
+CONNECTIVITY, EXPANSION_ADD = 16, 64  # efConstruction 64: half the build CPU of 128 (DECISIONS)
 INLINE_ROWS = 4096  # catch-ups up to this many rows run inline after a commit
-BATCH = 2048  # rows added per hold of the index lock (searches wait at most one batch)
+BATCH = 2048  # rows added per hold of a searched index's lock (searches wait at most one)
+BUILD_BATCH = 65_536  # rows per add call while a fresh index is built (nothing searches it)
 LOCK_WAIT_S = 0.25  # a search that cannot get the index this fast scans exactly instead
 
 DDL = """
@@ -190,9 +191,9 @@ def _keys_and_vectors(
     return keys[keep], matrix[start:end][keep]
 
 
-def _batch_end(view: EventView | EntityView, kind: Kind, start: int, end: int) -> int:
-    """The end of the next batch, never splitting one event's chunks."""
-    stop = min(end, start + BATCH)
+def _batch_end(view: EventView | EntityView, kind: Kind, start: int, end: int, size: int) -> int:
+    """The end of the next batch of about ``size`` rows, never splitting one event's chunks."""
+    stop = min(end, start + size)
     if kind != "chunk" or stop >= end:
         return stop
     assert isinstance(view, EventView)
@@ -203,7 +204,12 @@ def _batch_end(view: EventView | EntityView, kind: Kind, start: int, end: int) -
 
 
 def add_rows(
-    h: Hnsw, view: EventView | EntityView, gen: int, end: int, threads: int = 1
+    h: Hnsw,
+    view: EventView | EntityView,
+    gen: int,
+    end: int,
+    threads: int = 1,
+    batch: int = BATCH,
 ) -> None:
     """Index rows ``[h.covered, end)`` of ``view`` (mirror generation ``gen``) in batches,
     each under the lock (keys already present are skipped, so a reloaded index can be caught
@@ -216,7 +222,7 @@ def add_rows(
                 return
             if start >= end:
                 return
-            stop = _batch_end(view, h.kind, start, end)
+            stop = _batch_end(view, h.kind, start, end, batch)
             keys, vecs = _keys_and_vectors(view, h.kind, start, stop)
             if keys.size:
                 fresh = ~np.asarray(h.index.contains(keys), dtype=np.bool_).reshape(-1)
@@ -246,6 +252,7 @@ class AnnIndexes:
         self.builds = 0  # indexes built from scratch (tests count them)
         self._indexes: dict[Kind, Hnsw] = {}
         self._pending: set[Kind] = set()  # kinds with a background job queued or running
+        self._again: set[Kind] = set()  # kinds asked for again while their job was pending
         self._guard = threading.Lock()  # _indexes / _pending
         self._worker: ThreadPoolExecutor | None = None
         self._closed = False
@@ -264,8 +271,14 @@ class AnnIndexes:
         return gen, (events if kind in ("summary", "chunk") else entities[kind])
 
     def _submit(self, kind: Kind, job: Callable[[], None]) -> None:
+        """Queue ``job`` for ``kind`` on the background thread. While one is queued or running,
+        a new request is remembered instead, and the kind is looked at again when it ends (a
+        catch-up that stopped because the mirrors were reloaded under it is then redone)."""
         with self._guard:
-            if self._closed or kind in self._pending:
+            if self._closed:
+                return
+            if kind in self._pending:
+                self._again.add(kind)
                 return
             self._pending.add(kind)
             if self._worker is None:
@@ -279,6 +292,10 @@ class AnnIndexes:
             finally:
                 with self._guard:
                     self._pending.discard(kind)
+                    again = kind in self._again
+                    self._again.discard(kind)
+                if again:
+                    self._submit(kind, functools.partial(self._resume, kind))
 
         assert self._worker is not None
         self._worker.submit(run)
@@ -379,9 +396,22 @@ class AnnIndexes:
             epoch = self.epoch
             h = Hnsw(kind, _new_index(view.dims, kind == "chunk"), gen, epoch)
             self.builds += 1
-            add_rows(h, view, gen, matrix_rows(view, kind), self.settings.build_threads)
+            rows = matrix_rows(view, kind)
+            add_rows(h, view, gen, rows, self.settings.build_threads, BUILD_BATCH)
             if self._install(h):
                 return
+
+    def _resume(self, kind: Kind) -> None:
+        """Whatever the kind needs now: a catch-up of its index, or a build."""
+        gen, view = self._view_of(kind)
+        if self.index(kind, gen) is not None:
+            self._catch_up(kind)
+        elif (
+            kind not in self._indexes
+            and view.dims
+            and matrix_rows(view, kind) >= self.settings.min_vectors
+        ):
+            self._build(kind)
 
     def _catch_up(self, kind: Kind) -> None:
         gen, _ = self._view_of(kind)
@@ -407,7 +437,7 @@ class AnnIndexes:
             rows = matrix_rows(view, h.kind)
             if rows <= h.covered:
                 return True
-            add_rows(h, view, gen, rows)
+            add_rows(h, view, gen, rows, self.settings.build_threads)
 
     # ---- persistence ----
 
@@ -442,6 +472,7 @@ class AnnIndexes:
         if manifest.get("epoch") != self.epoch or not manifest.get("indexes"):
             return {}
         from usearch.index import Index  # only a memory that has indexes loads the library
+
         out: dict[Kind, Hnsw] = {}
         for kind, info in manifest.get("indexes", {}).items():
             path = self.dir / f"{kind}.usearch"

@@ -96,7 +96,6 @@ P = ParamSpec("P")
 T = TypeVar("T")
 
 
-
 def _replace_vectors(conn: sqlite3.Connection, vectors: VectorSet) -> None:
     """The new vectors and, in the same transaction, a new epoch again: another process that
     caught up between ``vectors_changing`` and this commit built its indexes from the old
