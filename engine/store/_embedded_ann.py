@@ -485,6 +485,7 @@ class AnnIndexes:
                 continue
             if index is None:
                 continue
+            index.expansion_add = EXPANSION_ADD  # not kept in the file (restored at 128)
             if gone.size:
                 index.remove(gone)
             gen, view = self._view_of(kind)
@@ -540,12 +541,14 @@ def _first_missing(index: Any, view: EventView | EntityView, kind: Kind) -> int:
 
 
 def rows_of_keys(seqs: I64, n: int, keys: npt.NDArray[np.uint64]) -> I64:
-    """Mirror rows of ANN keys, in the keys' order; keys of no row are dropped."""
+    """Mirror rows of ANN keys, in the keys' order; keys of no row are dropped. A seq can
+    appear twice in a live mirror (the newest node forgotten, the next one given its seq):
+    the later row is the node the key now stands for, the earlier one is dead."""
     if keys.size == 0 or n == 0:
         return np.zeros(0, dtype=np.int64)
     k = keys.astype(np.int64)
-    rows = np.searchsorted(seqs[:n], k)
-    ok = rows < n
+    rows = np.searchsorted(seqs[:n], k, side="right") - 1
+    ok = rows >= 0
     ok[ok] &= seqs[rows[ok]] == k[ok]
     out: I64 = rows[ok]
     return out

@@ -290,3 +290,25 @@ async def test_another_writer_is_caught_up_without_rebuilding_the_index(tmp_path
     finally:
         for s in (mine, other, exact):
             await s.close()
+
+
+async def test_a_node_given_a_forgotten_seq_is_found_through_the_index(tmp_path: Path) -> None:
+    """Forgetting the newest event frees its seq for the next node; the live mirror then
+    holds that seq twice (the dead row and the new one) and the index key must reach the new
+    one, as the exact scan does."""
+    rng = np.random.default_rng(8)
+    exact, ann = await both(tmp_path, [batch(rng, 120)])
+    try:
+        vec = unit(rng, 1)[0]
+        for s in (exact, ann):
+            last = (await s.apply_save(plan([event("x", unit(rng, 1)[0])], meta=META))).event_ids
+            await s.forget(last[0])
+            await s.apply_save(plan([event("n", vec)], meta=META))
+        view = ann._database.events
+        assert view.seqs[view.n - 1] == view.seqs[view.n - 2]  # the seq came back
+        hits = await ann.route("summary", vec, EMPTY_FILTERS, frozenset(), 3)
+        assert hits[0].score == pytest.approx(1.0, abs=1e-5)
+        await same_routes(exact, ann, np.stack([vec, *unit(rng, 4)]))
+    finally:
+        await exact.close()
+        await ann.close()
