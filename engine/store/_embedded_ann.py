@@ -485,7 +485,8 @@ class AnnIndexes:
                 continue
             if index is None:
                 continue
-            index.expansion_add = EXPANSION_ADD  # not kept in the file (restored at 128)
+            # not kept in the file (restored at 128); usearch has the setter, its stub hides it
+            index.expansion_add = EXPANSION_ADD  # type: ignore[misc]
             if gone.size:
                 index.remove(gone)
             gen, view = self._view_of(kind)
