@@ -76,7 +76,12 @@ from engine.models import (
 from engine.providers.base import EmbedKind
 from engine.providers.factory import Providers, build_providers
 from engine.retrieval.pipeline import ROUTE_LIMIT, SearchRequest
-from engine.store._embedded_ann import CONNECTIVITY, EXPANSION_ADD, AnnSettings
+from engine.store._embedded_ann import (
+    CONNECTIVITY,
+    EXPANSION_ADD,
+    EXPANSION_SEARCH,
+    AnnSettings,
+)
 from engine.store.embedded import EmbeddedStore
 from engine.text import chunk_ranges, content_hash, text_hash
 
@@ -596,8 +601,8 @@ async def main(args: argparse.Namespace) -> str:
         f"Commit {git_rev()}; {machine_line(load_at_start)}; BLAS: {blas_info()}. "
         f"{args.vectors} vectors; {args.queries} timed queries per size after {WARM_UP} warm-up "
         f"ones; ANN: usearch HNSW int8, M {CONNECTIVITY}, expansion_add {EXPANSION_ADD}, "
-        f"over-fetch x10, exact rescoring; wall time "
-        f"{elapsed:.0f} s; load average at the end {load_average()}.\n"
+        f"expansion_search {EXPANSION_SEARCH} x the fetch, over-fetch x10, exact rescoring; "
+        f"wall time {elapsed:.0f} s; load average at the end {load_average()}.\n"
     )
     body = table(
         [
