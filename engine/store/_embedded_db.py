@@ -291,16 +291,31 @@ class Database:
         return deleted
 
     def _forget(self, conn: sqlite3.Connection, event_id: str) -> list[str]:
-        """The forget transaction, recording the deleted nodes' seqs for the ANN indexes."""
+        """The forget transaction, recording the deleted nodes' seqs for the ANN indexes. The
+        seqs are read from the database inside the transaction, before the delete: this
+        process's mirrors may not hold a node another process saved since they caught up,
+        and every process's index must still learn that its key is gone (a later node can
+        take the same seq)."""
+        seq_of = {
+            r[0]: int(r[1])
+            for r in conn.execute(
+                "SELECT id, seq FROM nodes WHERE id = ?1 OR id IN (SELECT target FROM relations "
+                "WHERE source = ?1 UNION SELECT source FROM relations WHERE target = ?1 UNION "
+                "SELECT source FROM relations WHERE event_key = ?1 UNION SELECT target FROM "
+                "relations WHERE event_key = ?1)",
+                (event_id,),
+            )
+        }
         deleted = write.forget(conn, event_id)
         views: list[EventView | EntityView] = [self.events, *self.entities.values()]
-        seqs = [
+        seqs = {seq_of[i] for i in deleted if i in seq_of}
+        seqs.update(
             int(view.seqs[row])
             for view in views
-            for row in (view.row_of.get(i) for i in deleted)
+            for row in (view.row_of.get(i) for i in deleted if i not in seq_of)
             if row is not None
-        ]
-        record_forgotten(conn, seqs)
+        )
+        record_forgotten(conn, sorted(seqs))
         return deleted
 
     # ------------------------------------------------------------ meta, counts, idempotency

@@ -312,3 +312,30 @@ async def test_a_node_given_a_forgotten_seq_is_found_through_the_index(tmp_path:
     finally:
         await exact.close()
         await ann.close()
+
+
+async def test_a_forget_elsewhere_of_a_node_its_mirror_never_held_reaches_the_index(
+    tmp_path: Path,
+) -> None:
+    """The other process forgets the newest event before its mirrors ever held it, and the
+    next node takes that seq: this store's index must drop the old key and index the new
+    vector under it (else the new node is never proposed)."""
+    rng = np.random.default_rng(9)
+    mine = await opened(tmp_path / "m")
+    other = await opened(tmp_path / "m", AnnSettings(mode="exact", persist=False))
+    try:
+        await mine.apply_save(batch(rng, 120))
+        last = (await mine.apply_save(plan([event("x", unit(rng, 1)[0])], meta=META))).event_ids
+        db = mine._database
+        old_seq = int(db.events.seqs[db.events.n - 1])
+        assert last[0] not in other._database.events.row_of  # its mirror is behind
+        await other.forget(last[0])
+        vec = unit(rng, 1)[0]
+        await other.apply_save(plan([event("n", vec)], meta=META))
+        hits = await mine.route("summary", vec, EMPTY_FILTERS, frozenset(), 3)
+        view = db.events
+        assert int(view.seqs[view.row_of[hits[0].event_id]]) == old_seq  # the seq came back
+        assert hits[0].event_id != last[0] and hits[0].score == pytest.approx(1.0, abs=1e-5)
+    finally:
+        await mine.close()
+        await other.close()
