@@ -260,6 +260,7 @@ class AnnIndexes:
         self._guard = threading.Lock()  # _indexes / _pending
         self._worker: ThreadPoolExecutor | None = None
         self._closed = False
+        self._stopping = False
 
     @property
     def enabled(self) -> bool:
@@ -279,7 +280,7 @@ class AnnIndexes:
         a new request is remembered instead, and the kind is looked at again when it ends (a
         catch-up that stopped because the mirrors were reloaded under it is then redone)."""
         with self._guard:
-            if self._closed:
+            if self._closed or self._stopping:
                 return
             if kind in self._pending:
                 self._again.add(kind)
@@ -512,6 +513,7 @@ class AnnIndexes:
         """Stop background work and save every index that is ahead of its file."""
         with self._guard:
             worker, self._worker = self._worker, None
+            self._stopping = True  # a job ending now queues nothing new
         if worker is not None:
             worker.shutdown(wait=True, cancel_futures=True)
         for h in list(self._indexes.values()):
