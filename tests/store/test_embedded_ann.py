@@ -235,3 +235,107 @@ async def test_a_restored_memory_gets_an_index(tmp_path: Path) -> None:
     finally:
         await src.close()
         await dst.close()
+
+
+async def test_another_writer_is_caught_up_without_rebuilding_the_index(tmp_path: Path) -> None:
+    """A second connection to the same file (another process: `mnemoql import`, a second
+    server) saves and forgets; the first store's indexes follow by key, with no rebuild,
+    and answer like the exact scan. Only a vector change (re-vectorize) rebuilds them."""
+    rng = np.random.default_rng(7)
+    mine = await opened(tmp_path / "m")
+    other = await opened(tmp_path / "m", AnnSettings(mode="exact", persist=False))
+    exact = await opened(tmp_path / "x", AnnSettings(mode="exact"))
+    try:
+        first = batch(rng, 150)
+        for s in (mine, exact):
+            await s.apply_save(first)
+        db = mine._database
+        mine_ann = db.ann
+        await mine.route("summary", unit(rng, 1)[0], EMPTY_FILTERS, frozenset(), 5)
+        builds, caught = mine_ann.builds, db.caught_up
+        assert builds >= 2 and index_of(mine, "summary") is not None
+
+        later = batch(rng, 60, day="2026-03-02")
+        for s in (other, exact):
+            await s.apply_save(later)
+            await s.forget("event_7")
+        target = exact._database.events.vecs[exact._database.events.row_of["event_7"]]
+        await same_routes(exact, mine, np.stack([target, *unit(rng, 6)]))
+        assert db.caught_up > caught  # the mirrors did reload ...
+        assert mine_ann.builds == builds  # ... and the indexes followed instead of rebuilding
+        h = index_of(mine, "summary")
+        assert h is not None and h.covered == db.events.n  # type: ignore[attr-defined]
+        gone = int(db.events.seqs[0]) + 6  # event_7's seq: its key left the index
+        assert not h.index.contains(gone)  # type: ignore[attr-defined]
+        hits = await mine.route("chunk", target, EMPTY_FILTERS, frozenset(), 40)
+        assert "event_7" not in [x.event_id for x in hits]
+
+        view = exact._database.events
+        ids = view.ids[: view.n]
+        new = unit(rng, len(ids))
+        vectors = VectorSet(
+            events={i: new[k] for k, i in enumerate(ids) if view.live[k]},
+            entities={},
+            chunks=[],
+            meta=META,
+        )
+        for s in (other, exact):
+            await s.replace_vectors(vectors)
+        await same_routes(exact, mine, new[:6])
+        assert mine_ann.builds > builds  # new vectors: the indexes were built again
+        h = index_of(mine, "summary")
+        assert h is not None
+        keys = h.search(new[3], 1)  # type: ignore[attr-defined]
+        assert keys is not None and int(keys[0]) == int(db.events.seqs[3])
+    finally:
+        for s in (mine, other, exact):
+            await s.close()
+
+
+async def test_a_node_given_a_forgotten_seq_is_found_through_the_index(tmp_path: Path) -> None:
+    """Forgetting the newest event frees its seq for the next node; the live mirror then
+    holds that seq twice (the dead row and the new one) and the index key must reach the new
+    one, as the exact scan does."""
+    rng = np.random.default_rng(8)
+    exact, ann = await both(tmp_path, [batch(rng, 120)])
+    try:
+        vec = unit(rng, 1)[0]
+        for s in (exact, ann):
+            last = (await s.apply_save(plan([event("x", unit(rng, 1)[0])], meta=META))).event_ids
+            await s.forget(last[0])
+            await s.apply_save(plan([event("n", vec)], meta=META))
+        view = ann._database.events
+        assert view.seqs[view.n - 1] == view.seqs[view.n - 2]  # the seq came back
+        hits = await ann.route("summary", vec, EMPTY_FILTERS, frozenset(), 3)
+        assert hits[0].score == pytest.approx(1.0, abs=1e-5)
+        await same_routes(exact, ann, np.stack([vec, *unit(rng, 4)]))
+    finally:
+        await exact.close()
+        await ann.close()
+
+
+async def test_a_forget_elsewhere_of_a_node_its_mirror_never_held_reaches_the_index(
+    tmp_path: Path,
+) -> None:
+    """The other process forgets the newest event before its mirrors ever held it, and the
+    next node takes that seq: this store's index must drop the old key and index the new
+    vector under it (else the new node is never proposed)."""
+    rng = np.random.default_rng(9)
+    mine = await opened(tmp_path / "m")
+    other = await opened(tmp_path / "m", AnnSettings(mode="exact", persist=False))
+    try:
+        await mine.apply_save(batch(rng, 120))
+        last = (await mine.apply_save(plan([event("x", unit(rng, 1)[0])], meta=META))).event_ids
+        db = mine._database
+        old_seq = int(db.events.seqs[db.events.n - 1])
+        assert last[0] not in other._database.events.row_of  # its mirror is behind
+        await other.forget(last[0])
+        vec = unit(rng, 1)[0]
+        await other.apply_save(plan([event("n", vec)], meta=META))
+        hits = await mine.route("summary", vec, EMPTY_FILTERS, frozenset(), 3)
+        view = db.events
+        assert int(view.seqs[view.row_of[hits[0].event_id]]) == old_seq  # the seq came back
+        assert hits[0].event_id != last[0] and hits[0].score == pytest.approx(1.0, abs=1e-5)
+    finally:
+        await mine.close()
+        await other.close()
