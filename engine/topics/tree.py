@@ -101,7 +101,7 @@ class TopicBinding:
 class TopicNode:
     """A node of the forest. Read it through the properties; mutate it through the index."""
 
-    __slots__ = ("_bindings", "_children", "parent", "path", "segment")
+    __slots__ = ("_at", "_bindings", "_children", "parent", "path", "segment")
 
     def __init__(self, segment: str, parent: TopicNode | None) -> None:
         self.segment = segment
@@ -109,6 +109,7 @@ class TopicNode:
         self.path: str = segment if parent is None else parent.path + SEPARATOR + segment
         self._children: dict[str, TopicNode] = {}
         self._bindings: list[TopicBinding] = []
+        self._at: dict[SliceRef, int] = {}  # slice ref -> its place in _bindings (O(1) upsert)
 
     @property
     def is_root(self) -> bool:
@@ -130,12 +131,14 @@ class TopicNode:
         return node
 
     def _upsert(self, binding: TopicBinding) -> TopicBinding:
-        for i, current in enumerate(self._bindings):
-            if current.slice_ref == binding.slice_ref:
-                self._bindings[i] = current.refreshed(
-                    binding.timestamp_ms, binding.related_paths, binding.profile
-                )
-                return self._bindings[i]
+        i = self._at.get(binding.slice_ref)
+        if i is not None:
+            current = self._bindings[i]
+            self._bindings[i] = current.refreshed(
+                binding.timestamp_ms, binding.related_paths, binding.profile
+            )
+            return self._bindings[i]
+        self._at[binding.slice_ref] = len(self._bindings)
         self._bindings.append(binding)
         return binding
 
