@@ -273,12 +273,14 @@ class ParseBudget:
     Parsing JSON holds the interpreter (~30 ms per MB here even with the collector kept out),
     and no thread can take it elsewhere. So each parse of a body over ``min_bytes`` books its
     time divided by ``share`` of wall time: the next large body, from anyone, waits (without
-    blocking the loop) until that booking has passed. At ``share`` 0.25 large bodies get at
-    most a quarter of the loop; small requests never wait. One 2.5 MB body costs a lone
-    client nothing; ten in a row are spaced ~0.3 s apart (bench/results/hostile.md).
+    blocking the loop) until that booking has passed. At ``share`` 0.05 large bodies get at
+    most a twentieth of the loop, so few other requests ever arrive during one (at 0.25 a
+    quarter of them did, and waited its whole parse: other clients' p95 3.8x); small requests
+    never wait. One 2.5 MB body costs a lone client nothing; ten in a row are spaced ~1 s
+    apart, far quicker than the embedder saves that much text (bench/results/hostile.md).
     """
 
-    def __init__(self, share: float = 0.25, min_bytes: int = 1024 * 1024) -> None:
+    def __init__(self, share: float = 0.05, min_bytes: int = 1024 * 1024) -> None:
         self.share = share
         self.min_bytes = min_bytes
         self._free_at = 0.0  # loop time when the next large parse may start
