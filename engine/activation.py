@@ -173,7 +173,8 @@ class Activator:
         finally:
             vector_task.cancel()
         total = index.dated_slices()
-        ranked, evidence, events = await self._rank(text, query, pending, members, total)
+        line_terms = query_terms(text)
+        ranked, evidence, events = await self._rank(line_terms, query, pending, members, total)
         if evaluate and self.chat is not None:
             ranked = ranked[: 2 * limit]  # enough to fill ``limit`` when some fail
             picked = [events[f.event_id] for f in ranked]
@@ -181,7 +182,6 @@ class Activator:
             ranked = [f for f, ok in zip(ranked, keep, strict=True) if ok]
         ranked = ranked[:limit]
         chunks = await self.recall.store.get_chunks([f.event_id for f in ranked])
-        line_terms = query_terms(text)
         now_ms = self.recall.now_ms()
         out = []
         for f in ranked:
@@ -263,7 +263,7 @@ class Activator:
 
     async def _rank(
         self,
-        text: str,
+        terms: frozenset[str],
         query: Vector | None,
         pending: dict[str, _Pending],
         members: list[list[str]],
@@ -284,7 +284,6 @@ class Activator:
         hopeful = [i for i in pending if lower[i] + MAX_EXTRA >= floor]
         wanted = list(dict.fromkeys([*vector, *hopeful]))
         events = {e.id: e for e in await store.get_events(wanted)}
-        terms = query_terms(text)
         evidence: dict[str, CueEvidence] = {}
         for event_id, event in events.items():
             p = pending.get(event_id)

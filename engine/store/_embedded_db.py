@@ -64,7 +64,7 @@ from engine.store._embedded_query import (
     event_filter_sql,
     json_set,
 )
-from engine.store._embedded_reader import Tickets, list_nodes
+from engine.store._embedded_reader import OwnThread, list_nodes
 from engine.store._embedded_schema import (
     BINDING_COLS,
     CHUNK_COLS,
@@ -99,13 +99,13 @@ def _replace_vectors(conn: sqlite3.Connection, vectors: VectorSet) -> None:
     new_epoch(conn)
 
 
-class Database:
+class Database(OwnThread):
     def __init__(
         self, file: Path, dimensions_hint: int | None, ann: AnnSettings | None = None
     ) -> None:
+        super().__init__()
         self.file = file
         self._hint = dimensions_hint
-        self._conn: sqlite3.Connection | None = None
         self.events: EventView = build_event_view(dimensions_hint or 0, [])
         self.entities: dict[EntityLabel, EntityView] = {
             label: build_entity_view(dimensions_hint or 0, []) for label in ENTITY_LABELS
@@ -119,7 +119,6 @@ class Database:
         # running service) commits, never for this connection's own writes
         self._version: int | None = None
         self.caught_up = 0  # grows by one each time the mirrors catch up with another writer
-        self.tickets = Tickets()  # which call runs on the database thread (``interrupt``)
 
     def _snapshot(self) -> tuple[int, EventView, dict[EntityLabel, EntityView]]:
         return self.generation, self.events, self.entities
@@ -144,21 +143,7 @@ class Database:
 
     def close(self) -> None:
         self.ann.close()
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
-
-    def run(self, ticket: object, fn: Callable[[], T]) -> T:
-        """``fn()`` on the database thread under ``ticket`` (see ``interrupt``)."""
-        return self.tickets.run(ticket, fn)
-
-    def interrupt(self, ticket: object) -> None:
-        """Stop the statement of ``ticket``'s call if it is the one running."""
-        self.tickets.interrupt(ticket, self._conn)
-
-    @property
-    def interrupted(self) -> int:
-        return self.tickets.interrupted
+        super().close()
 
     def ping(self) -> bool:
         return bool(self.conn.execute("SELECT 1").fetchone() == (1,))

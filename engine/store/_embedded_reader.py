@@ -8,7 +8,7 @@ but committed rows (no vector mirrors, no ANN index), so it runs here instead, o
 its own: SQLite in WAL mode lets this connection read while the writer writes, and one read
 transaction around the count and the page keeps them from two snapshots.
 
-``Tickets`` is the interrupt protocol both connections share: a caller that stops waiting
+``OwnThread`` is the interrupt protocol both connections share: a caller that stops waiting
 (a request past its deadline) interrupts the statement of its own call, never a later one.
 """
 
@@ -28,15 +28,18 @@ from engine.store._embedded_schema import NODE_COLS, row_node
 T = TypeVar("T")
 
 
-class Tickets:
-    """Which call runs on a connection's thread, so ``interrupt`` can aim at it alone."""
+class OwnThread:
+    """A SQLite connection used from one thread, whose running call a caller that gives up can
+    interrupt without hitting a later one. ``Database`` and ``Reader`` are both this."""
 
     def __init__(self) -> None:
-        self._running: object | None = None
+        self._conn: sqlite3.Connection | None = None
+        self._running: object | None = None  # the ticket of the call running on the thread
         self._lock = threading.Lock()
         self.interrupted = 0  # statements stopped because their caller gave up
 
     def run(self, ticket: object, fn: Callable[[], T]) -> T:
+        """``fn()`` on the connection's thread under ``ticket`` (see ``interrupt``)."""
         with self._lock:
             self._running = ticket
         try:
@@ -45,14 +48,19 @@ class Tickets:
             with self._lock:
                 self._running = None
 
-    def interrupt(self, ticket: object, conn: sqlite3.Connection | None) -> None:
-        """Called from the event loop's thread (``Connection.interrupt`` is safe from any
-        thread). The lock makes sure no later call is hit: SQLite aborts only statements
-        running now."""
+    def interrupt(self, ticket: object) -> None:
+        """Stop the statement of ``ticket``'s call if it is the one running. Called from the
+        event loop's thread (``Connection.interrupt`` is safe from any thread); the lock makes
+        sure no later call is hit: SQLite aborts only statements running now."""
         with self._lock:
-            if self._running is ticket and conn is not None:
-                conn.interrupt()
+            if self._running is ticket and self._conn is not None:
+                self._conn.interrupt()
                 self.interrupted += 1
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
 
 
 def list_nodes(
@@ -87,13 +95,12 @@ def list_nodes(
     )
 
 
-class Reader:
+class Reader(OwnThread):
     """The read-only connection; every method runs on the reader's own thread."""
 
     def __init__(self, file: Path) -> None:
+        super().__init__()
         self.file = file
-        self._conn: sqlite3.Connection | None = None
-        self.tickets = Tickets()
 
     def open(self) -> None:
         # opened after the writer has created the file and its tables
@@ -101,17 +108,6 @@ class Reader:
         conn.execute("PRAGMA busy_timeout = 10000")
         conn.execute("PRAGMA query_only = ON")
         self._conn = conn
-
-    def close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
-
-    def run(self, ticket: object, fn: Callable[[], T]) -> T:
-        return self.tickets.run(ticket, fn)
-
-    def interrupt(self, ticket: object) -> None:
-        self.tickets.interrupt(ticket, self._conn)
 
     def list_nodes(
         self, label: NodeLabel, where: Where | None, sort: SortSpec, page: Page

@@ -175,7 +175,7 @@ class EmbeddedStore:
     def interrupted(self) -> int:
         """Statements stopped because their caller gave up, on both connections."""
         db, reader = self._db, self._reader
-        return (db.interrupted if db else 0) + (reader.tickets.interrupted if reader else 0)
+        return (db.interrupted if db else 0) + (reader.interrupted if reader else 0)
 
     async def _compute_on(self, cells: int, fn: Callable[[], T]) -> T:
         """Run pure numpy work inline when tiny, else on the compute pool."""

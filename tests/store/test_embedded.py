@@ -86,6 +86,16 @@ async def test_an_unopenable_location_is_store_unavailable(tmp_path: Path) -> No
     assert await store.ping() is False
 
 
+async def _save_heron_notes(store: EmbeddedStore) -> None:
+    """300 events of ~29 KB each (9 MB of text): 100 `contains` over them take a while."""
+    from tests.store._builders import event, plan
+
+    body = "the heron waited by the pond " * 1_000
+    for start in range(0, 300, 50):
+        batch = [event(f"e{i}", axis(0), content=f"{i} {body}") for i in range(start, start + 50)]
+        await store.apply_save(plan(batch))
+
+
 async def test_a_caller_that_stops_waiting_stops_the_statement(tmp_path: Path) -> None:
     """Issue #13, case 5: a deadline stops the work it times out, not only the request. A slow
     filter (100 `contains` over 9 MB of text) is interrupted on the database thread, which is
@@ -93,17 +103,10 @@ async def test_a_caller_that_stops_waiting_stops_the_statement(tmp_path: Path) -
     import asyncio
 
     from engine.models import AnyOf, Cond, Page
-    from tests.store._builders import event, plan
-
     store = EmbeddedStore(tmp_path)
     await store.open()
     try:
-        body = "the heron waited by the pond " * 1_000  # 29 KB
-        for start in range(0, 300, 50):
-            await store.apply_save(
-                plan([event(f"e{i}", axis(0), content=f"{i} {body}") for i in range(start,
-                                                                                    start + 50)])
-            )  # fmt: skip
+        await _save_heron_notes(store)
         slow = AnyOf(tuple(Cond("content", "contains", f"zebra{i}") for i in range(100)))
         with pytest.raises(TimeoutError):
             await asyncio.wait_for(
@@ -125,17 +128,10 @@ async def test_a_costly_listing_does_not_hold_the_database_thread(tmp_path: Path
     import asyncio
 
     from engine.models import AnyOf, Cond, Page
-    from tests.store._builders import event, plan
-
     store = EmbeddedStore(tmp_path)
     await store.open()
     try:
-        body = "the heron waited by the pond " * 1_000  # 29 KB
-        for start in range(0, 300, 50):
-            await store.apply_save(
-                plan([event(f"e{i}", axis(0), content=f"{i} {body}") for i in range(start,
-                                                                                    start + 50)])
-            )  # fmt: skip
+        await _save_heron_notes(store)
         slow = AnyOf(tuple(Cond("content", "contains", f"zebra{i}") for i in range(100)))
         listing = asyncio.create_task(
             store.list_nodes("Event", slow, ("create_time", "DESC"), Page(5))
