@@ -443,6 +443,9 @@ async def main_async(args: argparse.Namespace) -> int:
         env.pop(key, None)  # offline models: no traffic beyond loopback
     env["MNEMOQL_AUTH__TOKENS"] = json.dumps(tokens)
     env["MNEMOQL_EMBEDDING__PROVIDER"] = args.embedder
+    for setting in args.set:
+        key, _, value = setting.partition("=")
+        env[key] = value
     stats = Stats()
     saved: list[Saved] = []
     load_at_start = load_average()
@@ -557,6 +560,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--server-log", help="keep the server's output in this file")
     p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="MNEMOQL_X=V",
+        help="a setting for the server, e.g. MNEMOQL_EMBEDDING__WORKERS=2 (repeatable)",
+    )
+    p.add_argument(
         "--data-from",
         default="",
         help="serve a copy of this memory.db (e.g. a bench.search_latency corpus) instead of "
@@ -568,6 +578,9 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if not 1 <= args.seconds <= 3600:
         p.error("--seconds must be between 1 and 3600")
+    for setting in args.set:
+        if not setting.startswith("MNEMOQL_") or "=" not in setting:
+            p.error(f"--set takes MNEMOQL_NAME=value (got {setting!r})")
     return asyncio.run(main_async(args))
 
 

@@ -28,6 +28,10 @@ LOCAL_DIMENSIONS = 384
 # another process, the event loop or jieba (docs/DECISIONS.md, "Local embedder threads").
 DEFAULT_EMBEDDING_THREADS = 1
 MAX_EMBEDDING_THREADS = 256
+# Model instances of the local embedder, each on its own thread with `threads` OpenMP threads:
+# independent calls (two searches, a search and a save) run at once on as many cores
+# (docs/DECISIONS.md, "Local embedder workers").
+DEFAULT_EMBEDDING_WORKERS = 2
 
 
 def check_embedding_threads(value: object) -> int:
@@ -89,6 +93,8 @@ class EmbeddingSettings(BaseModel):
     retries: int = 2
     # OpenMP threads of the local model (provider "local"; the others ignore it).
     threads: int = DEFAULT_EMBEDDING_THREADS
+    # model instances of the local model, one thread each (provider "local")
+    workers: int = Field(default=DEFAULT_EMBEDDING_WORKERS, ge=1, le=64)
 
     @field_validator("threads", mode="before")
     @classmethod

