@@ -86,7 +86,7 @@ def test_a_wrong_setting_is_refused_with_its_variable_not_a_traceback(tmp_path: 
 
 
 def test_eta_reads_hours_minutes_seconds() -> None:
-    from web.cli import eta
+    from web.progress import eta
 
     assert eta(0, 5.0) == "0:00:00"
     assert eta(10, 0.0) == "?"

@@ -16,10 +16,8 @@ import shutil
 import signal
 import sys
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from pydantic import ValidationError
 from pydantic_settings import SettingsError
@@ -27,6 +25,7 @@ from pydantic_settings import SettingsError
 from engine.config import Settings, load_settings
 from engine.errors import MnemoError
 from engine.redact import mask_text
+from web import datacmds
 
 KEEP_ALIVE_S = 75
 
@@ -125,254 +124,32 @@ def _interrupt() -> None:
     signal.raise_signal(signal.SIGINT)
 
 
-def eta(remaining: int, rate: float) -> str:
-    """``h:mm:ss`` left at ``rate`` records per second (``?`` before the first record)."""
-    if remaining <= 0:
-        return "0:00:00"
-    if rate <= 0:
-        return "?"
-    seconds = int(remaining / rate + 0.5)
-    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
-
-
-class Progress:
-    """A one-line progress bar on a terminal; plain periodic lines elsewhere."""
-
-    def __init__(self, total: int, out: TextIO = sys.stderr, label: str = "saved") -> None:
-        self.total, self.out, self.label = total, out, label
-        self.done = 0
-        self.failed = 0
-        self.started = time.monotonic()
-        self._last = 0.0
-
-    def advance(self, ok: bool = True) -> None:
-        self.done += 1
-        self.failed += 0 if ok else 1
-        now = time.monotonic()
-        if now - self._last >= 0.1 or self.done == self.total:
-            self._last = now
-            self.draw()
-
-    def draw(self) -> None:
-        width = 30
-        frac = self.done / self.total if self.total else 1.0
-        bar = "#" * int(frac * width)
-        rate = self.done / max(time.monotonic() - self.started, 1e-9)
-        line = (
-            f"[{bar:<{width}}] {self.done}/{self.total} {self.label}, "
-            f"{self.failed} failed, {rate:.1f} records/s, ETA {eta(self.total - self.done, rate)}"
-        )
-        if self.out.isatty():
-            self.out.write("\r" + line)
-            if self.done == self.total:
-                self.out.write("\n")
-        elif self.done == self.total or self.done % 100 == 0:
-            self.out.write(line + "\n")
-        self.out.flush()
-
-
-async def _import(settings: Settings, path: Path, concurrency: int, space: str) -> int:
-    """Save every line of ``path`` (``web.imports``: resumable, with a summary)."""
-    import httpx
-
-    from engine.memory import Memory
-    from engine.providers.factory import build_providers
-    from web.imports import BadLines, read_lines, save_lines
-    from web.service import open_store
-
-    try:
-        lines = read_lines(path)
-    except UnicodeDecodeError as exc:
-        print(f"mnemoql import: {path} is not UTF-8 text (byte {exc.start})", file=sys.stderr)
-        return 2
-    except BadLines as exc:
-        for problem in exc.problems:
-            print(problem, file=sys.stderr)
-        print("mnemoql import: nothing was saved; fix the line(s) above and run it again",
-              file=sys.stderr)  # fmt: skip
-        return 2
-    store = open_store(settings, space)
-    await store.open()
-    try:
-        async with httpx.AsyncClient() as client:
-            memory = Memory(settings, store, build_providers(settings, client))
-            bar = Progress(len(lines), label="lines")
-            summary = await save_lines(memory, lines, concurrency=concurrency, on_line=bar.advance)
-    finally:
-        await store.close()
-    for number, code, message in summary.failed:
-        print(f"{path}:{number}: {code}: {message}", file=sys.stderr)
-    print(summary.text(path), file=sys.stderr)
-    return 1 if summary.failed else 0
-
-
-async def _revectorize(settings: Settings, space: str) -> int:
-    import httpx
-
-    from engine.errors import MnemoError
-    from engine.memory import Memory
-    from engine.providers.factory import build_providers
-    from web.service import open_store
-
-    store = open_store(settings, space)
-    await store.open()
-    bars: dict[str, Progress] = {}
-
-    def progress(phase: str, done: int, total: int) -> None:
-        bar = bars.get(phase)
-        if bar is None:
-            bar = bars[phase] = Progress(total, label=phase)
-        while bar.done < done:
-            bar.advance()
-
-    try:
-        async with httpx.AsyncClient() as client:
-            memory = Memory(settings, store, build_providers(settings, client))
-            try:
-                r = await memory.revectorize(progress)
-            except MnemoError as exc:
-                print(f"{exc.code}: {exc.message}", file=sys.stderr)
-                return 1
-            print(
-                f"revectorized with {r.model}/{r.dimensions}: {r.events} events, "
-                f"{r.persons} persons, {r.concepts} concepts, {r.locations} locations, "
-                f"{r.chunks} chunks",
-                file=sys.stderr,
-            )
-            return 0
-    finally:
-        await store.close()
-
-
-def _phase_bars() -> Callable[[str, int, int], None]:
-    """A progress callback drawing one bar per phase (revectorize's embedding / writing)."""
-    bars: dict[str, Progress] = {}
-
-    def progress(phase: str, done: int, total: int) -> None:
-        bar = bars.get(phase)
-        if bar is None:
-            bar = bars[phase] = Progress(total, label=phase)
-        while bar.done < done:
-            bar.advance()
-
-    return progress
-
-
-async def _export(settings: Settings, target: str, space: str, vectors: bool) -> int:
-    from engine import dump
-    from engine.errors import MnemoError
-    from web.service import open_store
-
-    out = None if target == "-" else Path(target)
-    partial = None if out is None else out.with_name(out.name + ".partial")
-    try:
-        store = open_store(settings, space)
-        await store.open()
-    except MnemoError as exc:
-        print(f"{exc.code}: {exc.message}", file=sys.stderr)
-        return 1
-    kinds: dict[str, int] = {}
-    try:
-        sink: TextIO = sys.stdout if partial is None else partial.open("w", encoding="utf-8")
-        try:
-            async for line in dump.export_lines(store, vectors=vectors):
-                sink.write(line + "\n")
-                if line.startswith('{"counts":'):
-                    kinds = json.loads(line)["counts"]
-        finally:
-            if sink is not sys.stdout:
-                sink.close()
-        if partial is not None and out is not None:
-            partial.replace(out)  # a dump is either complete or absent
-    except MnemoError as exc:
-        print(f"{exc.code}: {exc.message}", file=sys.stderr)
-        return 1
-    finally:
-        if partial is not None:
-            partial.unlink(missing_ok=True)
-        await store.close()
-    shown = ", ".join(f"{kinds[k]} {k}" for k in dump.KINDS if k in kinds) or "nothing"
-    print(
-        f"exported space {space!r} ({settings.store}{', with vectors' if vectors else ''}): "
-        f"{shown} -> {target}",
-        file=sys.stderr,
-    )
-    return 0
-
-
-async def _restore(settings: Settings, source: Path, space: str, revectorize: bool) -> int:
-    import httpx
-
-    from engine import dump
-    from engine.errors import MnemoError
-    from engine.memory import Memory
-    from engine.providers.factory import build_providers
-    from web.service import open_store
-
-    try:  # a first pass checks every line: a bad dump is refused before anything is written
-        with source.open(encoding="utf-8") as f:
-            reader = dump.DumpReader(f)
-            for _ in reader.records():
-                pass
-    except MnemoError as exc:
-        print(f"{source}: {exc.message}", file=sys.stderr)
-        return 2
-    except (OSError, UnicodeDecodeError) as exc:
-        print(f"{source}: cannot read: {exc}", file=sys.stderr)
-        return 2
-    try:
-        store = open_store(settings, space)
-        await store.open()
-    except MnemoError as exc:
-        print(f"{exc.code}: {exc.message}", file=sys.stderr)
-        return 1
-    try:
-        async with httpx.AsyncClient() as client:
-            memory = Memory(settings, store, build_providers(settings, client))
-            with source.open(encoding="utf-8") as f:
-                report = await memory.restore(f, revectorize=revectorize, progress=_phase_bars())
-    except MnemoError as exc:
-        print(f"{exc.code}: {exc.message}", file=sys.stderr)
-        return 1
-    finally:
-        await store.close()
-    shown = ", ".join(f"{n} {k}" for k, n in report.counts.items()) or "nothing"
-    print(f"restored into space {space!r} ({settings.store}): {shown}", file=sys.stderr)
-    r = report.revectorized
-    if r is not None:
-        print(
-            f"re-embedded with {r.model}/{r.dimensions}: {r.events} events, {r.persons} "
-            f"persons, {r.concepts} concepts, {r.locations} locations, {r.chunks} chunks",
-            file=sys.stderr,
-        )
-    elif report.counts.get("meta") and not report.vectors:
-        print("the dump carried no vectors: run `mnemoql revectorize` before searching",
-              file=sys.stderr)  # fmt: skip
-    return 0
-
-
 def cmd_export(args: argparse.Namespace) -> int:
-    return asyncio.run(_export(_settings(args), args.file, args.space, args.vectors))
+    return asyncio.run(datacmds.export(_settings(args), args.file, args.space, args.vectors))
 
 
 def cmd_restore(args: argparse.Namespace) -> int:
     if args.file != "-":
         return asyncio.run(
-            _restore(_settings(args), Path(args.file), args.space, not args.no_revectorize)
+            datacmds.restore(_settings(args), Path(args.file), args.space, not args.no_revectorize)
         )
     with tempfile.TemporaryDirectory(prefix="mnemoql-restore-") as tmp:
         spooled = Path(tmp) / "stdin.jsonl"  # read twice: checked first, then written
         with spooled.open("w", encoding="utf-8") as f:
             shutil.copyfileobj(sys.stdin, f)
-        return asyncio.run(_restore(_settings(args), spooled, args.space, not args.no_revectorize))
+        return asyncio.run(
+            datacmds.restore(_settings(args), spooled, args.space, not args.no_revectorize)
+        )
 
 
 def cmd_revectorize(args: argparse.Namespace) -> int:
-    return asyncio.run(_revectorize(_settings(args), args.space))
+    return asyncio.run(datacmds.revectorize(_settings(args), args.space))
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    return asyncio.run(_import(_settings(args), Path(args.file), args.concurrency, args.space))
+    return asyncio.run(
+        datacmds.import_file(_settings(args), Path(args.file), args.concurrency, args.space)
+    )
 
 
 def cmd_demo(args: argparse.Namespace) -> int:

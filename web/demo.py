@@ -170,7 +170,7 @@ def serve_demo(args: argparse.Namespace) -> int:
     import uvicorn
 
     from web.app import create_app
-    from web.cli import Progress
+    from web.progress import Progress
 
     settings = demo_settings(getattr(args, "data_dir", None), getattr(args, "port", None))
     bars: list[Progress] = []

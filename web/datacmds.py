@@ -1,0 +1,173 @@
+"""The data commands of ``mnemoql``: import, revectorize, export and restore.
+
+Each opens the configured store for one space, does its work with progress on stderr, closes
+the store and returns the exit code: 0 done, 1 a coded failure of the memory (printed as
+``CODE: message``), 2 bad input that was refused before anything was written.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import TextIO
+
+from engine.config import Settings
+from web.progress import Progress, phase_bars
+
+
+async def import_file(settings: Settings, path: Path, concurrency: int, space: str) -> int:
+    """Save every line of ``path`` (``web.imports``: resumable, with a summary)."""
+    import httpx
+
+    from engine.memory import Memory
+    from engine.providers.factory import build_providers
+    from web.imports import BadLines, read_lines, save_lines
+    from web.service import open_store
+
+    try:
+        lines = read_lines(path)
+    except UnicodeDecodeError as exc:
+        print(f"mnemoql import: {path} is not UTF-8 text (byte {exc.start})", file=sys.stderr)
+        return 2
+    except BadLines as exc:
+        for problem in exc.problems:
+            print(problem, file=sys.stderr)
+        print("mnemoql import: nothing was saved; fix the line(s) above and run it again",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    store = open_store(settings, space)
+    await store.open()
+    try:
+        async with httpx.AsyncClient() as client:
+            memory = Memory(settings, store, build_providers(settings, client))
+            bar = Progress(len(lines), label="lines")
+            summary = await save_lines(memory, lines, concurrency=concurrency, on_line=bar.advance)
+    finally:
+        await store.close()
+    for number, code, message in summary.failed:
+        print(f"{path}:{number}: {code}: {message}", file=sys.stderr)
+    print(summary.text(path), file=sys.stderr)
+    return 1 if summary.failed else 0
+
+
+async def revectorize(settings: Settings, space: str) -> int:
+    import httpx
+
+    from engine.errors import MnemoError
+    from engine.memory import Memory
+    from engine.providers.factory import build_providers
+    from web.service import open_store
+
+    store = open_store(settings, space)
+    await store.open()
+    try:
+        async with httpx.AsyncClient() as client:
+            memory = Memory(settings, store, build_providers(settings, client))
+            try:
+                r = await memory.revectorize(phase_bars())
+            except MnemoError as exc:
+                print(f"{exc.code}: {exc.message}", file=sys.stderr)
+                return 1
+            print(
+                f"revectorized with {r.model}/{r.dimensions}: {r.events} events, "
+                f"{r.persons} persons, {r.concepts} concepts, {r.locations} locations, "
+                f"{r.chunks} chunks",
+                file=sys.stderr,
+            )
+            return 0
+    finally:
+        await store.close()
+
+
+async def export(settings: Settings, target: str, space: str, vectors: bool) -> int:
+    from engine import dump
+    from engine.errors import MnemoError
+    from web.service import open_store
+
+    out = None if target == "-" else Path(target)
+    partial = None if out is None else out.with_name(out.name + ".partial")
+    try:
+        store = open_store(settings, space)
+        await store.open()
+    except MnemoError as exc:
+        print(f"{exc.code}: {exc.message}", file=sys.stderr)
+        return 1
+    kinds: dict[str, int] = {}
+    try:
+        sink: TextIO = sys.stdout if partial is None else partial.open("w", encoding="utf-8")
+        try:
+            async for line in dump.export_lines(store, vectors=vectors):
+                sink.write(line + "\n")
+                if line.startswith('{"counts":'):
+                    kinds = json.loads(line)["counts"]
+        finally:
+            if sink is not sys.stdout:
+                sink.close()
+        if partial is not None and out is not None:
+            partial.replace(out)  # a dump is either complete or absent
+    except MnemoError as exc:
+        print(f"{exc.code}: {exc.message}", file=sys.stderr)
+        return 1
+    finally:
+        if partial is not None:
+            partial.unlink(missing_ok=True)
+        await store.close()
+    shown = ", ".join(f"{kinds[k]} {k}" for k in dump.KINDS if k in kinds) or "nothing"
+    print(
+        f"exported space {space!r} ({settings.store}{', with vectors' if vectors else ''}): "
+        f"{shown} -> {target}",
+        file=sys.stderr,
+    )
+    return 0
+
+
+async def restore(settings: Settings, source: Path, space: str, revectorize: bool) -> int:
+    import httpx
+
+    from engine import dump
+    from engine.errors import MnemoError
+    from engine.memory import Memory
+    from engine.providers.factory import build_providers
+    from web.service import open_store
+
+    try:  # a first pass checks every line: a bad dump is refused before anything is written
+        with source.open(encoding="utf-8") as f:
+            reader = dump.DumpReader(f)
+            for _ in reader.records():
+                pass
+    except MnemoError as exc:
+        print(f"{source}: {exc.message}", file=sys.stderr)
+        return 2
+    except (OSError, UnicodeDecodeError) as exc:
+        print(f"{source}: cannot read: {exc}", file=sys.stderr)
+        return 2
+    try:
+        store = open_store(settings, space)
+        await store.open()
+    except MnemoError as exc:
+        print(f"{exc.code}: {exc.message}", file=sys.stderr)
+        return 1
+    try:
+        async with httpx.AsyncClient() as client:
+            memory = Memory(settings, store, build_providers(settings, client))
+            with source.open(encoding="utf-8") as f:
+                report = await memory.restore(f, revectorize=revectorize, progress=phase_bars())
+    except MnemoError as exc:
+        print(f"{exc.code}: {exc.message}", file=sys.stderr)
+        return 1
+    finally:
+        await store.close()
+    shown = ", ".join(f"{n} {k}" for k, n in report.counts.items()) or "nothing"
+    print(f"restored into space {space!r} ({settings.store}): {shown}", file=sys.stderr)
+    r = report.revectorized
+    if r is not None:
+        print(
+            f"re-embedded with {r.model}/{r.dimensions}: {r.events} events, {r.persons} "
+            f"persons, {r.concepts} concepts, {r.locations} locations, {r.chunks} chunks",
+            file=sys.stderr,
+        )
+    elif report.counts.get("meta") and not report.vectors:
+        print("the dump carried no vectors: run `mnemoql revectorize` before searching",
+              file=sys.stderr)  # fmt: skip
+    return 0
