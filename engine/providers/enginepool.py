@@ -6,8 +6,9 @@ for the calls that are running, not for the import's queue; and a passage call i
 by a query that arrived more than ``head_start`` after it, so saves are not starved by a stream
 of searches. Within a kind, jobs run in arrival order.
 
-Each worker loads its own engine on its first job (an engine is not shared between threads), so
-``workers`` engines can run at once on as many cores. A job whose caller gave up (its future was
+Each worker loads its own engine when the pool starts (at the first job; an engine is not shared
+between threads; a worker whose load failed tries again on its next job), so ``workers`` engines
+can run at once on as many cores. A job whose caller gave up (its future was
 cancelled: a request deadline) is dropped when its turn comes, never run.
 """
 
@@ -39,7 +40,8 @@ class EnginePool(Generic[E]):
 
     Args:
         workers: how many threads (and engines); 1 keeps one model call at a time.
-        load: makes one engine; called in the worker thread, again after it raised.
+        load: makes one engine; called in each worker thread when the pool starts, and again
+            for a job whenever it raised.
         name: the threads' name prefix.
         head_start: seconds a query job goes ahead of passage jobs.
     """
@@ -103,6 +105,10 @@ class EnginePool(Generic[E]):
 
     def _work(self) -> None:
         engine: E | None = None
+        try:  # at start, so a second worker is ready before the first busy moment
+            engine = self._loaded()
+        except Exception:  # the next job's own load attempt reports it to its caller
+            engine = None
         while True:
             with self._wake:
                 while not self._queue and not self._closed:
@@ -114,11 +120,15 @@ class EnginePool(Generic[E]):
                 continue  # the caller gave up before its turn
             try:
                 if engine is None:
-                    engine = self._load()
-                    with self._wake:
-                        self._engines.append(engine)
+                    engine = self._loaded()
                 result = fn(engine)
             except BaseException as exc:  # handed to the caller, as an executor would
                 future.set_exception(exc)
             else:
                 future.set_result(result)
+
+    def _loaded(self) -> E:
+        engine = self._load()
+        with self._wake:
+            self._engines.append(engine)
+        return engine

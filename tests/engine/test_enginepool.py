@@ -105,7 +105,7 @@ def test_a_load_failure_reaches_the_caller_and_the_next_job_loads_again() -> Non
 
     def load() -> object:
         attempts.append(1)
-        if len(attempts) == 1:
+        if len(attempts) <= 2:  # at the worker's start, and for the first job
             raise RuntimeError("no model here")
         return "engine"
 
@@ -113,7 +113,18 @@ def test_a_load_failure_reaches_the_caller_and_the_next_job_loads_again() -> Non
     with pytest.raises(RuntimeError, match="no model here"):
         pool.submit(lambda e: e, query=True).result(WAIT)
     assert pool.submit(lambda e: e, query=True).result(WAIT) == "engine"
-    assert len(attempts) == 2
+    assert len(attempts) == 3 and pool.engines == ["engine"]
+
+
+def test_every_worker_loads_its_engine_when_the_pool_starts() -> None:
+    made: list[str] = []
+    pool: EnginePool[object] = EnginePool(3, lambda: made.append("e") or "e", name="t")
+    assert pool.submit(lambda e: e, query=True).result(WAIT) == "e"
+    deadline = time.monotonic() + WAIT
+    while len(pool.engines) < 3 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert len(made) == 3  # one job, three engines ready
+    pool.close()
     pool.close()
 
 
