@@ -1,10 +1,11 @@
 """The local model's worker threads: one engine per thread, one queue in front of them.
 
-Every call into the model is a job in one queue, ordered by its arrival time, less
-``head_start`` for a query. So a search that arrives while an import keeps the model busy waits
-for the calls that are running, not for the import's queue; and a passage call is never passed
-by a query that arrived more than ``head_start`` after it, so saves are not starved by a stream
-of searches. Within a kind, jobs run in arrival order.
+Every call into the model is a job in one of two queues: queries and passages, each in arrival
+order. A free worker takes the oldest query, unless ``burst`` queries in a row have been taken
+while passages waited: then it takes the oldest passage. So a search that arrives while an
+import keeps the model busy waits for the calls that are running, not for the import's queue,
+and saves still get at least one call in ``burst + 1`` under a stream of searches (a passage
+call costs ~10 query calls, so that is most of the model's time).
 
 Each worker loads its own engine when the pool starts (at the first job; an engine is not shared
 between threads; a worker whose load failed tries again on its next job), so ``workers`` engines
@@ -15,11 +16,9 @@ cancelled: a request deadline) is dropped when its turn comes, never run.
 from __future__ import annotations
 
 import asyncio
-import heapq
-import itertools
 import logging
 import threading
-import time
+from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any, Generic, TypeVar
@@ -29,10 +28,9 @@ log = logging.getLogger(__name__)
 E = TypeVar("E")
 T = TypeVar("T")
 
-# How far ahead of a passage call a query call goes (seconds): a query waits for the passages
-# that were queued more than this before it, none queued later. A 400-character passage takes
-# ~0.2 s on one thread and a query ~20 ms, so this is a few passages' worth.
-QUERY_HEAD_START = 0.5
+# Queries taken in a row while passages wait, before one passage goes. A 400-character passage
+# takes ~0.2 s on one thread and a query ~20 ms: four queries cost less than half a passage.
+QUERY_BURST = 4
 
 
 class EnginePool(Generic[E]):
@@ -43,7 +41,7 @@ class EnginePool(Generic[E]):
         load: makes one engine; called in each worker thread when the pool starts, and again
             for a job whenever it raised.
         name: the threads' name prefix.
-        head_start: seconds a query job goes ahead of passage jobs.
+        burst: query jobs taken in a row while passage jobs wait.
     """
 
     def __init__(
@@ -52,17 +50,17 @@ class EnginePool(Generic[E]):
         load: Callable[[], E],
         *,
         name: str,
-        head_start: float = QUERY_HEAD_START,
+        burst: int = QUERY_BURST,
     ) -> None:
         if workers < 1:
             raise ValueError(f"an engine pool needs at least one worker (got {workers})")
         self.workers = workers
-        self.head_start = head_start
+        self.burst = burst
         self._load = load
         self._name = name
-        # (key, arrival number, job, its future): the number keeps equal keys in order
-        self._queue: list[tuple[float, int, Callable[[E], Any], Future[Any]]] = []
-        self._order = itertools.count()
+        self._queries: deque[tuple[Callable[[E], Any], Future[Any]]] = deque()
+        self._passages: deque[tuple[Callable[[E], Any], Future[Any]]] = deque()
+        self._run_of_queries = 0  # queries taken since a passage last was (while they waited)
         self._wake = threading.Condition()
         self._threads: list[threading.Thread] = []
         self._engines: list[E] = []
@@ -76,13 +74,12 @@ class EnginePool(Generic[E]):
     def submit(self, fn: Callable[[E], T], *, query: bool) -> Future[T]:
         """Queue ``fn(engine)``; its future holds the result or the exception."""
         future: Future[T] = Future()
-        key = time.monotonic() - (self.head_start if query else 0.0)
         with self._wake:
             if self._closed:
                 raise RuntimeError("the engine pool is closed")
             if not self._threads:
                 self._start()
-            heapq.heappush(self._queue, (key, next(self._order), fn, future))
+            (self._queries if query else self._passages).append((fn, future))
             self._wake.notify()
         return future
 
@@ -111,11 +108,11 @@ class EnginePool(Generic[E]):
             engine = None
         while True:
             with self._wake:
-                while not self._queue and not self._closed:
+                while not (self._queries or self._passages) and not self._closed:
                     self._wake.wait()
-                if not self._queue:
+                if not (self._queries or self._passages):
                     return
-                _, _, fn, future = heapq.heappop(self._queue)
+                fn, future = self._next()
             if not future.set_running_or_notify_cancel():
                 continue  # the caller gave up before its turn
             try:
@@ -126,6 +123,14 @@ class EnginePool(Generic[E]):
                 future.set_exception(exc)
             else:
                 future.set_result(result)
+
+    def _next(self) -> tuple[Callable[[E], Any], Future[Any]]:
+        """The next job (under the lock, with one waiting)."""
+        if self._queries and (not self._passages or self._run_of_queries < self.burst):
+            self._run_of_queries += 1 if self._passages else 0
+            return self._queries.popleft()
+        self._run_of_queries = 0
+        return self._passages.popleft()
 
     def _loaded(self) -> E:
         engine = self._load()

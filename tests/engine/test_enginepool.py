@@ -54,19 +54,17 @@ def test_queries_go_ahead_of_queued_passages() -> None:
     pool.close()
 
 
-def test_a_passage_queued_longer_than_the_head_start_is_not_passed() -> None:
-    pool: EnginePool[object] = EnginePool(1, object, name="t", head_start=0.05)
+def test_passages_get_a_turn_after_each_burst_of_queries() -> None:
+    pool: EnginePool[object] = EnginePool(1, object, name="t", burst=2)
     gate = Gate()
     pool.submit(gate.job("running", hold=True), query=False)
     assert gate.started.wait(WAIT)
-    old = pool.submit(gate.job("old passage"), query=False)
-    time.sleep(0.2)  # more than the head start
-    query = pool.submit(gate.job("q"), query=True)
-    fresh = pool.submit(gate.job("new passage"), query=False)
+    jobs = [pool.submit(gate.job(f"p{i}"), query=False) for i in range(3)]
+    jobs += [pool.submit(gate.job(f"q{i}"), query=True) for i in range(5)]
     gate.open()
-    for f in (old, query, fresh):
+    for f in jobs:
         f.result(WAIT)
-    assert gate.ran == ["running", "old passage", "q", "new passage"]
+    assert gate.ran == ["running", "q0", "q1", "p0", "q2", "q3", "p1", "q4", "p2"]
     pool.close()
 
 
