@@ -17,7 +17,7 @@ import logging
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import httpx
 from cross_web import AsyncHTTPRequestAdapter, HTTPException
@@ -61,12 +61,17 @@ from web.guards import (
     MutationDeadline,
     ParseBudget,
     collector_paused,
+    freeze_heap,
     input_guard,
     note_body,
+    thaw_heap,
     within_deadline,
 )
 from web.mcp.mount import McpMount
 from web.service import open_store, warm_up
+
+if TYPE_CHECKING:
+    from engine.providers.factory import Providers
 
 log = logging.getLogger("mnemoql")
 STATIC = Path(__file__).parent / "static"
@@ -243,6 +248,11 @@ class MemoryGraphQL(GraphQL[RequestContext, None]):
         return FileResponse(STATIC / "graphiql.html")
 
 
+async def _warm_and_freeze(providers: Providers, warmed: asyncio.Event) -> None:
+    await warm_up(providers, warmed)
+    freeze_heap()  # what start-up loaded is never collected again (guards.freeze_heap)
+
+
 async def _cancel(task: asyncio.Task[None]) -> None:
     task.cancel()
     with contextlib.suppress(asyncio.CancelledError):
@@ -292,7 +302,8 @@ def create_app(
             app.state.warmed = warmed = asyncio.Event()
             if getattr(providers.embedder, "warm_up", None) is None:
                 warmed.set()  # nothing to load (hashing, a remote model): ready at once
-            warming = asyncio.create_task(warm_up(providers, warmed))
+            app.state.warming = warming = asyncio.create_task(_warm_and_freeze(providers, warmed))
+            stack.callback(thaw_heap)  # after the warm-up task has stopped
             stack.push_async_callback(_cancel, warming)
             log.info("mnemoql ready: %s", providers.describe())
             yield

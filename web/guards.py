@@ -243,11 +243,12 @@ def may_hold_lone_surrogates(raw: bytes) -> bool:
 
 # A body this large is parsed with the cyclic garbage collector kept out of it. Parsing JSON
 # makes nothing but new, acyclic containers, which the collector can never free (reference
-# counting frees them with the request), yet a 2.5 MB ``where`` tree (~200k dicts and lists)
-# set off enough collections to triple the parse: ~250 ms of event loop instead of ~70 ms.
-# Pausing alone only defers that work to the first allocation after; so the parsed objects are
-# moved straight to the oldest generation (``gc.freeze()`` then ``gc.unfreeze()``: two list
-# splices, and the young count starts again from zero), as if they had been collected already.
+# counting frees them with the request), yet a 2.5 MB ``where`` tree (~65k tracked dicts) set
+# off enough collections to triple the parse, each young collection promoting part of the tree
+# towards the oldest generation and so bringing the next full collection closer. Paused, the
+# tree costs one young collection after the parse (~20 ms here), and dies with its request.
+# (The parse's objects are not promoted with ``gc.freeze()`` + ``gc.unfreeze()`` any more: the
+# unfreeze would also give back everything ``freeze_heap`` froze.)
 GC_FREE_PARSE_BYTES = 64 * 1024
 
 
@@ -260,10 +261,26 @@ def collector_paused(size: int) -> Iterator[None]:
     gc.disable()
     try:
         yield
-        gc.freeze()  # what was young (the parse's objects) is now frozen...
-        gc.unfreeze()  # ...and then the oldest generation, never walked for this parse
     finally:
         gc.enable()
+
+
+def freeze_heap() -> None:
+    """Moves every object alive now (the embedding model, jieba's dictionary, the schema: the
+    service's long-lived heap) out of the cyclic collector's sight, after collecting once.
+
+    A full collection walks every tracked object, and one came every few seconds under load
+    (requests leave small reference cycles behind): each held the event loop 130-350 ms here,
+    most of it walking what start-up loaded and no collection can free. Frozen, it is skipped;
+    what requests make is collected as before. ``thaw_heap`` undoes it on shutdown.
+    """
+    gc.collect()
+    gc.freeze()
+
+
+def thaw_heap() -> None:
+    """Gives the frozen objects back to the collector (the service is shutting down)."""
+    gc.unfreeze()
 
 
 class ParseBudget:
@@ -376,7 +393,10 @@ def input_guard(limits: Limits) -> type[SchemaExtension]:
                 except MnemoError as exc:
                     if ctx.operation_type is OperationType.SUBSCRIPTION:
                         raise  # the streaming path reports errors raised here
-                    error = GraphQLError(exc.message, original_error=exc)
+                    # Without its traceback: the frames in it hold the variables (a 2.5 MB
+                    # tree is ~65k dicts), and the error, kept in ctx.result, would close a
+                    # cycle through this frame, so they would wait for a full collection
+                    error = GraphQLError(exc.message, original_error=exc.with_traceback(None))
                     ctx.result = ExecutionResult(data=None, errors=[error])
             yield
 
