@@ -60,6 +60,7 @@ from web.guards import (
     BodyLimit,
     MutationDeadline,
     ParseBudget,
+    RefusalPause,
     collector_paused,
     freeze_heap,
     input_guard,
@@ -97,6 +98,7 @@ class MemoryGraphQL(GraphQL[RequestContext, None]):
         self.app_state = app_state
         self.limits = limits
         self.parse_budget = ParseBudget()
+        self.refusal_pause = RefusalPause()
 
     async def get_context(self, request: Request | WebSocket, response: Any) -> RequestContext:
         client = request.client
@@ -152,14 +154,17 @@ class MemoryGraphQL(GraphQL[RequestContext, None]):
         if scope["type"] != "http":
             await super().__call__(scope, receive, send)
             return
+        started = time.perf_counter()
         request = Request(scope, receive)
         media = negotiate(request.headers.get("accept"))
         request.state.media_type = media
+        request.state.codes = set()
         try:
             response = await self.run(request)
         except HTTPException as exc:
             allow = getattr(exc, "allow", "GET, POST" if exc.status_code == 405 else None)
             response = error_response(exc.status_code, exc.reason, media, allow=allow)
+        await self.refusal_pause.after(request.state.codes, started)  # guards.RefusalPause
         await response(scope, receive, send)
 
     async def execute_single(  # type: ignore[override]
@@ -225,6 +230,7 @@ class MemoryGraphQL(GraphQL[RequestContext, None]):
         self, request: Request, result: ExecutionResult
     ) -> GraphQLHTTPResponse:
         codes = {(e.extensions or {}).get("code") for e in result.errors or []}
+        getattr(request.state, "codes", set()).update(codes)  # read by __call__
         if "STORE_UNAVAILABLE" in codes:
             # the next request of this space (or /readyz) tries to reopen its store
             grant = grant_of(request.scope)

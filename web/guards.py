@@ -12,6 +12,9 @@
   Converting arguments is Python work on the event loop (~0.7 ms per ``where`` condition
   measured here: a 2.5 MB ``OR`` held every client for 36 s), so the size is counted first,
   on the raw JSON, without recursion.
+- ``collector_paused``, ``ParseBudget`` and ``freeze_heap`` keep large bodies, and the cyclic
+  garbage collector walking what start-up loaded, from holding the event loop for everyone;
+  ``RefusalPause`` keeps a client repeating a refused request from doing the same.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import gc
 import json
 import logging
 import re
+import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -291,10 +295,10 @@ class ParseBudget:
     and no thread can take it elsewhere. So each parse of a body over ``min_bytes`` books its
     time divided by ``share`` of wall time: the next large body, from anyone, waits (without
     blocking the loop) until that booking has passed. At ``share`` 0.05 large bodies get at
-    most a twentieth of the loop, so few other requests ever arrive during one (at 0.25 a
-    quarter of them did, and waited its whole parse: other clients' p95 3.8x); small requests
+    most a twentieth of the loop, so few other requests ever arrive during one; small requests
     never wait. One 2.5 MB body costs a lone client nothing; ten in a row are spaced ~1 s
-    apart, far quicker than the embedder saves that much text (bench/results/hostile.md).
+    apart quiet (a parse of ~50 ms), longer on a loaded machine, and far quicker than the
+    embedder saves that much text (bench/results/hostile.md).
     """
 
     def __init__(self, share: float = 0.05, min_bytes: int = 1024 * 1024) -> None:
@@ -319,6 +323,32 @@ class ParseBudget:
             self._free_at = max(self._free_at, asyncio.get_running_loop().time()) + (
                 seconds / self.share
             )
+
+
+class RefusalPause:
+    """Answers a request refused for its size (``LIMIT_EXCEEDED``) only after a pause of
+    ``factor`` times what it cost (at most ``max_s``), without blocking the loop.
+
+    Refusing is cheap but not free (a 5,000-person extraction: its JSON parse, the GraphQL
+    parse and validation, ~20-40 ms of event loop here), and a client repeating it back to
+    back, one at a time, would hold the loop as much as every other client together. Paused,
+    such a client gets at most ``1 / (1 + factor)`` of the loop; a client that hits a cap by
+    mistake waits a little longer for its error.
+    """
+
+    def __init__(self, factor: float = 3.0, max_s: float = 1.0) -> None:
+        self.factor = factor
+        self.max_s = max_s
+        self.paused_s = 0.0  # the sum of the pauses so far
+
+    async def after(self, codes: set[Any], started: float) -> None:
+        """Pause if ``codes`` (the errors' codes) say the request was refused for its size;
+        ``started`` is its ``time.perf_counter()`` at arrival."""
+        if "LIMIT_EXCEEDED" not in codes:
+            return
+        pause = min(self.max_s, self.factor * (time.perf_counter() - started))
+        self.paused_s += pause
+        await asyncio.sleep(pause)
 
 
 def note_body(data: str | bytes) -> None:
