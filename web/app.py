@@ -17,7 +17,7 @@ import logging
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import httpx
 from cross_web import AsyncHTTPRequestAdapter, HTTPException
@@ -60,13 +60,19 @@ from web.guards import (
     BodyLimit,
     MutationDeadline,
     ParseBudget,
+    RefusalPause,
     collector_paused,
+    freeze_heap,
     input_guard,
     note_body,
+    thaw_heap,
     within_deadline,
 )
 from web.mcp.mount import McpMount
 from web.service import open_store, warm_up
+
+if TYPE_CHECKING:
+    from engine.providers.factory import Providers
 
 log = logging.getLogger("mnemoql")
 STATIC = Path(__file__).parent / "static"
@@ -92,6 +98,7 @@ class MemoryGraphQL(GraphQL[RequestContext, None]):
         self.app_state = app_state
         self.limits = limits
         self.parse_budget = ParseBudget()
+        self.refusal_pause = RefusalPause()
 
     async def get_context(self, request: Request | WebSocket, response: Any) -> RequestContext:
         client = request.client
@@ -147,14 +154,17 @@ class MemoryGraphQL(GraphQL[RequestContext, None]):
         if scope["type"] != "http":
             await super().__call__(scope, receive, send)
             return
+        started = time.perf_counter()
         request = Request(scope, receive)
         media = negotiate(request.headers.get("accept"))
         request.state.media_type = media
+        request.state.codes = set()
         try:
             response = await self.run(request)
         except HTTPException as exc:
             allow = getattr(exc, "allow", "GET, POST" if exc.status_code == 405 else None)
             response = error_response(exc.status_code, exc.reason, media, allow=allow)
+        await self.refusal_pause.after(request.state.codes, started)  # guards.RefusalPause
         await response(scope, receive, send)
 
     async def execute_single(  # type: ignore[override]
@@ -220,6 +230,7 @@ class MemoryGraphQL(GraphQL[RequestContext, None]):
         self, request: Request, result: ExecutionResult
     ) -> GraphQLHTTPResponse:
         codes = {(e.extensions or {}).get("code") for e in result.errors or []}
+        getattr(request.state, "codes", set()).update(codes)  # read by __call__
         if "STORE_UNAVAILABLE" in codes:
             # the next request of this space (or /readyz) tries to reopen its store
             grant = grant_of(request.scope)
@@ -241,6 +252,11 @@ class MemoryGraphQL(GraphQL[RequestContext, None]):
 
     async def render_graphql_ide(self, request: Request) -> Response:
         return FileResponse(STATIC / "graphiql.html")
+
+
+async def _warm_and_freeze(providers: Providers, warmed: asyncio.Event) -> None:
+    await warm_up(providers, warmed)
+    freeze_heap()  # what start-up loaded is never collected again (guards.freeze_heap)
 
 
 async def _cancel(task: asyncio.Task[None]) -> None:
@@ -292,7 +308,8 @@ def create_app(
             app.state.warmed = warmed = asyncio.Event()
             if getattr(providers.embedder, "warm_up", None) is None:
                 warmed.set()  # nothing to load (hashing, a remote model): ready at once
-            warming = asyncio.create_task(warm_up(providers, warmed))
+            app.state.warming = warming = asyncio.create_task(_warm_and_freeze(providers, warmed))
+            stack.callback(thaw_heap)  # after the warm-up task has stopped
             stack.push_async_callback(_cancel, warming)
             log.info("mnemoql ready: %s", providers.describe())
             yield

@@ -12,6 +12,9 @@
   Converting arguments is Python work on the event loop (~0.7 ms per ``where`` condition
   measured here: a 2.5 MB ``OR`` held every client for 36 s), so the size is counted first,
   on the raw JSON, without recursion.
+- ``collector_paused``, ``ParseBudget`` and ``freeze_heap`` keep large bodies, and the cyclic
+  garbage collector walking what start-up loaded, from holding the event loop for everyone;
+  ``RefusalPause`` keeps a client repeating a refused request from doing the same.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import gc
 import json
 import logging
 import re
+import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -243,11 +247,12 @@ def may_hold_lone_surrogates(raw: bytes) -> bool:
 
 # A body this large is parsed with the cyclic garbage collector kept out of it. Parsing JSON
 # makes nothing but new, acyclic containers, which the collector can never free (reference
-# counting frees them with the request), yet a 2.5 MB ``where`` tree (~200k dicts and lists)
-# set off enough collections to triple the parse: ~250 ms of event loop instead of ~70 ms.
-# Pausing alone only defers that work to the first allocation after; so the parsed objects are
-# moved straight to the oldest generation (``gc.freeze()`` then ``gc.unfreeze()``: two list
-# splices, and the young count starts again from zero), as if they had been collected already.
+# counting frees them with the request), yet a 2.5 MB ``where`` tree (~65k tracked dicts) set
+# off enough collections to triple the parse, each young collection promoting part of the tree
+# towards the oldest generation and so bringing the next full collection closer. Paused, the
+# tree costs one young collection after the parse (~20 ms here), and dies with its request.
+# (The parse's objects are not promoted with ``gc.freeze()`` + ``gc.unfreeze()`` any more: the
+# unfreeze would also give back everything ``freeze_heap`` froze.)
 GC_FREE_PARSE_BYTES = 64 * 1024
 
 
@@ -260,10 +265,26 @@ def collector_paused(size: int) -> Iterator[None]:
     gc.disable()
     try:
         yield
-        gc.freeze()  # what was young (the parse's objects) is now frozen...
-        gc.unfreeze()  # ...and then the oldest generation, never walked for this parse
     finally:
         gc.enable()
+
+
+def freeze_heap() -> None:
+    """Moves every object alive now (the embedding model, jieba's dictionary, the schema: the
+    service's long-lived heap) out of the cyclic collector's sight, after collecting once.
+
+    A full collection walks every tracked object, and one came every few seconds under load
+    (requests leave small reference cycles behind): each held the event loop 130-350 ms here,
+    most of it walking what start-up loaded and no collection can free. Frozen, it is skipped;
+    what requests make is collected as before. ``thaw_heap`` undoes it on shutdown.
+    """
+    gc.collect()
+    gc.freeze()
+
+
+def thaw_heap() -> None:
+    """Gives the frozen objects back to the collector (the service is shutting down)."""
+    gc.unfreeze()
 
 
 class ParseBudget:
@@ -274,10 +295,10 @@ class ParseBudget:
     and no thread can take it elsewhere. So each parse of a body over ``min_bytes`` books its
     time divided by ``share`` of wall time: the next large body, from anyone, waits (without
     blocking the loop) until that booking has passed. At ``share`` 0.05 large bodies get at
-    most a twentieth of the loop, so few other requests ever arrive during one (at 0.25 a
-    quarter of them did, and waited its whole parse: other clients' p95 3.8x); small requests
+    most a twentieth of the loop, so few other requests ever arrive during one; small requests
     never wait. One 2.5 MB body costs a lone client nothing; ten in a row are spaced ~1 s
-    apart, far quicker than the embedder saves that much text (bench/results/hostile.md).
+    apart quiet (a parse of ~50 ms), longer on a loaded machine, and far quicker than the
+    embedder saves that much text (bench/results/hostile.md).
     """
 
     def __init__(self, share: float = 0.05, min_bytes: int = 1024 * 1024) -> None:
@@ -302,6 +323,32 @@ class ParseBudget:
             self._free_at = max(self._free_at, asyncio.get_running_loop().time()) + (
                 seconds / self.share
             )
+
+
+class RefusalPause:
+    """Answers a request refused for its size (``LIMIT_EXCEEDED``) only after a pause of
+    ``factor`` times what it cost (at most ``max_s``), without blocking the loop.
+
+    Refusing is cheap but not free (a 5,000-person extraction: its JSON parse, the GraphQL
+    parse and validation, ~20-40 ms of event loop here), and a client repeating it back to
+    back, one at a time, would hold the loop as much as every other client together. Paused,
+    such a client gets at most ``1 / (1 + factor)`` of the loop; a client that hits a cap by
+    mistake waits a little longer for its error.
+    """
+
+    def __init__(self, factor: float = 3.0, max_s: float = 1.0) -> None:
+        self.factor = factor
+        self.max_s = max_s
+        self.paused_s = 0.0  # the sum of the pauses so far
+
+    async def after(self, codes: set[Any], started: float) -> None:
+        """Pause if ``codes`` (the errors' codes) say the request was refused for its size;
+        ``started`` is its ``time.perf_counter()`` at arrival."""
+        if "LIMIT_EXCEEDED" not in codes:
+            return
+        pause = min(self.max_s, self.factor * (time.perf_counter() - started))
+        self.paused_s += pause
+        await asyncio.sleep(pause)
 
 
 def note_body(data: str | bytes) -> None:
@@ -376,7 +423,10 @@ def input_guard(limits: Limits) -> type[SchemaExtension]:
                 except MnemoError as exc:
                     if ctx.operation_type is OperationType.SUBSCRIPTION:
                         raise  # the streaming path reports errors raised here
-                    error = GraphQLError(exc.message, original_error=exc)
+                    # Without its traceback: the frames in it hold the variables (a 2.5 MB
+                    # tree is ~65k dicts), and the error, kept in ctx.result, would close a
+                    # cycle through this frame, so they would wait for a full collection
+                    error = GraphQLError(exc.message, original_error=exc.with_traceback(None))
                     ctx.result = ExecutionResult(data=None, errors=[error])
             yield
 
