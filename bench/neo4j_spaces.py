@@ -7,8 +7,8 @@ Every space holds the corpus of ``bench.search_latency`` (text-like vectors by d
 seed per space): ``--events`` events with 1-2 chunks each and 2 MENTIONS over 500 concepts,
 written through ``store.apply_save`` in plans of 1000 events (two spaces at a time), so the
 graph is exactly what saves make. The spaces are written with their own vector indexes off;
-those are created (and populated by Neo4j) just before they are measured, and the population
-time is reported.
+those are created (and populated by Neo4j) just before they are measured (for every space, or
+with ``--own-indexes target`` for space 0 only), and the population time is reported.
 
 Space 0 is the target. It is measured twice in one run: **alone** (after it is written, before
 any other space) and **crowded** (after the other ``--spaces - 1`` are written), each time
@@ -21,9 +21,13 @@ two routes, by stores reading the same space:
 * shared index, crowding-sized fetch (k x 10 x all events / this space's events);
 * the store as configured: the space's own vector indexes.
 
-"Same evidence": the 4 events ``Memory.search`` delivered equal the exact scan's; "first item":
-the exact scan's first delivered event is among them; recall@40 per route against the exact
-route. ``--keep`` leaves the spaces in the database, and a later run with the same ``--prefix``
+Query texts are those of ``bench.search_latency`` (``q<i>`` and six words: the ``q<i>`` looks
+like an identifier, so the BM25 route joins every search) or, with ``--plain-queries``, the six
+words and a number (the two vector routes only). "Same evidence": the 4 events
+``Memory.search`` delivered equal the exact scan's; "first item": the exact scan's first
+delivered event is among them; recall@40 per route against the exact route.
+
+``--keep`` leaves the spaces in the database, and a later run with the same ``--prefix``
 reuses the spaces that are complete (then only the crowded figures are measured). Neo4j comes
 from ``--neo4j-uri`` / ``--neo4j-password`` or a managed server started in a temporary home.
 Timings are reported, never asserted.
@@ -274,6 +278,8 @@ async def main(args: argparse.Namespace) -> str:
         corpus = corpus_of(args.seed, args.events, model, None)
         rng = np.random.default_rng(args.seed + 1000)
         qs = queries(rng, corpus, args.queries + 5, model)
+        if args.plain_queries:  # "q12 ..." is identifier-like and calls the BM25 route in
+            qs = [(f"{text.split(' ', 1)[1]} {i}", v) for i, (text, v) in enumerate(qs)]
 
         async def measure(database: str) -> None:
             own = await opened_store(store_for(endpoint, target))
@@ -317,7 +323,7 @@ async def main(args: argparse.Namespace) -> str:
         else:
             notes.append("Space 0 was reused from an earlier run: no 'alone' figures.")
         await fill(names[1:])
-        await own_indexes(names)
+        await own_indexes(names if args.own_indexes == "all" else [target])
         total = args.spaces * args.events
         await measure(f"{args.spaces} spaces ({total:,} events)")
     return report()
@@ -332,6 +338,15 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--vectors", default="text-like", choices=sorted(VECTOR_MODELS))
     p.add_argument("--prefix", default="benchspace", help="space names: <prefix><i>")
     p.add_argument("--keep", action="store_true", help="leave the spaces in the database")
+    p.add_argument(
+        "--own-indexes", choices=["all", "target"], default="all",
+        help="which spaces get their own indexes before the crowded figures (target: saves "
+        "the other spaces' population time; their own indexes do not change space 0's reads)",
+    )  # fmt: skip
+    p.add_argument(
+        "--plain-queries", action="store_true",
+        help="query texts without the identifier-like q<i> (no BM25 route: vector routes only)",
+    )  # fmt: skip
     p.add_argument("--neo4j-uri", default="")
     p.add_argument("--neo4j-user", default="neo4j")
     p.add_argument("--neo4j-password", default="")

@@ -287,6 +287,8 @@ class Neo4jStore:
             meta = await self.get_meta()
             if meta is not None:
                 await self._create_vector_indexes(meta.dimensions)
+        if {self.space_names.events_index, self.space_names.chunks_index} <= existing:
+            self._space_indexed = True  # another store made them; a rebuild drops them first
         await self._ensure_space_indexes()
 
     async def _create_vector_indexes(self, dims: int) -> None:
