@@ -2,8 +2,9 @@
 (over-fetch, filter, exact rescoring) for large ones, and the exact scan again whenever the
 index cannot answer for sure. Live tests need ``MNEMOQL_TEST_NEO4J_*`` (see factory_neo4j.py).
 
-The threshold is lowered so a few hundred events take the index path; the index is database
-wide, so the vectors use whatever width it already has.
+The threshold is lowered so a few hundred events take the index path (the space's own indexes,
+see test_neo4j_spaces.py for many spaces); the vectors use whatever width the database-wide
+index already has, so the shared index can answer too.
 """
 
 from __future__ import annotations
@@ -40,7 +41,8 @@ async def spaces() -> AsyncIterator[tuple[Neo4jStore, Neo4jStore, list[str], int
     await indexed.open()
     await exact.open()
     try:
-        state = {r["name"]: r["dims"] for r in await indexed._run(q.ROUTE_INDEX_STATE)}
+        names = {"names": list(q.GLOBAL_ROUTE_INDEXES)}
+        state = {r["name"]: r["dims"] for r in await indexed._run(q.ROUTE_INDEX_STATE, names)}
         dims = int(state.get(q.VECTOR_INDEXES["Event"]) or 16)
         rng = np.random.default_rng(11)
         vecs = rng.standard_normal((EVENTS, 3, dims)).astype(np.float32)
@@ -133,7 +135,9 @@ async def test_the_exact_scan_answers_when_the_index_cannot(
     await indexed.route(route, query, EMPTY_FILTERS, frozenset(), 40, frozenset(ids[:5]))
     assert seen[-1] == q.ROUTES[(route, True)]
     # a query of another width than the index's, or a small space
-    index = q.BY_INDEX[route][0]
+    own = indexed.space_names
+    index = own.events_index if route == "summary" else own.chunks_index
+    assert await indexed._index_usable(index, dims) is True
     assert await indexed._index_usable(index, dims + 1) is False
     small = indexed.index_min_events
     indexed.index_min_events = EVENTS * 10
@@ -142,9 +146,9 @@ async def test_the_exact_scan_answers_when_the_index_cannot(
     finally:
         indexed.index_min_events = small
     # an index that fails (dropped, rebuilt at another width) is a fallback, not an error
-    indexed._index_dims, indexed._index_seen = {index: dims}, 1e18  # pretend it was just read
-    broken = q.BY_INDEX[route][1].replace(index, "no_such_index")
-    monkeypatch.setitem(q.BY_INDEX, route, (index, broken))
+    indexed._index_dims, indexed._index_seen = {"no_such_index": dims}, 1e18  # just read
+    broken = own._replace(events_index="no_such_index", chunks_index="no_such_index")
+    monkeypatch.setattr(indexed, "space_names", broken)
     same(
         await indexed.route(route, query, EMPTY_FILTERS, frozenset(), 40),
         await exact.route(route, query, EMPTY_FILTERS, frozenset(), 40),

@@ -16,7 +16,10 @@ rejects those, and they score as raw cosine 0, as in the embedded store).
 
 from __future__ import annotations
 
-from typing import Final
+import hashlib
+import re
+from functools import lru_cache
+from typing import Final, NamedTuple
 
 from engine.errors import InvalidInput
 from engine.models import (
@@ -40,6 +43,9 @@ VECTOR_INDEXES: Final[dict[NodeLabel, str]] = {
     "Location": "location_name_vector",
 }
 ALL_LABELS: Final = "Event|Person|Concept|Location"
+# Which of the four labels a node has: Events also carry their space's label (below), so
+# labels(n)[0] is not it.
+LABEL_OF: Final = "head([x IN labels(n) WHERE x IN ['Event', 'Person', 'Concept', 'Location']])"
 _ADJ: Final = "|".join(ADJACENCY)
 
 
@@ -133,6 +139,70 @@ CREATE_CHUNK_VECTOR_INDEX: Final = (
 DROP_CHUNK_VECTOR_INDEX: Final = f"DROP INDEX {CHUNK_VECTOR_INDEX} IF EXISTS"
 SHOW_INDEXES: Final = "SHOW INDEXES YIELD name"
 
+# Per-space vector indexes (docs/DECISIONS.md, "Neo4j with many spaces"). The database-wide
+# indexes above hold every space's vectors and cannot filter, so a space holding a tenth of them
+# gets a tenth of each fetch. Every Event and EventSource therefore also carries a label of its
+# own space (``MnemoEvents_<key>`` / ``MnemoChunks_<key>``, set by the writes through
+# ``$events_label`` / ``$chunks_label``), and a space that grows past ``index_min_events`` gets
+# two vector indexes on those labels. The key is a digest of the space name: 16 hex digits, the
+# only text ever interpolated into these statements.
+_SPACE_KEY = re.compile(r"^[0-9a-f]{16}$")
+
+
+class SpaceSchema(NamedTuple):
+    """Labels and vector indexes of one space, and the statements that create and drop them."""
+
+    events_label: str
+    chunks_label: str
+    events_index: str
+    chunks_index: str
+    create: tuple[str, str]  # take $dims
+    drop: tuple[str, str]
+
+
+def space_key(space: str) -> str:
+    return hashlib.sha256(space.encode("utf-8")).hexdigest()[:16]
+
+
+@lru_cache(maxsize=1024)
+def space_schema(space: str) -> SpaceSchema:
+    key = space_key(space)
+    if not _SPACE_KEY.match(key):  # cannot happen; the allow-list of what is interpolated
+        raise InvalidInput(f"bad space key {key!r}")
+    labels = (f"MnemoEvents_{key}", f"MnemoChunks_{key}")
+    names = (f"space_events_{key}", f"space_chunks_{key}")
+    create = tuple(
+        f"CREATE VECTOR INDEX {name} IF NOT EXISTS FOR (n:{lbl}) ON n.embedding OPTIONS "
+        "{indexConfig: {`vector.dimensions`: $dims, `vector.similarity_function`: 'cosine'}}"
+        for name, lbl in zip(names, labels, strict=True)
+    )
+    drop = tuple(f"DROP INDEX {name} IF EXISTS" for name in names)
+    return SpaceSchema(*labels, *names, (create[0], create[1]), (drop[0], drop[1]))
+
+
+def space_params(space: str) -> dict[str, str]:
+    """The label parameters every write statement gets beside ``$space``."""
+    schema = space_schema(space)
+    return {"events_label": schema.events_label, "chunks_label": schema.chunks_label}
+
+
+# Spaces written before the per-space labels get them once, in batches (``Neo4jStore.open``);
+# ``labelled`` on the space node records that every node has its label.
+LABEL_EVENTS: Final = """
+MATCH (e:Event) WHERE e.space = $space AND e.id IS NOT NULL AND NOT $events_label IN labels(e)
+WITH e LIMIT $batch
+SET e:$($events_label)
+RETURN count(e) AS n
+"""
+MARK_LABELLED: Final = f"MATCH (s:{SPACE_LABEL} {{space: $space}}) SET s.labelled = true"
+LABEL_CHUNKS: Final = """
+MATCH (c:EventSource) WHERE c.space = $space AND c.id IS NOT NULL
+  AND NOT $chunks_label IN labels(c)
+WITH c LIMIT $batch
+SET c:$($chunks_label)
+RETURN count(c) AS n
+"""
+
 # ---------------------------------------------------------------- projections
 
 EVENT_MAP: Final = (
@@ -140,12 +210,13 @@ EVENT_MAP: Final = (
     "has_chunks: EXISTS { MATCH (c:EventSource {space: $space, event_id: e.id}) }}"
 )
 EVENT_MAP_VEC: Final = EVENT_MAP[:-1] + ", .embedding}"
+# (entities carry one label)
 ENTITY_MAP: Final = "n {.id, .name, .aliases, .description, .create_time, label: labels(n)[0]}"
 ENTITY_MAP_VEC: Final = ENTITY_MAP[:-1] + ", .embedding}"
 # Any of the four labels, never the vector.
 NODE_MAP: Final = (
     "n {.id, .name, .aliases, .description, .create_time, .summary, .content, .time, "
-    ".create_date, .content_hash, label: labels(n)[0], "
+    f".create_date, .content_hash, label: {LABEL_OF}, "
     "has_chunks: n:Event AND EXISTS { MATCH (c:EventSource {space: $space, event_id: n.id}) }}"
 )
 CHUNK_MAP: Final = "c {.event_id, .chunk_index, .start, .end, .text, .text_hash}"
@@ -185,7 +256,7 @@ EVENTS_WITH_HASH: Final = (
 # reserves ``$n`` insertion numbers; returns the first.
 LOCK_SPACE: Final = f"""
 MERGE (s:{SPACE_LABEL} {{space: $space}})
-ON CREATE SET s.seq = 0
+ON CREATE SET s.seq = 0, s.labelled = true
 SET s.seq = s.seq + $n, s.writes = coalesce(s.writes, 0) + 1
 RETURN s.seq - $n + 1 AS first
 """
@@ -230,12 +301,12 @@ MAX_NUM: Final[dict[NodeLabel, str]] = {
 # id -> label for any of the four labels (unknown ids are absent).
 LABELS_OF: Final = (
     f"UNWIND $ids AS id MATCH (n:{ALL_LABELS} {{space: $space, id: id}}) "
-    "RETURN n.id AS id, labels(n)[0] AS label"
+    f"RETURN n.id AS id, {LABEL_OF} AS label"
 )
 CREATE_EVENTS: Final = """
 UNWIND $rows AS r
-CREATE (e:Event {space: $space, id: r.id, num: r.num, seq: r.seq, summary: r.summary,
-                 content: r.content, time: r.time, create_time: $create_time,
+CREATE (e:Event:$($events_label) {space: $space, id: r.id, num: r.num, seq: r.seq,
+                 summary: r.summary, content: r.content, time: r.time, create_time: $create_time,
                  create_date: $create_date, content_hash: r.content_hash,
                  embedding: r.embedding, embedding_zero: r.zero,
                  embedding_dims: r.dims})
@@ -243,11 +314,11 @@ CREATE (e:Event {space: $space, id: r.id, num: r.num, seq: r.seq, summary: r.sum
 CREATE_CHUNKS: Final = """
 UNWIND $rows AS r
 MATCH (e:Event {space: $space, id: r.event_id})
-CREATE (c:EventSource {space: $space, id: r.event_id + '#' + toString(r.chunk_index),
+CREATE (c:EventSource:$($chunks_label) {space: $space,
+                       id: r.event_id + '#' + toString(r.chunk_index),
                        event_id: r.event_id, chunk_index: r.chunk_index, start: r.start,
                        end: r.end, text: r.text, text_hash: r.text_hash,
-                       embedding: r.embedding, embedding_zero: r.zero,
-                 embedding_dims: r.dims})
+                       embedding: r.embedding, embedding_zero: r.zero, embedding_dims: r.dims})
 """
 CREATE_ENTITIES: Final[dict[EntityLabel, str]] = {
     lbl: f"""
@@ -261,7 +332,7 @@ CREATE (n:{lbl} {{space: $space, id: r.id, num: r.num, seq: r.seq, name: r.name,
 }
 GET_FOR_MERGE: Final = (
     f"MATCH (n:{ALL_LABELS} {{space: $space, id: $id}}) "
-    "RETURN labels(n)[0] AS label, n.name AS name, n.aliases AS aliases, "
+    f"RETURN {LABEL_OF} AS label, n.name AS name, n.aliases AS aliases, "
     "n.embedding IS NULL AS no_vector"
 )
 UPDATE_MERGED: Final = """
@@ -428,13 +499,13 @@ ROUTES: Final[dict[tuple[str, bool], str]] = {
     ("recent", True): _recent(_EVENTS_RESTRICT),
 }
 
-# Both routes through a vector index, for large spaces (``Neo4jStore.route``): the indexes are
-# approximate and database-wide, so fetch ``$fetch`` (a multiple of the limit) nearest nodes of
-# every space, keep this space's events that pass the filters, and rescore them exactly -- the
-# scores and the tie order are the exact routes'. The store falls back to the exact scan when
-# fewer than the limit survive.
+# Both routes through a vector index ``$index``, for large spaces (``_routes.py``): the space's
+# own index, or the database-wide one (which holds every space). The indexes are approximate, so
+# fetch ``$fetch`` (a multiple of the limit) nearest nodes, keep this space's events that pass
+# the filters, and rescore them exactly -- the scores and the tie order are the exact routes'.
+# The store falls back to the exact scan when fewer than the limit survive.
 SUMMARY_BY_INDEX: Final = f"""
-CALL db.index.vector.queryNodes('{VECTOR_INDEXES["Event"]}', $fetch, $q) YIELD node AS e
+CALL db.index.vector.queryNodes($index, $fetch, $q) YIELD node AS e
 WITH e
 WHERE e.space = $space AND e.id IS NOT NULL
   AND e.embedding_dims = $d{_EVENT_FILTERS}
@@ -446,7 +517,7 @@ RETURN e.id AS id, 2 * s - 1 AS score
 # An event's best chunk among the fetched ones (its best chunk overall, unless the index missed
 # it and caught a worse one of the same event).
 CHUNK_BY_INDEX: Final = f"""
-CALL db.index.vector.queryNodes('{CHUNK_VECTOR_INDEX}', $fetch, $q) YIELD node AS c
+CALL db.index.vector.queryNodes($index, $fetch, $q) YIELD node AS c
 WITH c
 WHERE c.space = $space AND c.embedding_dims = $d
 MATCH (e:Event {{space: $space, id: c.event_id}})
@@ -494,12 +565,18 @@ POOL_BY_INDEX: Final = {
 }
 # Width and state of the two route indexes, and the size of a space (its insertion counter:
 # nodes and topics ever created, an upper bound of its events, read by one unique lookup).
+# ``$names``: the two database-wide route indexes and the space's own two.
 ROUTE_INDEX_STATE: Final = (
-    "SHOW VECTOR INDEXES YIELD name, state, options "
-    f"WHERE name IN ['{VECTOR_INDEXES['Event']}', '{CHUNK_VECTOR_INDEX}'] "
+    "SHOW VECTOR INDEXES YIELD name, state, options WHERE name IN $names "
     "RETURN name, state, options.indexConfig['vector.dimensions'] AS dims"
 )
-SPACE_SIZE: Final = f"MATCH (s:{SPACE_LABEL} {{space: $space}}) RETURN s.seq AS n"
+GLOBAL_ROUTE_INDEXES: Final = (VECTOR_INDEXES["Event"], CHUNK_VECTOR_INDEX)
+# ``total``: the events of every space (from the count store), which share the database-wide
+# index with this space's ``n`` insertions.
+SPACE_SIZE: Final = (
+    f"MATCH (s:{SPACE_LABEL} {{space: $space}}) "
+    "RETURN s.seq AS n, s.labelled AS labelled, COUNT { MATCH (:Event) } AS total"
+)
 
 # ---------------------------------------------------------------- event reads
 

@@ -53,7 +53,7 @@ BATCH: Final = rec.BATCH
 _EVENT_KEYS: Final = ("summary", "content", "time", "create_date", "content_hash")
 _NODE_FIELDS: Final = (
     ".id, .name, .aliases, .description, .create_time, .summary, .content, .time, "
-    ".create_date, .content_hash, label: labels(n)[0]"
+    f".create_date, .content_hash, label: {q.LABEL_OF}"
 )
 
 # ---------------------------------------------------------------- export Cypher
@@ -86,7 +86,7 @@ SAVE_RECORDS: Final = (
 # space means it is not empty.
 BEGIN: Final = f"""
 MERGE (s:{q.SPACE_LABEL} {{space: $space}})
-ON CREATE SET s.seq = 0
+ON CREATE SET s.seq = 0, s.labelled = true
 RETURN s.importing AS importing, EXISTS {{
   MATCH (n:{"|".join(lbl for lbl in q.SPACE_LABELS if lbl != q.SPACE_LABEL)})
   WHERE n.space = $space
@@ -112,8 +112,8 @@ RETURN count(m) AS n
 """
 IMPORT_EVENTS: Final = """
 UNWIND $rows AS r
-CREATE (e:Event {space: $space, id: r.id, num: r.num, seq: r.seq, summary: r.summary,
-                 content: r.content, time: r.time, create_time: r.create_time,
+CREATE (e:Event:$($events_label) {space: $space, id: r.id, num: r.num, seq: r.seq,
+                 summary: r.summary, content: r.content, time: r.time, create_time: r.create_time,
                  create_date: r.create_date, content_hash: r.content_hash,
                  embedding: r.embedding, embedding_zero: r.zero, embedding_dims: r.dims})
 RETURN count(e) AS n
@@ -132,7 +132,8 @@ RETURN count(n) AS n
 IMPORT_CHUNKS: Final = """
 UNWIND $rows AS r
 MATCH (e:Event {space: $space, id: r.event_id})
-CREATE (c:EventSource {space: $space, id: r.event_id + '#' + toString(r.chunk_index),
+CREATE (c:EventSource:$($chunks_label) {space: $space,
+                       id: r.event_id + '#' + toString(r.chunk_index),
                        event_id: r.event_id, chunk_index: r.chunk_index, start: r.start,
                        end: r.end, text: r.text, text_hash: r.text_hash,
                        embedding: r.embedding, embedding_zero: r.zero, embedding_dims: r.dims})

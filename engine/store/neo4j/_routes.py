@@ -1,20 +1,26 @@
-"""How the Neo4j store reads a retrieval route: an exact scan or its vector index.
+"""How the Neo4j store reads a retrieval route: an exact scan or a vector index.
 
 Spaces with fewer insertions than ``index_min_events`` are scanned exactly with
-``vector.similarity.cosine``; larger ones ask the route's vector index for ``index_overfetch``
-x limit candidates, keep this space's events that pass the filters and rescore them exactly.
-Whenever that cannot fill the page (entity filters, expand, another width, an index that is not
-ONLINE, a crowded fetch even after one larger retry) the exact scan answers. Measured in
-bench/results/neo4j.md, decided in docs/DECISIONS.md ("Neo4j routes").
+``vector.similarity.cosine``; larger ones ask a vector index for ``index_overfetch`` x limit
+candidates, keep this space's events that pass the filters and rescore them exactly. The index
+is the space's own one (``_cypher.space_schema``) once it is ONLINE; before that (while it
+populates, or with ``space_indexes`` off) the database-wide one, whose fetch is multiplied by
+how crowded it is (all events / this space's), as other spaces' vectors take their share of
+every fetch. Whenever that cannot fill the page (entity filters, expand, another width, no
+ONLINE index, a shared index too crowded for one fetch, too few survivors even after one larger
+retry) the exact scan answers. Measured in bench/results/neo4j.md and neo4j_spaces.md, decided
+in docs/DECISIONS.md ("Neo4j routes").
 
 The functions work on a ``Neo4jStore``: its ``_run``, its settings (``index_min_events``,
-``index_overfetch``) and its cached index state (``_index_dims``, ``_space_size``,
-``_index_seen``, ``_index_lock``).
+``index_overfetch``, ``space_indexes``, ``share_fetch``), its ``space_names`` and its cached
+index state (``_index_dims``, ``_space_size``, ``_total_events``, ``_index_seen``,
+``_index_lock``).
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -68,48 +74,83 @@ async def rows(
 async def _by_index(
     store: Neo4jStore, route: RouteName, params: dict[str, Any], pool: bool
 ) -> list[Row] | None:
-    """A route through its vector index, or None when the exact scan must answer: a small
-    space, no ONLINE index of the query's width, or fewer than ``limit`` events left of the
+    """A route through a vector index, or None when the exact scan must answer: a small space,
+    no ONLINE index of the query's width, a database-wide index so crowded by other spaces that
+    one fetch cannot reach this space's share, or fewer than ``limit`` events left of the
     over-fetched candidates once the space and the filters are applied (after at most one
     larger fetch)."""
-    index, query = (q.POOL_BY_INDEX if pool else q.BY_INDEX)[route]
+    query = (q.POOL_BY_INDEX if pool else q.BY_INDEX)[route][1]
     limit = params["limit"]
-    if store.index_min_events is None or not await index_usable(store, index, params["d"]):
+    if store.index_min_events is None:
         return None
-    fetch = limit * store.index_overfetch
+    choice = await choose_index(store, route, params["d"])
+    if choice is None:
+        return None
+    index, crowding = choice
+    first = math.ceil(limit * store.index_overfetch * crowding)
+    if first > INDEX_MAX_FETCH:
+        return None
+    fetch = first
     while True:
         try:
-            found = await store._run(query, {**params, "fetch": fetch})
+            found = await store._run(query, {**params, "index": index, "fetch": fetch})
         except ClientError as exc:  # dropped, rebuilt at another width, populating ...
             log.info("vector index %s unavailable, scanning exactly: %s", index, exc.code)
             store._index_seen = -INDEX_STATE_TTL
             return None
         if len(found) >= limit:
             return found
-        # Other spaces crowd the database-wide index, or the filters are selective: ask once
-        # more for twice what the survival rate says is needed, if that is not huge.
+        # The filters are selective (or the shared index is more crowded than the counts said):
+        # ask once more for twice what the survival rate says is needed, if that is not huge.
         needed = fetch * 2 * limit // max(1, len(found))
-        if not found or fetch > limit * store.index_overfetch or needed > INDEX_MAX_FETCH:
+        if not found or fetch > first or needed > INDEX_MAX_FETCH:
             return None
         fetch = needed
 
 
-async def index_usable(store: Neo4jStore, index: str, dims: int) -> bool:
-    """Whether ``index`` is ONLINE at width ``dims`` and the space is large enough for it; the
-    state is read at most every INDEX_STATE_TTL seconds, once for both routes of a search."""
+async def choose_index(store: Neo4jStore, route: RouteName, dims: int) -> tuple[str, float] | None:
+    """The index a route of this space reads, and how crowded it is by other spaces (the fetch
+    is multiplied by that): the space's own index when it is ONLINE at width ``dims`` (1), else
+    the database-wide one (all events / this space's), else None (small space, no index)."""
     assert store.index_min_events is not None
-    if time.monotonic() - store._index_seen >= INDEX_STATE_TTL:
-        async with store._index_lock:
-            if time.monotonic() - store._index_seen >= INDEX_STATE_TTL:
-                store._index_dims = {
-                    r["name"]: int(r["dims"])
-                    for r in await store._run(q.ROUTE_INDEX_STATE)
-                    if r["state"] == "ONLINE" and r["dims"]
-                }
-                size = await store._run(q.SPACE_SIZE)
-                store._space_size = int(size[0]["n"] or 0) if size else 0
-                store._index_seen = time.monotonic()
+    await _read_state(store)
+    if store._space_size < store.index_min_events:
+        return None
+    own = store.space_names.events_index if route == "summary" else store.space_names.chunks_index
+    if store.space_indexes and store._index_dims.get(own) == dims:
+        return own, 1.0
+    shared = q.GLOBAL_ROUTE_INDEXES[0 if route == "summary" else 1]
+    if store._index_dims.get(shared) != dims:
+        return None
+    crowding = max(1.0, store._total_events / store._space_size) if store.share_fetch else 1.0
+    return shared, crowding
+
+
+async def index_usable(store: Neo4jStore, index: str, dims: int) -> bool:
+    """Whether ``index`` is ONLINE at width ``dims`` and the space is large enough for it."""
+    assert store.index_min_events is not None
+    await _read_state(store)
     return store._index_dims.get(index) == dims and store._space_size >= store.index_min_events
+
+
+async def _read_state(store: Neo4jStore) -> None:
+    """The route indexes' state, the space's size and the database's event count, read at most
+    every INDEX_STATE_TTL seconds, once for both routes of a search."""
+    if time.monotonic() - store._index_seen < INDEX_STATE_TTL:
+        return
+    async with store._index_lock:
+        if time.monotonic() - store._index_seen < INDEX_STATE_TTL:
+            return
+        names = [*q.GLOBAL_ROUTE_INDEXES, *store.space_names[2:4]]
+        store._index_dims = {
+            r["name"]: int(r["dims"])
+            for r in await store._run(q.ROUTE_INDEX_STATE, {"names": names})
+            if r["state"] == "ONLINE" and r["dims"]
+        }
+        size = await store._run(q.SPACE_SIZE)
+        store._space_size = int(size[0]["n"] or 0) if size else 0
+        store._total_events = int(size[0]["total"] or 0) if size else 0
+        store._index_seen = time.monotonic()
 
 
 def hit(route: RouteName, r: Row) -> Hit:

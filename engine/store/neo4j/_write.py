@@ -44,7 +44,8 @@ _LABEL_RANK = {lbl: i for i, lbl in enumerate(NODE_LABELS)}
 async def run(
     tx: AsyncManagedTransaction, space: str, query: str, **params: Any
 ) -> list[dict[str, Any]]:
-    result = await tx.run(query, {"space": space, **params})
+    # Every statement gets the space and its labels (``_cypher.space_params``).
+    result = await tx.run(query, {"space": space, **q.space_params(space), **params})
     # Every query returns plain values and maps (projections, never Node objects), so a record
     # becomes a dict as is: Record.data() would walk every float of every vector in Python.
     return [dict(zip(r.keys(), r, strict=True)) async for r in result]
@@ -117,6 +118,7 @@ class SaveTx:
         self._next: dict[NodeLabel, int] = {}
         self._marks: dict[str, Any] | None = None
         self._seq = 0
+        self.space_size = 0  # the space's insertion counter after this save
 
     async def _q(self, query: str, **params: Any) -> list[dict[str, Any]]:
         return await run(self.tx, self.space, query, **params)
@@ -128,6 +130,7 @@ class SaveTx:
             new_nodes += len(plan.topic.node_paths())
         lock = await self._q(q.LOCK_SPACE, n=new_nodes)
         self._seq = int(lock[0]["first"])
+        self.space_size = self._seq + new_nodes - 1
         if plan.idempotency_key is not None:
             rows = await self._q(q.GET_RECORD, key=plan.idempotency_key)
             if rows:

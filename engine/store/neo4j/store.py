@@ -9,9 +9,12 @@ Layout
     (1+cos)/2 back to raw cosine. The four vector indexes of SPEC §1.2 exist (created at the
     first save, rebuilt by re-vectorize); they are database-wide, so with spaces of different
     widths the last re-vectorize sets their width. A fifth one, on chunks, serves the chunk
-    route. The routes of a large space (``_routes.py``) over-fetch candidates from the
-    index, filter them and rescore them exactly, and fall back to the exact scan whenever that
-    cannot fill the page (docs/DECISIONS.md, "Neo4j routes").
+    route. Events and chunks also carry a label of their space, and a space past
+    ``index_min_events`` gets its own two vector indexes on those labels (created after the
+    save, restore or open that finds it that large, rebuilt by re-vectorize, dropped with the
+    space). The routes of a large space (``_routes.py``) over-fetch candidates from its own
+    index (else the shared one), filter them and rescore them exactly, and fall back to the
+    exact scan whenever that cannot fill the page (docs/DECISIONS.md, "Neo4j routes").
 
 Transactions
     Each write is one managed transaction (``execute_write`` retries transient failures, so
@@ -113,6 +116,8 @@ class Neo4jStore:
         index_min_events: spaces this large (by insertion count) search through the vector
             indexes (plus exact rescoring); None scans exactly at every size.
         index_overfetch: how many candidates per wanted event a route asks its index for.
+        space_indexes: give spaces past ``index_min_events`` their own vector indexes (the
+            database-wide ones are shared by every space; docs/DECISIONS.md).
     """
 
     def __init__(
@@ -126,6 +131,7 @@ class Neo4jStore:
         connection_timeout: float = 5.0,
         index_min_events: int | None = routes.INDEX_MIN_EVENTS,
         index_overfetch: int = routes.INDEX_OVERFETCH,
+        space_indexes: bool = True,
     ) -> None:
         if not SPACE_NAME.match(space):
             raise InvalidInput(
@@ -146,7 +152,13 @@ class Neo4jStore:
         self._index_seen = -routes.INDEX_STATE_TTL  # monotonic time of the last state read
         self._index_dims: dict[str, int] = {}  # width of each ONLINE route index
         self._space_size = 0
+        self._total_events = 0  # events of every space (they share the database-wide index)
         self._index_lock = asyncio.Lock()
+        self.space_indexes = space_indexes
+        self.space_names = q.space_schema(space)
+        self._space_indexed = False  # this space's own indexes exist (as far as this store knows)
+        # the shared index's fetch grows with its crowding; off only to measure the old route
+        self.share_fetch = True
 
     def __repr__(self) -> str:
         return f"Neo4jStore({self.uri!r}, database={self.database!r}, space={self.space!r})"
@@ -275,12 +287,63 @@ class Neo4jStore:
             meta = await self.get_meta()
             if meta is not None:
                 await self._create_vector_indexes(meta.dimensions)
+        if {self.space_names.events_index, self.space_names.chunks_index} <= existing:
+            self._space_indexed = True  # another store made them; a rebuild drops them first
+        await self._ensure_space_indexes()
 
     async def _create_vector_indexes(self, dims: int) -> None:
         for statement in [*q.CREATE_VECTOR_INDEX.values(), q.CREATE_CHUNK_VECTOR_INDEX]:
             await self._schema(statement, {"dims": dims})
         self._vector_indexes = True
         self._index_seen = -routes.INDEX_STATE_TTL  # the route strategy re-reads the index state
+
+    async def _ensure_space_indexes(
+        self, dims: int | None = None, *, rebuild: bool = False
+    ) -> None:
+        """This space's own vector indexes, when it has at least ``index_min_events``
+        insertions (its nodes labelled first if an older version wrote them); ``rebuild`` drops
+        them first (re-vectorize: another width). A failure only costs speed (the routes use
+        the shared index or scan exactly), so it is logged, not raised."""
+        if not self.space_indexes or self.index_min_events is None:
+            return
+        if self._space_indexed and not rebuild:
+            return
+        try:
+            if rebuild:
+                for statement in self.space_names.drop:
+                    await self._schema(statement)
+                self._space_indexed = False
+            rows = await self._run(q.SPACE_SIZE)
+            if not rows or int(rows[0]["n"] or 0) < self.index_min_events:
+                return
+            if dims is None:
+                meta = await self.get_meta()
+                if meta is None:
+                    return
+                dims = meta.dimensions
+            if not rows[0]["labelled"]:
+                await self._label_space()
+            for statement in self.space_names.create:
+                await self._schema(statement, {"dims": dims})
+        except ClientError as exc:
+            log.warning(
+                "creating the vector indexes of space %r failed: %s", self.space, exc.message
+            )
+            return
+        self._space_indexed = True
+        self._index_seen = -routes.INDEX_STATE_TTL
+
+    async def _label_space(self) -> None:
+        """Give every event and chunk of a space written before the per-space labels its
+        label, in batches, then mark the space labelled."""
+        labels = q.space_params(self.space)
+        for statement in (q.LABEL_EVENTS, q.LABEL_CHUNKS):
+            while True:
+                rows = await self._run(statement, {**labels, "batch": 10_000}, writable=True)
+                if not rows or int(rows[0]["n"]) < 10_000:
+                    break
+        await self._run(q.MARK_LABELLED, writable=True)
+        log.info("labelled the events and chunks of space %r", self.space)
 
     async def close(self) -> None:
         driver, self._driver = self._driver, None
@@ -305,7 +368,12 @@ class Neo4jStore:
             deleted = int(rows[0]["deleted"]) if rows else 0
             total += deleted
             if deleted < 10_000:
-                return total
+                break
+        for statement in self.space_names.drop:
+            await self._schema(statement)
+        self._space_indexed = False
+        self._index_seen = -routes.INDEX_STATE_TTL
+        return total
 
     # ------------------------------------------------------------ meta
 
@@ -330,13 +398,25 @@ class Neo4jStore:
     async def apply_save(self, plan: SavePlan) -> SaveResult:
         write.check_plan(plan)
 
+        size = 0
+
         async def work(tx: AsyncManagedTransaction) -> SaveResult:
-            return await write.SaveTx(tx, self.space, plan).run()
+            nonlocal size
+            save = write.SaveTx(tx, self.space, plan)
+            result = await save.run()
+            size = save.space_size
+            return result
 
         result = await self._write(work)
         self._wrote()
         if not self._vector_indexes and not result.replayed:
             await self._create_vector_indexes(plan.meta.dimensions)
+        if (
+            not self._space_indexed
+            and self.index_min_events is not None
+            and size >= self.index_min_events
+        ):
+            await self._ensure_space_indexes(plan.meta.dimensions)
         return result
 
     async def replay(self, idempotency_key: str) -> SaveResult | None:
@@ -363,6 +443,7 @@ class Neo4jStore:
         except ClientError as exc:
             self._vector_indexes = False
             log.warning("rebuilding the Neo4j vector indexes failed: %s", exc.message)
+        await self._ensure_space_indexes(vectors.meta.dimensions, rebuild=True)
 
     async def all_for_revectorize(self) -> tuple[list[Event], list[Entity]]:
         async def work(tx: AsyncManagedTransaction) -> tuple[list[Event], list[Entity]]:
@@ -663,9 +744,7 @@ class Neo4jStore:
         rows = await self._run(q.EVENT_DATES)
         return [(r["id"], r["day"]) for r in rows]
 
-    async def bind_topic(
-        self, draft: TopicDraft, event_ids: Sequence[str], timestamp: int
-    ) -> None:
+    async def bind_topic(self, draft: TopicDraft, event_ids: Sequence[str], timestamp: int) -> None:
         draft.check()
 
         async def work(tx: AsyncManagedTransaction) -> None:
@@ -695,6 +774,7 @@ class Neo4jStore:
         ``_dump.py``)."""
         counts = await dump.Importer(self).run(records)
         self._wrote()
+        await self._ensure_space_indexes()
         return counts
 
     # ------------------------------------------------------------ other writers

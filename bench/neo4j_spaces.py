@@ -1,0 +1,367 @@
+"""Neo4j with many spaces: one space's search while other spaces share the database.
+
+    python -m bench.neo4j_spaces --spaces 10 --events 10000 --queries 100
+    python -m bench.neo4j_spaces --spaces 10 --events 100000 --queries 30 --keep
+
+Every space holds the corpus of ``bench.search_latency`` (text-like vectors by default, its own
+seed per space): ``--events`` events with 1-2 chunks each and 2 MENTIONS over 500 concepts,
+written through ``store.apply_save`` in plans of 1000 events (two spaces at a time), so the
+graph is exactly what saves make. The spaces are written with their own vector indexes off;
+those are created (and populated by Neo4j) just before they are measured (for every space, or
+with ``--own-indexes target`` for space 0 only), and the population time is reported.
+
+Space 0 is the target. It is measured twice in one run: **alone** (after it is written, before
+any other space) and **crowded** (after the other ``--spaces - 1`` are written), each time
+through ``Memory.search`` (stub embedder: embedding excluded, fresh session per query) and the
+two routes, by stores reading the same space:
+
+* exact scan only (the reference: ``vector.similarity.cosine`` over the whole space);
+* shared index, k x 10 (the route before per-space indexes: the database-wide index, one
+  larger retry, then the exact scan);
+* shared index, crowding-sized fetch (k x 10 x all events / this space's events);
+* the store as configured: the space's own vector indexes.
+
+Query texts are those of ``bench.search_latency`` (``q<i>`` and six words: the ``q<i>`` looks
+like an identifier, so the BM25 route joins every search) or, with ``--plain-queries``, the six
+words and a number (the two vector routes only). "Same evidence": the 4 events
+``Memory.search`` delivered equal the exact scan's; "first item": the exact scan's first
+delivered event is among them; recall@40 per route against the exact route.
+
+``--keep`` leaves the spaces in the database, and a later run with the same ``--prefix``
+reuses the spaces that are complete (then only the crowded figures are measured). Neo4j comes
+from ``--neo4j-uri`` / ``--neo4j-password`` or a managed server started in a temporary home.
+Timings are reported, never asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+
+from bench._common import RESULTS, command_line, git_rev, load_average, machine_line, publish, table
+from bench.neo4j_vs_embedded import memory_on, neo4j_endpoint, settings_for
+from bench.search_latency import (
+    PLAN_EVENTS,
+    VECTOR_MODELS,
+    Corpus,
+    StubEmbedder,
+    VectorModel,
+    make_plan,
+    pct,
+    queries,
+)
+from engine.memory import Memory
+from engine.models import EMPTY_FILTERS
+from engine.retrieval.pipeline import ROUTE_LIMIT, SearchRequest
+from engine.store.neo4j import _cypher as q
+from engine.store.neo4j.store import Neo4jStore
+
+K = ROUTE_LIMIT
+
+
+@dataclass
+class Reader:
+    """One way of reading the target space."""
+
+    name: str
+    store: Neo4jStore
+    memory: Memory
+
+
+def store_for(
+    endpoint: tuple[str, str, str], space: str, *, exact: bool = False, own: bool = True
+) -> Neo4jStore:
+    uri, user, password = endpoint
+    return Neo4jStore(
+        uri, user, password, space=space, connection_timeout=30.0,
+        index_min_events=None if exact else 2_000, space_indexes=own,
+    )  # fmt: skip
+
+
+async def space_size(store: Neo4jStore) -> int:
+    rows = await store._run(q.SPACE_SIZE)
+    return int(rows[0]["n"] or 0) if rows else 0
+
+
+def corpus_of(seed: int, events: int, model: VectorModel, writes: list[Any] | None) -> Corpus:
+    """The space's corpus (its plans appended to ``writes`` when given)."""
+    rng = np.random.default_rng(seed)
+    corpus = Corpus([], [])
+    while corpus.n < events:
+        count = min(PLAN_EVENTS, events - corpus.n)
+        plan, ev, ch = make_plan(rng, corpus.n, count, first=corpus.n == 0, vectors=model)
+        if writes is not None:
+            writes.append(plan)
+        corpus.summaries.append(ev)
+        corpus.chunks.append(ch)
+        corpus.n += count
+    return corpus
+
+
+async def write_space(store: Neo4jStore, seed: int, events: int, model: VectorModel) -> float:
+    """Write the space's corpus (plans generated as they go); returns the seconds spent in
+    apply_save."""
+    rng = np.random.default_rng(seed)
+    n, spent = 0, 0.0
+    while n < events:
+        count = min(PLAN_EVENTS, events - n)
+        plan, _, _ = make_plan(rng, n, count, first=n == 0, vectors=model)
+        t0 = time.perf_counter()
+        await store.apply_save(plan)
+        spent += time.perf_counter() - t0
+        n += count
+        await asyncio.sleep(0)
+    return spent
+
+
+async def searches(
+    reader: Reader, stub: StubEmbedder, qs: Sequence[tuple[str, Any]], tag: str
+) -> tuple[list[float], list[list[str]]]:
+    times, delivered = [], []
+    for i, (text, vec) in enumerate(qs):
+        stub.vectors[text] = vec
+        t0 = time.perf_counter()
+        out = await reader.memory.search(SearchRequest(query=text), f"{tag}-{i}")
+        if i >= 5:
+            times.append(time.perf_counter() - t0)
+        delivered.append([item.event_id for item in out.page.items])
+    return times, delivered
+
+
+async def route_hits(
+    store: Neo4jStore, route: str, qs: Sequence[tuple[str, Any]]
+) -> tuple[list[float], list[list[str]]]:
+    times, ids = [], []
+    for i, (_, vec) in enumerate(qs):
+        t0 = time.perf_counter()
+        hits = await store.route(route, vec, EMPTY_FILTERS, frozenset(), K)  # type: ignore[arg-type]
+        if i >= 5:
+            times.append(time.perf_counter() - t0)
+        ids.append([h.event_id for h in hits])
+    return times, ids
+
+
+async def main(args: argparse.Namespace) -> str:
+    started = time.perf_counter()
+    model = VECTOR_MODELS[args.vectors]()
+    stub = StubEmbedder()
+    names = [f"{args.prefix}{i}" for i in range(args.spaces)]
+    search_rows: list[list[object]] = []
+    route_rows: list[list[object]] = []
+    write_rows: list[list[object]] = []
+    notes: list[str] = []
+
+    def report() -> str:
+        head = (
+            "# Neo4j with many spaces\n\n"
+            f"Command: `{command_line()}`\n\n"
+            f"Commit {git_rev()}; {machine_line()}. Neo4j: "
+            + (f"`{args.neo4j_uri}`" if args.neo4j_uri else
+               f"managed 5.26 Community, heap {args.heap}, page cache {args.page_cache}")
+            + f". {args.spaces} spaces x {args.events:,} {args.vectors} events; "
+            f"{args.queries} timed queries after 5 warm-up ones; wall time "
+            f"{time.perf_counter() - started:.0f} s.\n"
+        )  # fmt: skip
+        return (
+            head
+            + "\n## Search in space 0\n\n"
+            + table(
+                ["database", "reader", "Memory.search p50 / p95 ms (stub embedder)",
+                 "same evidence as the exact scan", "exact scan's first item delivered",
+                 "load average"],
+                search_rows,
+            )
+            + "\n\n## Routes in space 0\n\n"
+            + table(
+                ["database", "route", "reader", "p50 / p95 ms", "recall@40 vs exact"],
+                route_rows,
+            )
+            + "\n\n## Writes\n\n"
+            + table(["what", "figure", "load average"], write_rows)
+            + "\n\n" + "\n".join(notes) + "\n"
+        )  # fmt: skip
+
+    def save_report() -> None:
+        if not args.no_write:
+            Path(args.out).write_text(report(), encoding="utf-8")
+
+    async with contextlib.AsyncExitStack() as stack:
+        import tempfile
+
+        tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="mnemoql-spaces-")))
+        client = await stack.enter_async_context(httpx.AsyncClient())
+        endpoint = await stack.enter_async_context(neo4j_endpoint(args))
+        opened: list[Neo4jStore] = []
+
+        async def opened_store(store: Neo4jStore) -> Neo4jStore:
+            await store.open()
+            opened.append(store)
+            return store
+
+        async def cleanup() -> None:
+            for s in opened:
+                await s.close()
+            if not args.keep:
+                for name in names:
+                    s = store_for(endpoint, name)
+                    await s.open()
+                    await s.drop_space()
+                    await s.close()
+
+        stack.push_async_callback(cleanup)
+        settings = settings_for(tmp / "stub", "hashing")
+        writers = {n: await opened_store(store_for(endpoint, n, own=False)) for n in names}
+
+        async def fill(batch: Sequence[str]) -> None:
+            todo = [n for n in batch if await space_size(writers[n]) < args.events]
+            for n in todo:
+                if await space_size(writers[n]) > 0:
+                    await writers[n].drop_space()  # an unfinished space of an earlier run
+            if not todo:
+                return
+            t0 = time.perf_counter()
+            load = load_average()
+            sem = asyncio.Semaphore(args.writers)
+
+            async def one(n: str) -> None:
+                async with sem:
+                    await write_space(writers[n], names.index(n) + args.seed, args.events, model)
+                    print(f"  wrote {n}", file=sys.stderr, flush=True)
+
+            await asyncio.gather(*(one(n) for n in todo))
+            await writers[todo[0]]._run("CALL db.awaitIndexes(7200)")
+            secs = time.perf_counter() - t0
+            rate = len(todo) * args.events / secs
+            write_rows.append([
+                f"{len(todo)} space(s) x {args.events:,} events through apply_save "
+                f"({args.writers} at a time), shared indexes maintained",
+                f"{secs:.0f} s ({rate:,.0f} events/s)", load,
+            ])  # fmt: skip
+            save_report()
+
+        async def own_indexes(batch: Sequence[str]) -> None:
+            t0 = time.perf_counter()
+            for n in batch:
+                s = await opened_store(store_for(endpoint, n))  # creates them on open
+                assert s._space_indexed, f"{n}: no own indexes"
+            await writers[batch[0]]._run("CALL db.awaitIndexes(7200)")
+            write_rows.append([
+                f"own vector indexes of {len(batch)} space(s) created and populated",
+                f"{time.perf_counter() - t0:.0f} s", load_average(),
+            ])  # fmt: skip
+
+        target = names[0]
+        readers = [
+            Reader("exact scan only", s := await opened_store(store_for(endpoint, target,
+                                                                        exact=True)),
+                   memory_on(s, settings, client, stub)),
+        ]  # fmt: skip
+        before = await opened_store(store_for(endpoint, target, own=False))
+        before.share_fetch = False
+        sized = await opened_store(store_for(endpoint, target, own=False))
+        readers += [
+            Reader("shared index, k x 10 (before)", before,
+                   memory_on(before, settings, client, stub)),
+            Reader("shared index, crowding-sized fetch", sized,
+                   memory_on(sized, settings, client, stub)),
+        ]  # fmt: skip
+        corpus = corpus_of(args.seed, args.events, model, None)
+        rng = np.random.default_rng(args.seed + 1000)
+        qs = queries(rng, corpus, args.queries + 5, model)
+        if args.plain_queries:  # "q12 ..." is identifier-like and calls the BM25 route in
+            qs = [(f"{text.split(' ', 1)[1]} {i}", v) for i, (text, v) in enumerate(qs)]
+
+        async def measure(database: str) -> None:
+            own = await opened_store(store_for(endpoint, target))
+            assert own._space_indexed
+            current = [*readers, Reader("own index (this store)", own,
+                                        memory_on(own, settings, client, stub))]  # fmt: skip
+            for r in current:
+                r.store._index_seen = -1e9  # read the index state and the counts again
+            load = load_average()
+            exact: list[list[str]] = []
+            for r in current:
+                t, got = await searches(r, stub, qs, f"{database}{r.name}")
+                exact = exact or got
+                same = np.mean([a == b for a, b in zip(got, exact, strict=True)])
+                first = np.mean([bool(b) and b[0] in a for a, b in zip(got, exact, strict=True)])
+                search_rows.append([
+                    database, r.name, f"{pct(t, 50):.1f} / {pct(t, 95):.1f}", f"{same:.0%}",
+                    f"{first:.0%}", load,
+                ])  # fmt: skip
+                print(search_rows[-1], file=sys.stderr, flush=True)
+            for route in ("summary", "chunk"):
+                ref: list[list[str]] = []
+                for r in current:
+                    t, ids = await route_hits(r.store, route, qs)
+                    ref = ref or ids
+                    recall = np.mean([
+                        len(set(a) & set(b)) / max(1, len(b)) for a, b in zip(ids, ref, strict=True)
+                    ])  # fmt: skip
+                    route_rows.append([
+                        database, route, r.name, f"{pct(t, 50):.1f} / {pct(t, 95):.1f}",
+                        f"{recall:.3f}",
+                    ])  # fmt: skip
+                    print(route_rows[-1], file=sys.stderr, flush=True)
+            save_report()
+
+        reused = await space_size(writers[target]) >= args.events
+        await fill([target])
+        if not reused:
+            await own_indexes([target])
+            await measure(f"space 0 alone ({args.events:,} events)")
+        else:
+            notes.append("Space 0 was reused from an earlier run: no 'alone' figures.")
+        await fill(names[1:])
+        await own_indexes(names if args.own_indexes == "all" else [target])
+        total = args.spaces * args.events
+        await measure(f"{args.spaces} spaces ({total:,} events)")
+    return report()
+
+
+def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--spaces", type=int, default=10)
+    p.add_argument("--events", type=int, default=10_000, help="events per space")
+    p.add_argument("--queries", type=int, default=100)
+    p.add_argument("--writers", type=int, default=2, help="spaces written at a time")
+    p.add_argument("--vectors", default="text-like", choices=sorted(VECTOR_MODELS))
+    p.add_argument("--prefix", default="benchspace", help="space names: <prefix><i>")
+    p.add_argument("--keep", action="store_true", help="leave the spaces in the database")
+    p.add_argument(
+        "--own-indexes", choices=["all", "target"], default="all",
+        help="which spaces get their own indexes before the crowded figures (target: saves "
+        "the other spaces' population time; their own indexes do not change space 0's reads)",
+    )  # fmt: skip
+    p.add_argument(
+        "--plain-queries", action="store_true",
+        help="query texts without the identifier-like q<i> (no BM25 route: vector routes only)",
+    )  # fmt: skip
+    p.add_argument("--neo4j-uri", default="")
+    p.add_argument("--neo4j-user", default="neo4j")
+    p.add_argument("--neo4j-password", default="")
+    p.add_argument("--heap", default="3g")
+    p.add_argument("--page-cache", default="4g")
+    p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--out", default=str(RESULTS / "neo4j_spaces.md"))
+    p.add_argument("--no-write", action="store_true")
+    return p.parse_args(argv)
+
+
+def cli(argv: Sequence[str] | None = None) -> None:
+    args = parse(argv)
+    publish(asyncio.run(main(args)), args.out, write=not args.no_write)
+
+
+if __name__ == "__main__":
+    cli()
