@@ -72,7 +72,8 @@ class AnnSettings:
         mode: ``auto`` (indexes above ``min_vectors``) or ``exact`` (always scan exactly).
         min_vectors: a matrix with fewer rows is scanned exactly and gets no index.
         overfetch: candidates fetched per row of the page, before filters and rescoring.
-        persist: keep the indexes beside the database file between runs.
+        persist: keep the indexes, and the vector mirrors of a memory of at least
+            ``mirror_min_rows`` rows (``_embedded_mirror``), beside the database file.
         build_threads: threads of a background build (the inline catch-ups use one).
     """
 
@@ -81,14 +82,19 @@ class AnnSettings:
     overfetch: int = 10
     persist: bool = True
     build_threads: int = 1
+    mirror_min_rows: int = 20_000
 
 
 # ---------------------------------------------------------------- database bookkeeping
 
 
 def ensure_tables(conn: sqlite3.Connection) -> str:
-    """Create the bookkeeping tables if missing; the database's vector epoch."""
-    conn.executescript(DDL)
+    """Create the bookkeeping tables if missing; the database's vector epoch. Statement by
+    statement (``executescript`` would commit a transaction in progress: a catch-up inside a
+    save's transaction comes here)."""
+    for statement in DDL.strip().split(";"):
+        if statement.strip():
+            conn.execute(statement)
     row = conn.execute("SELECT value FROM ann_state WHERE key = 'epoch'").fetchone()
     if row is not None:
         return str(row[0])
@@ -307,10 +313,12 @@ class AnnIndexes:
 
     # ---- database thread ----
 
-    def opened(self, conn: sqlite3.Connection) -> None:
-        """After the mirrors loaded: adopt the saved indexes that are still valid, and queue
-        whatever is missing or behind."""
-        self.epoch = ensure_tables(conn)
+    def opened(self, conn: sqlite3.Connection, epoch: str | None = None) -> None:
+        """After the mirrors loaded (of vector epoch ``epoch``, by default the database's):
+        adopt the saved indexes that are still valid, and queue whatever is missing or
+        behind."""
+        latest = ensure_tables(conn)
+        self.epoch = latest if epoch is None else epoch
         if not self.enabled:
             return
         saved = self._load_saved(forgotten(conn)) if self.settings.persist else {}
@@ -354,6 +362,21 @@ class AnnIndexes:
             with h.lock:
                 h.index.remove(seqs.astype(np.uint64))
 
+    def filled(self, kind: Kind, rows: list[int]) -> None:
+        """Entity rows that had no vector got one in place (a merge): rows below ``covered``
+        are added here, as no catch-up goes back to them (rows above it follow anyway)."""
+        gen, view = self._view_of(kind)
+        h = self.index(kind, gen)
+        if h is None or not rows:
+            return
+        with h.lock:
+            below = np.asarray([r for r in rows if r < h.covered], dtype=np.int64)
+            if below.size:
+                keys = view.seqs[below].astype(np.uint64)
+                fresh = ~np.asarray(h.index.contains(keys), dtype=np.bool_).reshape(-1)
+                if fresh.any():
+                    h.index.add(keys[fresh], view.vecs[below][fresh], threads=1)
+
     def detach(self) -> None:
         """Before the mirrors are reloaded (rows renumbered): no search uses an index until
         ``reloaded`` has re-attached it to the new rows (they scan exactly meanwhile)."""
@@ -361,14 +384,16 @@ class AnnIndexes:
             with h.lock:
                 h.generation = -1
 
-    def reloaded(self, conn: sqlite3.Connection) -> None:
+    def reloaded(self, conn: sqlite3.Connection, epoch: str | None = None) -> None:
         """After the mirrors were reloaded from the database (another process wrote to it;
         re-vectorize, restore, a new width here). Keys are seqs, so an index of the same
         vector epoch stays valid: the keys of nodes forgotten meanwhile leave it, ``covered``
         moves to the first new row it lacks, and the rows from there on are added (inline
         when few). A changed epoch (re-vectorize or restore, here or elsewhere) or a changed
-        width drops the indexes and queues fresh builds."""
-        epoch = ensure_tables(conn)
+        width drops the indexes and queues fresh builds. ``epoch``: that of the reloaded
+        mirrors (by default the database's)."""
+        latest = ensure_tables(conn)
+        epoch = latest if epoch is None else epoch
         gen = self._views()[0]
         if epoch != self.epoch:
             with self._guard:
