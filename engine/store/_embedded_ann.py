@@ -54,6 +54,10 @@ CONNECTIVITY, EXPANSION_ADD = 16, 64  # efConstruction 64: half the build CPU of
 # 0.9971 for chunks, for ~1.7x the search time (docs/DECISIONS.md, "Build speed")
 EXPANSION_SEARCH = 2
 INLINE_ROWS = 4096  # catch-ups up to this many rows run inline after a commit
+# after another process's commit the first route waits for the catch-up: more rows than this
+# go to the background thread (the exact scan covers them meanwhile; 1,000 events and their
+# chunks cost ~1 CPU second to add)
+FOREIGN_INLINE_ROWS = 256
 BATCH = 2048  # rows added per hold of a searched index's lock (searches wait at most one)
 BUILD_BATCH = 65_536  # rows per add call while a fresh index is built (nothing searches it)
 LOCK_WAIT_S = 0.25  # a search that cannot get the index this fast scans exactly instead
@@ -72,8 +76,8 @@ class AnnSettings:
         mode: ``auto`` (indexes above ``min_vectors``) or ``exact`` (always scan exactly).
         min_vectors: a matrix with fewer rows is scanned exactly and gets no index.
         overfetch: candidates fetched per row of the page, before filters and rescoring.
-        persist: keep the indexes, and the vector mirrors of a memory of at least
-            ``mirror_min_rows`` rows (``_embedded_mirror``), beside the database file.
+        persist: keep the indexes (and, with ``mirror_files``, the vector mirrors of a memory
+            of at least ``mirror_min_rows`` rows: ``_embedded_mirror``) beside the database.
         build_threads: threads of a background build (the inline catch-ups use one).
     """
 
@@ -82,6 +86,7 @@ class AnnSettings:
     overfetch: int = 10
     persist: bool = True
     build_threads: int = 1
+    mirror_files: bool = True
     mirror_min_rows: int = 20_000
 
 
@@ -330,9 +335,9 @@ class AnnIndexes:
                 self._indexes[kind] = h
         self.synced()
 
-    def synced(self) -> None:
-        """After the mirrors grew: index the new rows (inline when few), build what crossed
-        the threshold."""
+    def synced(self, inline: int = INLINE_ROWS) -> None:
+        """After the mirrors grew: index the new rows (inline when at most ``inline``, else on
+        the background thread), build what crossed the threshold."""
         if not self.enabled:
             return
         for kind in KINDS:
@@ -350,7 +355,7 @@ class AnnIndexes:
                         self._indexes[kind] = h
                 else:
                     self._submit(kind, functools.partial(self._build, kind))
-            elif rows - h.covered <= INLINE_ROWS and kind not in self._pending:
+            elif rows - h.covered <= inline and kind not in self._pending:
                 add_rows(h, view, gen, rows)
             else:
                 self._submit(kind, functools.partial(self._catch_up, kind))

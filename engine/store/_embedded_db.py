@@ -47,6 +47,7 @@ from engine.models import (
 from engine.store import _embedded_lexical as lexical
 from engine.store import _embedded_write as write
 from engine.store._embedded_ann import (
+    FOREIGN_INLINE_ROWS,
     AnnIndexes,
     AnnSettings,
     ensure_tables,
@@ -122,7 +123,9 @@ class Database(OwnThread):
         self.generation = 0
         settings = ann or AnnSettings()
         self.ann = AnnIndexes(settings, file, self._snapshot)
-        self.files = MirrorFiles(file, settings.persist, settings.mirror_min_rows)
+        self.files = MirrorFiles(
+            file, settings.persist and settings.mirror_files, settings.mirror_min_rows
+        )
         # every node with seq <= upto is in the mirrors (a forgotten one as a dead row), of
         # vector epoch ``epoch``: a catch-up reads only what changed since (``advance``)
         self.upto = 0
@@ -154,7 +157,12 @@ class Database(OwnThread):
             log.info("lexical index of %s: %d events indexed", self.file, indexed)
         self._version = self._data_version()
         ensure_tables(self._conn)
-        if not self._load_files():
+        try:
+            from_files = self._load_files()
+        except Exception:  # derived data: whatever went wrong, SQLite has the vectors
+            log.exception("could not use the vector mirror files of %s", self.file)
+            from_files = False
+        if not from_files:
             self._load_mirrors()
         self.ann.opened(self._conn, self.epoch)
 
@@ -207,7 +215,7 @@ class Database(OwnThread):
             self.ann.dropped(kind, seqs)
         for kind, rows in got.filled.items():
             self.ann.filled(kind, rows)
-        self.ann.synced()
+        self.ann.synced(FOREIGN_INLINE_ROWS)
         self._maybe_write_files()
 
     def _load_files(self) -> bool:
