@@ -1,11 +1,12 @@
 """The embedded store's vector mirrors kept on disk, so a large memory opens in seconds.
 
-Reading a million events' vectors out of SQLite BLOBs takes a minute on a small machine; the
-same bytes read from a raw file into the mirror's buffer take about a second. So the mirrors
-are also written, as derived data, to ``<database>.mirror/<token>/``: one raw float32 file per
-matrix (event summaries, chunks, each entity label), one ``.npz`` of the small per-row arrays
-(seqs, dates, flags, chunk positions) and the ids as JSON, the manifest last. At open the files
-stand in for the full SQLite load, and only what changed since is read from SQLite
+Reading a million events' vectors out of SQLite BLOBs takes a minute on a small machine. So
+the mirrors are also written, as derived data, to ``<database>.mirror/<token>/``: one raw
+float32 file per matrix (event summaries, chunks, each entity label), one ``.npz`` of the small
+per-row arrays (seqs, dates, flags, chunk positions) and the ids as JSON, the manifest last. At
+open the matrix files are memory-mapped copy-on-write (nothing is read until a search touches a
+row; rows appended later go to private pages, never to the file) and stand in for the SQLite
+load, and only what changed since is read from SQLite
 (``_embedded_load.advance``: nodes above the files' highest seq, forgotten seqs, filled-in
 entity vectors).
 
@@ -108,12 +109,16 @@ def _fsync_dir(path: Path) -> None:
 
 
 def _write_raw(path: Path, array: npt.NDArray[Any]) -> int:
+    """The rows, then zeros up to ``capacity`` rows (a sparse tail where the file system has
+    them): the file is mapped whole at open, and appends fill the tail in place."""
     flat = np.ascontiguousarray(array).reshape(-1).view(np.uint8)
+    row = array.dtype.itemsize * int(np.prod(array.shape[1:], dtype=np.int64))
     with open(path, "wb") as f:
         f.write(flat.data)
+        f.truncate(capacity(array.shape[0]) * row)
         f.flush()
         os.fsync(f.fileno())
-    return int(flat.nbytes)
+    return path.stat().st_size
 
 
 def _write_npz(path: Path, arrays: dict[str, npt.NDArray[Any]]) -> int:
@@ -132,16 +137,16 @@ def _write_json(path: Path, value: Any) -> int:
     return path.stat().st_size
 
 
-def _read_into(path: Path, out: npt.NDArray[Any]) -> None:
-    """Fill ``out`` (C-contiguous) from the file in a few large reads (no copy after)."""
-    view = out.reshape(-1).view(np.uint8).data
-    with open(path, "rb", buffering=0) as f:
-        pos = 0
-        while pos < view.nbytes:
-            got = f.readinto(view[pos:])
-            if not got:
-                raise EOFError(f"{path} is shorter than its manifest says")
-            pos += got
+def _mapped(path: Path, rows: int, dims: int) -> npt.NDArray[np.float32]:
+    """The matrix file of ``rows`` rows mapped copy-on-write, with room up to ``capacity``:
+    nothing is read at open (pages come from the page cache, or the disk, when a search first
+    touches them, and are shared with the page cache), and rows appended later land in the
+    mapping's private pages, never in the file."""
+    cap = capacity(rows)
+    if path.stat().st_size != cap * dims * 4:
+        raise ValueError(f"{path} does not hold {cap} rows of {dims}")
+    mm = np.memmap(path, dtype=np.float32, mode="c", shape=(cap, dims))
+    return mm.view(np.ndarray)
 
 
 def _padded(array: npt.NDArray[Any], cap: int) -> npt.NDArray[Any]:
@@ -197,7 +202,7 @@ class MirrorFiles:
                 if (folder / name).stat().st_size != size:
                     return None
             loaded = self._load(folder, manifest)
-        except (OSError, ValueError, KeyError, EOFError, TypeError) as exc:
+        except (OSError, ValueError, KeyError, TypeError) as exc:
             log.warning("ignoring the saved vector mirrors in %s: %s", folder, exc)
             return None
         self.rows, self.epoch = (
@@ -208,10 +213,8 @@ class MirrorFiles:
 
     def _load(self, folder: Path, manifest: dict[str, Any]) -> Loaded:
         dims, n, nc = int(manifest["dims"]), int(manifest["n"]), int(manifest["nc"])
-        vecs = np.zeros((capacity(n), dims), np.float32)
-        _read_into(folder / "events.f32", vecs[:n])
-        cvecs = np.zeros((capacity(nc), dims), np.float32)
-        _read_into(folder / "chunks.f32", cvecs[:nc])
+        vecs = _mapped(folder / "events.f32", n, dims)
+        cvecs = _mapped(folder / "chunks.f32", nc, dims)
         with np.load(folder / "events.npz") as z:
             a = {k: z[k] for k in _EVENT_ARRAYS}
         ids: list[str] = json.loads((folder / "events.json").read_text("utf-8"))
@@ -251,8 +254,7 @@ class MirrorFiles:
         entities: dict[EntityLabel, EntityView] = {}
         for label in ENTITY_LABELS:
             m = int(manifest["entities"][label])
-            evecs = np.zeros((capacity(m), dims), np.float32)
-            _read_into(folder / f"{label}.f32", evecs[:m])
+            evecs = _mapped(folder / f"{label}.f32", m, dims)
             with np.load(folder / f"{label}.npz") as z:
                 has_vec, eseqs = z["has_vec"].astype(np.bool_), z["seqs"].astype(np.int64)
             eids: list[str] = json.loads((folder / f"{label}.json").read_text("utf-8"))
