@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -375,3 +376,26 @@ async def test_an_entity_vector_filled_in_here_reaches_the_index(tmp_path: Path)
         assert top[0][0].id == bare_id and top[0][1] == pytest.approx(1.0, abs=1e-5)
     finally:
         await store.close()
+
+
+async def test_a_delete_the_files_cannot_know_of_costs_a_full_load(tmp_path: Path) -> None:
+    """A node removed without an ``ann_forgotten`` record (an older writer, a hand edit):
+    the live rows no longer match the database's events, so the open loads from SQLite."""
+    rng = np.random.default_rng(11)
+    path = tmp_path / "m"
+    store = await opened(path)
+    await store.apply_save(batch(rng, 30, "a"))
+    await write_now(store)
+    await store.close()
+    conn = sqlite3.connect(path / "default.sqlite3")
+    conn.execute("PRAGMA foreign_keys = ON")
+    conn.execute("DELETE FROM nodes WHERE id = 'event_2'")
+    conn.commit()
+    conn.close()
+    again = await opened(path)
+    try:
+        assert db_of(again).full_loads == 1
+        assert "event_2" not in db_of(again).events.row_of
+        await assert_like_a_full_load(again)
+    finally:
+        await again.close()
