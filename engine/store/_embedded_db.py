@@ -168,7 +168,7 @@ class Database(OwnThread):
 
     def close(self) -> None:
         try:
-            if self._conn is not None and self.files.stale(self._loaded()):
+            if self._conn is not None and self.files.stale(self._loaded(), closing=True):
                 self.files.write(self._conn, self._loaded(), wait=True)
         finally:
             self.files.close()

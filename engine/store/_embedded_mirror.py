@@ -23,8 +23,9 @@ Never the only copy, and never trusted blindly:
     different token directories, and the last token committed wins.
 When they are written:
     After a full load of a memory of at least ``min_rows`` rows, and whenever the mirrors
-    hold a tenth more rows than the files (at least ``STALE_ROWS``), on a background thread;
-    on close too, synchronously. A few rows behind costs the next open a short SQLite read.
+    hold twice the rows of the files (at least ``STALE_ROWS`` more), on a background thread;
+    on close, synchronously, when the files lack a tenth of the rows. Rows behind cost the next
+    open a SQLite read of just those rows.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ from engine.store._embedded_load import Loaded
 log = logging.getLogger(__name__)
 
 FORMAT = 1
-STALE_ROWS = 10_000  # rewrite once the mirrors hold this many rows (and a tenth) more
+STALE_ROWS = 10_000  # never rewrite for fewer new rows than this
 ORPHAN_AGE_S = 3600.0  # a directory without a manifest older than this is a dead write
 _EVENT_ARRAYS = ("has_vec", "dates", "seqs", "live", "crow", "cidx", "cstart", "cend")
 
@@ -273,8 +274,10 @@ class MirrorFiles:
 
     # ---- writing ----
 
-    def stale(self, got: Loaded) -> bool:
-        """Whether the files should be written again for mirrors like ``got``."""
+    def stale(self, got: Loaded, closing: bool = False) -> bool:
+        """Whether the files should be written again for mirrors like ``got``: while open once
+        they hold half the rows or less (so a long import rewrites them a few times, not after
+        every tenth), on close once they lack a tenth."""
         if not self.enabled or not got.events.dims:
             return False
         rows = got.events.n + got.events.nc + sum(v.n for v in got.entities.values())
@@ -282,7 +285,7 @@ class MirrorFiles:
             return False
         if self.rows < 0 or self.epoch != got.epoch:
             return True
-        return rows - self.rows >= max(STALE_ROWS, self.rows // 10)
+        return rows - self.rows >= max(STALE_ROWS, self.rows // 10 if closing else self.rows)
 
     def write(self, conn: sqlite3.Connection, got: Loaded, wait: bool = False) -> bool:
         """Name a new directory in the database, then write ``got`` into it (in the
