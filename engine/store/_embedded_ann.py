@@ -150,10 +150,22 @@ def _new_index(dims: int, multi: bool) -> Any:
 class Hnsw:
     """One usearch index over a prefix of one mirror matrix, with the lock that serialises
     its searches and edits. ``generation`` is the mirror generation its rows belong to (-1
-    while the mirrors are being reloaded), ``epoch`` the vector epoch of its vectors."""
+    while the mirrors are being reloaded), ``epoch`` the vector epoch of its vectors.
+
+    A *frozen* index is a saved file memory-mapped read-only (``Index.restore(view=True)``,
+    no time at open): it only searches. Nothing edits it (usearch crashes on that): keys to
+    remove and entity rows filled in meanwhile are kept in ``removals`` / ``refill``, rows
+    beyond ``covered`` wait (the exact scan covers them), until ``AnnIndexes._thaw`` swaps in
+    a mutable copy on the background thread and applies them."""
 
     def __init__(
-        self, kind: Kind, index: Any, generation: int, epoch: str, covered: int = 0
+        self,
+        kind: Kind,
+        index: Any,
+        generation: int,
+        epoch: str,
+        covered: int = 0,
+        frozen: bool = False,
     ) -> None:
         self.kind = kind
         self.index = index
@@ -161,6 +173,25 @@ class Hnsw:
         self.epoch = epoch
         self.covered = covered
         self.lock = threading.Lock()
+        self.frozen = frozen
+        self.removals: list[npt.NDArray[np.uint64]] = []
+        self.refill: list[int] = []
+
+    def remove(self, keys: npt.NDArray[np.uint64]) -> None:
+        """Remove ``keys`` (absent ones ignored), or note them while frozen; under ``lock``."""
+        if not keys.size:
+            return
+        if self.frozen:
+            self.removals.append(keys)
+            return
+        present = np.asarray(self.index.contains(keys), dtype=np.bool_).reshape(-1)
+        if present.any():
+            self.index.remove(keys[present])
+
+    def pending_removals(self) -> npt.NDArray[np.uint64]:
+        if not self.removals:
+            return np.zeros(0, dtype=np.uint64)
+        return np.unique(np.concatenate(self.removals))
 
     def search(self, query: F32, count: int) -> npt.NDArray[np.uint64] | None:
         """Up to ``count`` keys, best first (several per event in the chunk index); None when
@@ -233,7 +264,7 @@ def add_rows(
     while True:
         with h.lock:
             start = h.covered
-            if h.generation != gen:
+            if h.generation != gen or h.frozen:
                 return
             if start >= end:
                 return
@@ -333,6 +364,7 @@ class AnnIndexes:
             if h is not None:
                 h.generation = gen
                 self._indexes[kind] = h
+                self._submit(kind, functools.partial(self._thaw, kind))
         self.synced()
 
     def synced(self, inline: int = INLINE_ROWS) -> None:
@@ -365,7 +397,7 @@ class AnnIndexes:
         h = self._indexes.get(kind)
         if h is not None and seqs.size:
             with h.lock:
-                h.index.remove(seqs.astype(np.uint64))
+                h.remove(seqs.astype(np.uint64))
 
     def filled(self, kind: Kind, rows: list[int]) -> None:
         """Entity rows that had no vector got one in place (a merge): rows below ``covered``
@@ -375,6 +407,9 @@ class AnnIndexes:
         if h is None or not rows:
             return
         with h.lock:
+            if h.frozen:
+                h.refill += rows
+                return
             below = np.asarray([r for r in rows if r < h.covered], dtype=np.int64)
             if below.size:
                 keys = view.seqs[below].astype(np.uint64)
@@ -413,11 +448,8 @@ class AnnIndexes:
                         self._indexes.pop(kind, None)
                     continue
                 with h.lock:
-                    if gone.size:
-                        present = np.asarray(h.index.contains(gone), dtype=np.bool_).reshape(-1)
-                        if present.any():
-                            h.index.remove(gone[present])
-                    h.covered = _first_missing(h.index, view, kind)
+                    h.remove(gone)
+                    h.covered = _first_missing(h.index, view, kind, h.pending_removals())
                     h.generation = gen
         self.synced()
 
@@ -452,7 +484,7 @@ class AnnIndexes:
         gen, _ = self._view_of(kind)
         h = self.index(kind, gen)
         if h is not None and self._follow(h):
-            self._save(h)
+            self._save_if_changed(h)
 
     def _install(self, h: Hnsw) -> bool:
         if not self._follow(h):
@@ -483,12 +515,22 @@ class AnnIndexes:
         except (OSError, ValueError):
             return {}
 
+    def _save_if_changed(self, h: Hnsw) -> None:
+        """Save ``h`` unless its file already holds this epoch and as many vectors (a 1M-event
+        index is over a gigabyte: a catch-up that added nothing writes nothing)."""
+        manifest = self._manifest()
+        info = manifest.get("indexes", {}).get(h.kind, {})
+        if manifest.get("epoch") != h.epoch or info.get("vectors") != len(h.index):
+            self._save(h)
+
     def _save(self, h: Hnsw) -> None:
         if not self.settings.persist or self._closed:
             return
         self.dir.mkdir(parents=True, exist_ok=True)
         path, tmp = self.dir / f"{h.kind}.usearch", self.dir / f"{h.kind}.usearch.tmp"
         with h.lock:
+            if h.frozen:  # the file itself, unchanged
+                return
             h.index.save(str(tmp))
             count = len(h.index)
         os.replace(tmp, path)
@@ -514,21 +556,37 @@ class AnnIndexes:
             if kind not in KINDS or not path.is_file() or path.stat().st_size != info.get("bytes"):
                 continue
             try:
-                index = Index.restore(str(path))
+                index = Index.restore(str(path), view=True)  # mapped: thawed in the background
             except Exception as exc:  # a torn or foreign file: rebuild instead
                 log.warning("ignoring the saved %s index: %s", kind, exc)
                 continue
             if index is None:
                 continue
-            # not kept in the file (restored at 128); usearch has the setter, its stub hides it
-            index.expansion_add = EXPANSION_ADD  # type: ignore[misc]
-            if gone.size:
-                index.remove(gone)
             gen, view = self._view_of(kind)
             if index.ndim != view.dims:
                 continue
-            out[kind] = Hnsw(kind, index, gen, self.epoch, _first_missing(index, view, kind))
+            covered = _first_missing(index, view, kind, gone)
+            h = Hnsw(kind, index, gen, self.epoch, covered, frozen=True)
+            h.removals.append(gone)
+            out[kind] = h
         return out
+
+    def _thaw(self, kind: Kind) -> None:
+        """Swap a frozen index for a mutable copy (copied outside the lock: the mapped file
+        never changes, and searches go on meanwhile), apply what waited, then catch up."""
+        h = self._indexes.get(kind)
+        if h is None or not h.frozen:
+            return
+        index = h.index.copy()
+        # not kept in the file (restored at 128); usearch has the setter, its stub hides it
+        index.expansion_add = EXPANSION_ADD
+        with h.lock:
+            h.index, h.frozen = index, False
+            h.remove(h.pending_removals())
+            h.removals, refill, h.refill = [], h.refill, []
+        if refill:
+            self.filled(kind, refill)
+        self._resume(kind)
 
     def flush(self) -> None:
         """Wait until no background build or catch-up is queued (benchmarks, tests)."""
@@ -548,17 +606,20 @@ class AnnIndexes:
             worker.shutdown(wait=True, cancel_futures=True)
         for h in list(self._indexes.values()):
             try:
-                manifest = self._manifest()
-                info = manifest.get("indexes", {}).get(h.kind, {})
-                if manifest.get("epoch") != h.epoch or info.get("vectors") != len(h.index):
-                    self._save(h)
+                self._save_if_changed(h)
             except OSError as exc:
                 log.warning("could not save the %s index: %s", h.kind, exc)
         self._closed = True
 
 
-def _first_missing(index: Any, view: EventView | EntityView, kind: Kind) -> int:
-    """The first mirror row whose key the index lacks (the rows to catch up start there)."""
+def _first_missing(
+    index: Any,
+    view: EventView | EntityView,
+    kind: Kind,
+    absent: npt.NDArray[np.uint64] | None = None,
+) -> int:
+    """The first mirror row whose key the index lacks, or holds only among ``absent`` (keys
+    still to be removed from a frozen index): the rows to catch up start there."""
     rows = matrix_rows(view, kind)
     if rows == 0:
         return 0
@@ -567,6 +628,8 @@ def _first_missing(index: Any, view: EventView | EntityView, kind: Kind) -> int:
     if keys.size == 0:
         return rows
     present = np.asarray(index.contains(keys), dtype=np.bool_).reshape(-1)
+    if absent is not None and absent.size:
+        present &= ~np.isin(keys, absent)
     if present.all():
         return rows
     first_key = keys[int(np.argmin(present))]
