@@ -500,13 +500,14 @@ def rss_probe(path: str) -> None:
 # ---------------------------------------------------------------- open and catch-up
 
 
-def open_probe(path: str, files: bool) -> None:
+def open_probe(path: str, files: bool, exact: bool) -> None:
     """Child process: open the store with or without its mirror files, a few routes, RSS."""
     import gc
 
     async def go() -> dict[str, float]:
         before = rss_bytes()
-        store = EmbeddedStore(Path(path), ann=AnnSettings(mirror_files=files))
+        mode = "exact" if exact else "auto"
+        store = EmbeddedStore(Path(path), ann=AnnSettings(mode=mode, mirror_files=files))
         t0 = time.perf_counter()
         await store.open()
         opened_s = time.perf_counter() - t0
@@ -572,10 +573,9 @@ def child(*argv: str) -> str:
     return out.stdout.strip().splitlines()[-1] if out.stdout.strip() else ""
 
 
-def open_once(path: Path, files: bool) -> dict[str, float]:
-    data: dict[str, float] = json.loads(
-        child("--open-probe", str(path / "memory.db"), "--files" if files else "--no-files")
-    )
+def open_once(path: Path, files: bool, exact: bool) -> dict[str, float]:
+    flags = ["--files" if files else "--no-files"] + (["--exact"] if exact else [])
+    data: dict[str, float] = json.loads(child("--open-probe", str(path / "memory.db"), *flags))
     return data
 
 
@@ -613,7 +613,7 @@ async def catch_ups(path: Path, args: argparse.Namespace) -> dict[str, list[floa
     forgets one, then the next route is timed: alternately with the incremental catch-up and
     with the full reload of round 2 (forced), ``--catch-ups`` times each."""
     out: dict[str, list[float]] = {"new": [], "old": [], "rows": [], "loads": []}
-    store = EmbeddedStore(path / "memory.db", ann=ann_settings())
+    store = EmbeddedStore(path / "memory.db", ann=ann_settings("exact" if args.exact else "auto"))
     await store.open()
     try:
         db = store._database
@@ -656,11 +656,12 @@ async def open_bench(args: argparse.Namespace) -> str:
     notes: list[str] = []
     for size in [int(s) for s in args.sizes.split(",")]:
         path = corpus_path(args.vectors, args.seed, size)
-        await build(path, size, VECTOR_MODELS[args.vectors](), args.seed, args.build_threads)
+        model = VECTOR_MODELS[args.vectors]()
+        await build(path, size, model, args.seed, args.build_threads, index=not args.exact)
         work = Path(f"/tmp/mnemoql-open-{size}")
         shutil.rmtree(work, ignore_errors=True)
         shutil.copytree(path, work)  # the catch-ups write to it: never to the cached corpus
-        first = open_once(work, True)  # no files yet: a full load that writes them
+        first = open_once(work, True, args.exact)  # no files yet: a full load writing them
         how = "loaded from SQLite and wrote" if first["full_loads"] else "found"
         files = work / "memory.db.mirror"
         notes.append(
@@ -671,11 +672,11 @@ async def open_bench(args: argparse.Namespace) -> str:
         print(notes[-1], file=sys.stderr, flush=True)
         old, new = [], []
         for _ in range(args.opens):
-            old.append(open_once(work, False))
-            new.append(open_once(work, True))
+            old.append(open_once(work, False, args.exact))
+            new.append(open_once(work, True, args.exact))
             print(old[-1], new[-1], file=sys.stderr, flush=True)
         load = load_average()
-        ready = [readyz_once(work) for _ in range(args.opens)]
+        ready = [] if args.exact else [readyz_once(work) for _ in range(args.opens)]
         print("readyz", ready, file=sys.stderr, flush=True)
         caught = await catch_ups(work, args)
         print(caught, file=sys.stderr, flush=True)
@@ -691,7 +692,7 @@ async def open_bench(args: argparse.Namespace) -> str:
                 f"{med(new, 'full_loads'):.0f} / {med(new, 'rows_read'):.0f}",
                 f"{med(old, 'after') / med(old, 'used'):.2f}x / "
                 f"{med(new, 'after') / med(new, 'used'):.2f}x",
-                f"{median(ready):.2f}",
+                f"{median(ready):.2f}" if ready else "not measured (no index)",
                 f"{median(caught['old']):.2f}",
                 f"{median(caught['new']):.3f} ({median(caught['rows']):.0f} rows, "
                 f"{sum(caught['loads']):.0f} full loads)",
@@ -707,7 +708,9 @@ async def open_bench(args: argparse.Namespace) -> str:
         f"figure the median of {args.opens} fresh processes (open; the fastest in brackets), "
         f"alternating between the SQLite load and the mirror files; catch-ups: another process "
         f"saves {args.foreign_events} events and forgets one, then this process's next route is "
-        f"timed, {args.catch_ups} times each way, alternating; wall time "
+        f"timed, {args.catch_ups} times each way, alternating; "
+        f"{'ANN off (`--exact`: a corpus written without its index)' if args.exact else 'ANN on'}"
+        "; wall time "
         f"{time.perf_counter() - started:.0f} s; load average at the end {load_average()}.\n"
     )
     body = table(
@@ -879,6 +882,9 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--foreign-events", type=int, default=1000, help="events per foreign write")
     p.add_argument("--open-probe", default="", help=argparse.SUPPRESS)
     p.add_argument("--files", action=argparse.BooleanOptionalAction, default=True)
+    p.add_argument(
+        "--exact", action="store_true", help="--open without ANN indexes (corpora written only)"
+    )
     p.add_argument("--foreign-write", default="", help=argparse.SUPPRESS)
     return p.parse_args(argv)
 
@@ -898,7 +904,7 @@ def cli(argv: Sequence[str] | None = None) -> None:
         rss_probe(args.rss_probe)
         return
     if args.open_probe:
-        open_probe(args.open_probe, args.files)
+        open_probe(args.open_probe, args.files, args.exact)
         return
     if args.foreign_write:
         foreign_write(args.foreign_write, args.foreign_events, args.seed, args.vectors)
