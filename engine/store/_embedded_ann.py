@@ -176,6 +176,7 @@ class Hnsw:
         self.frozen = frozen
         self.removals: list[npt.NDArray[np.uint64]] = []
         self.refill: list[int] = []
+        self.source: tuple[Path, tuple[int, int, int]] | None = None  # the mapped file
 
     def remove(self, keys: npt.NDArray[np.uint64]) -> None:
         """Remove ``keys`` (absent ones ignored), or note them while frozen; under ``lock``."""
@@ -568,6 +569,7 @@ class AnnIndexes:
             covered = _first_missing(index, view, kind, gone)
             h = Hnsw(kind, index, gen, self.epoch, covered, frozen=True)
             h.removals.append(gone)
+            h.source = (path, _identity(path))
             out[kind] = h
         return out
 
@@ -577,7 +579,7 @@ class AnnIndexes:
         h = self._indexes.get(kind)
         if h is None or not h.frozen:
             return
-        index = h.index.copy()
+        index = _mutable_copy(h)
         # not kept in the file (restored at 128); usearch has the setter, its stub hides it
         index.expansion_add = EXPANSION_ADD
         with h.lock:
@@ -610,6 +612,30 @@ class AnnIndexes:
             except OSError as exc:
                 log.warning("could not save the %s index: %s", h.kind, exc)
         self._closed = True
+
+
+def _identity(path: Path) -> tuple[int, int, int]:
+    st = path.stat()
+    return st.st_ino, st.st_size, st.st_mtime_ns
+
+
+def _mutable_copy(h: Hnsw) -> Any:
+    """A mutable copy of a frozen index: read again from its file, which releases the GIL
+    (``Index.copy()`` of the mapped view holds it: 1.7 s for a 300k-event chunk index, with
+    every request of the process waiting), unless the file was replaced since (another process
+    saved over it), when only the copy gives the same keys."""
+    from usearch.index import Index
+
+    if h.source is not None:
+        path, ident = h.source
+        try:
+            if _identity(path) == ident:
+                index = Index.restore(str(path))
+                if index is not None and _identity(path) == ident:
+                    return index
+        except (OSError, RuntimeError, ValueError):
+            pass
+    return h.index.copy()
 
 
 def _first_missing(
