@@ -40,6 +40,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -676,7 +677,12 @@ async def open_bench(args: argparse.Namespace) -> str:
             new.append(open_once(work, True, args.exact))
             print(old[-1], new[-1], file=sys.stderr, flush=True)
         load = load_average()
-        ready = [] if args.exact else [readyz_once(work) for _ in range(args.opens)]
+        ready, empty = [], []
+        for _ in range(0 if args.exact else args.opens):  # beside an empty memory, alternating
+            ready.append(readyz_once(work))
+            blank = Path(tempfile.mkdtemp(prefix="mnemoql-empty-"))
+            empty.append(readyz_once(blank))
+            shutil.rmtree(blank, ignore_errors=True)
         print("readyz", ready, file=sys.stderr, flush=True)
         caught = await catch_ups(work, args)
         print(caught, file=sys.stderr, flush=True)
@@ -692,7 +698,7 @@ async def open_bench(args: argparse.Namespace) -> str:
                 f"{med(new, 'full_loads'):.0f} / {med(new, 'rows_read'):.0f}",
                 f"{med(old, 'after') / med(old, 'used'):.2f}x / "
                 f"{med(new, 'after') / med(new, 'used'):.2f}x",
-                f"{median(ready):.2f}" if ready else "not measured (no index)",
+                f"{median(ready):.2f} ({median(empty):.2f})" if ready else "not measured",
                 f"{median(caught['old']):.2f}",
                 f"{median(caught['new']):.3f} ({median(caught['rows']):.0f} rows, "
                 f"{sum(caught['loads']):.0f} full loads)",
@@ -720,7 +726,7 @@ async def open_bench(args: argparse.Namespace) -> str:
             "open, mirror files s",
             "full loads / rows read from SQLite at that open",
             "RSS / float32 vector bytes, SQLite / files",
-            "`mnemoql serve` to /readyz 200 s (files)",
+            "`mnemoql serve` to /readyz 200 s, files (an empty memory)",
             "first route after another writer, full reload s (round 2)",
             "same, incremental catch-up s",
             "load average during",
