@@ -257,12 +257,17 @@ def add_rows(
     end: int,
     threads: int = 1,
     batch: int = BATCH,
+    halt: Callable[[], bool] | None = None,
 ) -> None:
     """Index rows ``[h.covered, end)`` of ``view`` (mirror generation ``gen``) in batches,
     each under the lock (keys already present are skipped, so a reloaded index can be caught
     up from the first row it lacks, and two threads catching up the same index never add a row
-    twice). Stops when the index moved to another generation: ``covered`` counts its rows."""
+    twice). Stops when the index moved to another generation, or between batches when ``halt``
+    says so (the store is closing: a 1M-event build would otherwise hold the close for its
+    whole length); ``covered`` counts its rows."""
     while True:
+        if halt is not None and halt():
+            return
         with h.lock:
             start = h.covered
             if h.generation != gen or h.frozen:
@@ -304,6 +309,9 @@ class AnnIndexes:
         self._worker: ThreadPoolExecutor | None = None
         self._closed = False
         self._stopping = False
+
+    def _halt(self) -> bool:
+        return self._stopping or self._closed
 
     @property
     def enabled(self) -> bool:
@@ -459,13 +467,13 @@ class AnnIndexes:
     def _build(self, kind: Kind) -> None:
         """A fresh index of the current mirror; built again if the mirrors were reloaded
         meanwhile (another process wrote), so a queued build is never lost."""
-        while not self._closed:
+        while not self._halt():
             gen, view = self._view_of(kind)
             epoch = self.epoch
             h = Hnsw(kind, _new_index(view.dims, kind == "chunk"), gen, epoch)
             self.builds += 1
             rows = matrix_rows(view, kind)
-            add_rows(h, view, gen, rows, self.settings.build_threads, BUILD_BATCH)
+            add_rows(h, view, gen, rows, self.settings.build_threads, BUILD_BATCH, self._halt)
             if self._install(h):
                 return
 
@@ -505,7 +513,9 @@ class AnnIndexes:
             rows = matrix_rows(view, h.kind)
             if rows <= h.covered:
                 return True
-            add_rows(h, view, gen, rows, self.settings.build_threads)
+            add_rows(h, view, gen, rows, self.settings.build_threads, halt=self._halt)
+            if self._halt():
+                return False
 
     # ---- persistence ----
 
