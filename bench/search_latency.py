@@ -37,8 +37,10 @@ import argparse
 import asyncio
 import json
 import shutil
+import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -313,7 +315,8 @@ async def build(
     if not (path / "written").is_file():
         shutil.rmtree(path, ignore_errors=True)
         path.mkdir(parents=True)
-        store = EmbeddedStore(path / "memory.db", ann=ann_settings("exact"))
+        # no mirror files while writing: the first open of the benchmark writes them
+        store = EmbeddedStore(path / "memory.db", ann=replace(ann_settings("exact"), persist=False))
         await store.open()
         rng = np.random.default_rng(seed)
         t0 = time.perf_counter()
@@ -424,6 +427,7 @@ async def measure(
 
 FIELDS = ("floor_summary", "floor", "route_ann", "search_ann", "route_exact", "search_exact")
 WARM_UP = 5
+OPEN_OUT = str(RESULTS / "search_latency_open.md")
 
 
 async def e2e(
@@ -492,6 +496,247 @@ def rss_probe(path: str) -> None:
         }
 
     print(json.dumps(asyncio.run(go())))
+
+
+# ---------------------------------------------------------------- open and catch-up
+
+
+def open_probe(path: str, files: bool, exact: bool) -> None:
+    """Child process: open the store with or without its mirror files, a few routes, RSS."""
+    import gc
+
+    async def go() -> dict[str, float]:
+        before = rss_bytes()
+        mode = "exact" if exact else "auto"
+        store = EmbeddedStore(Path(path), ann=AnnSettings(mode=mode, mirror_files=files))
+        t0 = time.perf_counter()
+        await store.open()
+        opened_s = time.perf_counter() - t0
+        db = store._database
+        indexed = all(db.ann.index(k, db.generation) is not None for k in ("summary", "chunk"))
+        q = unit(np.random.default_rng(1).standard_normal(DIMS))
+        t0 = time.perf_counter()
+        await store.route("summary", q, EMPTY_FILTERS, frozenset(), ROUTE_LIMIT)
+        first_route_s = time.perf_counter() - t0
+        for _ in range(5):
+            await store.route("summary", q, EMPTY_FILTERS, frozenset(), ROUTE_LIMIT)
+            await store.route("chunk", q, EMPTY_FILTERS, frozenset(), ROUTE_LIMIT)
+        gc.collect()
+        after = rss_bytes()
+        view, ents = db.events, db.entities
+        used = (view.n + view.nc + sum(v.n for v in ents.values())) * view.dims * 4
+        out = {
+            "before": before,
+            "after": after,
+            "used": used,
+            "open_s": opened_s,
+            "first_route_s": first_route_s,
+            "indexed": float(indexed),
+            "full_loads": db.full_loads,
+            "rows_read": db.rows_read,
+        }
+        t0 = time.perf_counter()
+        await store.close()  # waits for a mirror file write the open started
+        out["close_s"] = time.perf_counter() - t0
+        return out
+
+    print(json.dumps(asyncio.run(go())))
+
+
+def foreign_write(path: str, count: int, seed: int, vectors: str) -> None:
+    """Child process: another writer on the same file saves ``count`` events (one plan) and
+    forgets one older event, as `mnemoql import` beside a running server would."""
+
+    async def go() -> None:
+        store = EmbeddedStore(Path(path), ann=AnnSettings(mode="exact"))
+        await store.open()
+        try:
+            view = store._database.events
+            rng = np.random.default_rng(seed)
+            plan, _, _ = make_plan(rng, view.n, count, False, VECTOR_MODELS[vectors]())
+            await store.apply_save(plan)
+            live = np.flatnonzero(view.live[: view.n])
+            await store.forget(view.ids[int(live[int(rng.integers(0, live.size))])])
+        finally:
+            await store.close()
+
+    asyncio.run(go())
+
+
+def child(*argv: str) -> str:
+    out = subprocess.run(
+        [sys.executable, "-m", "bench.search_latency", *argv],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=str(Path(__file__).resolve().parents[1]),
+    )
+    return out.stdout.strip().splitlines()[-1] if out.stdout.strip() else ""
+
+
+def open_once(path: Path, files: bool, exact: bool) -> dict[str, float]:
+    flags = ["--files" if files else "--no-files"] + (["--exact"] if exact else [])
+    data: dict[str, float] = json.loads(child("--open-probe", str(path / "memory.db"), *flags))
+    return data
+
+
+def readyz_once(path: Path) -> float:
+    """Seconds from spawning `mnemoql serve --data-dir path` to /readyz 200."""
+    from bench.startup import base_env, free_port, wait_for
+
+    port = free_port()
+    env = {**base_env(), "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    cmd = [sys.executable, "-m", "web.cli", "serve", "--data-dir", str(path), "--port", str(port)]
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(
+        [*cmd, "--log-level", "warning"], env=env, stdout=subprocess.DEVNULL, stderr=sys.stderr
+    )
+    try:
+        return wait_for(port, "/readyz", t0, proc, 600.0, 0.05)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(120)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _full_reload(db: Any) -> None:
+    """The catch-up before the mirror files (round 2): every mirror reloaded from SQLite."""
+    db._version = db._data_version()
+    db._load_mirrors()
+    db.caught_up += 1
+
+
+async def catch_ups(path: Path, args: argparse.Namespace) -> dict[str, list[float]]:
+    """One store open in this process; another process writes ``--foreign-events`` events and
+    forgets one, then the next route is timed: alternately with the incremental catch-up and
+    with the full reload of round 2 (forced), ``--catch-ups`` times each."""
+    out: dict[str, list[float]] = {"new": [], "old": [], "rows": [], "loads": [], "read": []}
+    store = EmbeddedStore(path / "memory.db", ann=ann_settings("exact" if args.exact else "auto"))
+    await store.open()
+    try:
+        db = store._database
+        q = unit(np.random.default_rng(2).standard_normal(DIMS))
+        for k in range(2 * args.catch_ups):
+            child(
+                "--foreign-write",
+                str(path / "memory.db"),
+                "--foreign-events",
+                str(args.foreign_events),
+                "--seed",
+                str(args.seed + 100 + k),
+                "--vectors",
+                args.vectors,
+            )
+            loads = db.full_loads
+            t0 = time.perf_counter()
+            if k % 2:
+                await store._call(_full_reload, db)
+            else:
+                await store._call(db.catch_up)  # the catch-up alone, then the route
+                out["read"].append(time.perf_counter() - t0)
+            await store.route("summary", q, EMPTY_FILTERS, frozenset(), ROUTE_LIMIT)
+            took = time.perf_counter() - t0
+            out["old" if k % 2 else "new"].append(took)
+            if not k % 2:
+                out["rows"].append(float(db.rows_read))
+                out["loads"].append(float(db.full_loads - loads))
+    finally:
+        await store.close()
+    return out
+
+
+def median(xs: Sequence[float]) -> float:
+    return float(np.median(np.asarray(xs))) if xs else float("nan")
+
+
+async def open_bench(args: argparse.Namespace) -> str:
+    """Open time with the mirror files against the SQLite load, /readyz of `mnemoql serve`,
+    and the first route after another process's commit, per size."""
+    started, load_at_start = time.perf_counter(), load_average()
+    rows: list[list[str]] = []
+    notes: list[str] = []
+    for size in [int(s) for s in args.sizes.split(",")]:
+        path = corpus_path(args.vectors, args.seed, size)
+        model = VECTOR_MODELS[args.vectors]()
+        await build(path, size, model, args.seed, args.build_threads, index=not args.exact)
+        work = Path(f"/tmp/mnemoql-open-{size}")
+        shutil.rmtree(work, ignore_errors=True)
+        shutil.copytree(path, work)  # the catch-ups write to it: never to the cached corpus
+        first = open_once(work, True, args.exact)  # no files yet: a full load writing them
+        how = "loaded from SQLite and wrote" if first["full_loads"] else "found"
+        files = work / "memory.db.mirror"
+        notes.append(
+            f"- {size:,} events: the first open with mirror files enabled {how} the files in "
+            f"{first['open_s']:.1f} s (close waited {first['close_s']:.1f} s for a background "
+            f"write); files {mb(sum(p.stat().st_blocks * 512 for p in files.rglob('*')))} on disk"
+        )
+        print(notes[-1], file=sys.stderr, flush=True)
+        old, new = [], []
+        for _ in range(args.opens):
+            old.append(open_once(work, False, args.exact))
+            new.append(open_once(work, True, args.exact))
+            print(old[-1], new[-1], file=sys.stderr, flush=True)
+        load = load_average()
+        ready, empty = [], []
+        for _ in range(0 if args.exact else args.opens):  # beside an empty memory, alternating
+            ready.append(readyz_once(work))
+            blank = Path(tempfile.mkdtemp(prefix="mnemoql-empty-"))
+            empty.append(readyz_once(blank))
+            shutil.rmtree(blank, ignore_errors=True)
+        print("readyz", ready, file=sys.stderr, flush=True)
+        caught = await catch_ups(work, args)
+        print(caught, file=sys.stderr, flush=True)
+
+        def med(runs: list[dict[str, float]], key: str) -> float:
+            return median([r[key] for r in runs])
+
+        rows.append(
+            [
+                f"{size:,}",
+                f"{med(old, 'open_s'):.2f} ({min(r['open_s'] for r in old):.2f})",
+                f"{med(new, 'open_s'):.2f} ({min(r['open_s'] for r in new):.2f})",
+                f"{med(new, 'full_loads'):.0f} / {med(new, 'rows_read'):.0f}",
+                f"{med(old, 'after') / med(old, 'used'):.2f}x / "
+                f"{med(new, 'after') / med(new, 'used'):.2f}x",
+                f"{median(ready):.2f} ({median(empty):.2f})" if ready else "not measured",
+                f"{median(caught['old']):.2f}",
+                f"{median(caught['new']):.3f} ({median(caught['rows']):.0f} rows read in "
+                f"{median(caught['read']):.3f} s, {sum(caught['loads']):.0f} full loads)",
+                load,
+            ]
+        )
+        print(rows[-1], file=sys.stderr, flush=True)
+        shutil.rmtree(work, ignore_errors=True)
+    head = (
+        "# Opening a large embedded memory, and catching up with another writer\n\n"
+        f"Command: `{command_line()}`\n\n"
+        f"Commit {git_rev()}; {machine_line(load_at_start)}; {args.vectors} vectors; each "
+        f"figure the median of {args.opens} fresh processes (open; the fastest in brackets), "
+        f"alternating between the SQLite load and the mirror files; catch-ups: another process "
+        f"saves {args.foreign_events} events and forgets one, then this process's next route is "
+        f"timed, {args.catch_ups} times each way, alternating; "
+        f"{'ANN off (`--exact`: a corpus written without its index)' if args.exact else 'ANN on'}"
+        "; wall time "
+        f"{time.perf_counter() - started:.0f} s; load average at the end {load_average()}.\n"
+    )
+    body = table(
+        [
+            "events",
+            "open, mirrors from SQLite s (round 2)",
+            "open, mirror files s",
+            "full loads / rows read from SQLite at that open",
+            "RSS / float32 vector bytes, SQLite / files",
+            "`mnemoql serve` to /readyz 200 s, files (an empty memory)",
+            "first route after another writer, full reload s (round 2)",
+            "same, incremental catch-up s",
+            "load average during",
+        ],
+        rows,
+    )
+    return head + "\n" + body + "\n\n" + "\n".join(notes) + "\n"
 
 
 def mb(x: float) -> str:
@@ -638,6 +883,18 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--out", default=str(RESULTS / "search_latency.md"))
     p.add_argument("--no-write", action="store_true")
     p.add_argument("--rss-probe", default="", help=argparse.SUPPRESS)
+    p.add_argument(
+        "--open", action="store_true", help="measure open, /readyz and catch-ups (open_bench)"
+    )
+    p.add_argument("--opens", type=int, default=3, help="fresh processes per way (--open)")
+    p.add_argument("--catch-ups", type=int, default=3, help="catch-ups per way (--open)")
+    p.add_argument("--foreign-events", type=int, default=1000, help="events per foreign write")
+    p.add_argument("--open-probe", default="", help=argparse.SUPPRESS)
+    p.add_argument("--files", action=argparse.BooleanOptionalAction, default=True)
+    p.add_argument(
+        "--exact", action="store_true", help="--open without ANN indexes (corpora written only)"
+    )
+    p.add_argument("--foreign-write", default="", help=argparse.SUPPRESS)
     return p.parse_args(argv)
 
 
@@ -654,6 +911,16 @@ def cli(argv: Sequence[str] | None = None) -> None:
     args = parse(argv)
     if args.rss_probe:
         rss_probe(args.rss_probe)
+        return
+    if args.open_probe:
+        open_probe(args.open_probe, args.files, args.exact)
+        return
+    if args.foreign_write:
+        foreign_write(args.foreign_write, args.foreign_events, args.seed, args.vectors)
+        return
+    if args.open:
+        out = args.out if args.out != str(RESULTS / "search_latency.md") else OPEN_OUT
+        publish(asyncio.run(open_bench(args)), out, write=not args.no_write)
         return
     if args.build_only or args.write_only:
         asyncio.run(build_all(args))

@@ -54,6 +54,10 @@ CONNECTIVITY, EXPANSION_ADD = 16, 64  # efConstruction 64: half the build CPU of
 # 0.9971 for chunks, for ~1.7x the search time (docs/DECISIONS.md, "Build speed")
 EXPANSION_SEARCH = 2
 INLINE_ROWS = 4096  # catch-ups up to this many rows run inline after a commit
+# after another process's commit the first route waits for the catch-up: more rows than this
+# go to the background thread (the exact scan covers them meanwhile; 1,000 events and their
+# chunks cost ~1 CPU second to add)
+FOREIGN_INLINE_ROWS = 256
 BATCH = 2048  # rows added per hold of a searched index's lock (searches wait at most one)
 BUILD_BATCH = 65_536  # rows per add call while a fresh index is built (nothing searches it)
 LOCK_WAIT_S = 0.25  # a search that cannot get the index this fast scans exactly instead
@@ -72,7 +76,8 @@ class AnnSettings:
         mode: ``auto`` (indexes above ``min_vectors``) or ``exact`` (always scan exactly).
         min_vectors: a matrix with fewer rows is scanned exactly and gets no index.
         overfetch: candidates fetched per row of the page, before filters and rescoring.
-        persist: keep the indexes beside the database file between runs.
+        persist: keep the indexes (and, with ``mirror_files``, the vector mirrors of a memory
+            of at least ``mirror_min_rows`` rows: ``_embedded_mirror``) beside the database.
         build_threads: threads of a background build (the inline catch-ups use one).
     """
 
@@ -81,14 +86,20 @@ class AnnSettings:
     overfetch: int = 10
     persist: bool = True
     build_threads: int = 1
+    mirror_files: bool = True
+    mirror_min_rows: int = 20_000
 
 
 # ---------------------------------------------------------------- database bookkeeping
 
 
 def ensure_tables(conn: sqlite3.Connection) -> str:
-    """Create the bookkeeping tables if missing; the database's vector epoch."""
-    conn.executescript(DDL)
+    """Create the bookkeeping tables if missing; the database's vector epoch. Statement by
+    statement (``executescript`` would commit a transaction in progress: a catch-up inside a
+    save's transaction comes here)."""
+    for statement in DDL.strip().split(";"):
+        if statement.strip():
+            conn.execute(statement)
     row = conn.execute("SELECT value FROM ann_state WHERE key = 'epoch'").fetchone()
     if row is not None:
         return str(row[0])
@@ -139,10 +150,22 @@ def _new_index(dims: int, multi: bool) -> Any:
 class Hnsw:
     """One usearch index over a prefix of one mirror matrix, with the lock that serialises
     its searches and edits. ``generation`` is the mirror generation its rows belong to (-1
-    while the mirrors are being reloaded), ``epoch`` the vector epoch of its vectors."""
+    while the mirrors are being reloaded), ``epoch`` the vector epoch of its vectors.
+
+    A *frozen* index is a saved file memory-mapped read-only (``Index.restore(view=True)``,
+    no time at open): it only searches. Nothing edits it (usearch crashes on that): keys to
+    remove and entity rows filled in meanwhile are kept in ``removals`` / ``refill``, rows
+    beyond ``covered`` wait (the exact scan covers them), until ``AnnIndexes._thaw`` swaps in
+    a mutable copy on the background thread and applies them."""
 
     def __init__(
-        self, kind: Kind, index: Any, generation: int, epoch: str, covered: int = 0
+        self,
+        kind: Kind,
+        index: Any,
+        generation: int,
+        epoch: str,
+        covered: int = 0,
+        frozen: bool = False,
     ) -> None:
         self.kind = kind
         self.index = index
@@ -150,6 +173,24 @@ class Hnsw:
         self.epoch = epoch
         self.covered = covered
         self.lock = threading.Lock()
+        self.frozen = frozen
+        self.removals: list[npt.NDArray[np.uint64]] = []
+        self.refill: list[int] = []
+        self.source: tuple[Path, tuple[int, int, int]] | None = None  # the mapped file
+
+    def remove(self, keys: npt.NDArray[np.uint64]) -> None:
+        """Remove ``keys`` (absent ones ignored), or note them while frozen; under ``lock``."""
+        if not keys.size:
+            return
+        if self.frozen:
+            self.removals.append(keys)
+            return
+        _remove_keys(self.index, keys)
+
+    def pending_removals(self) -> npt.NDArray[np.uint64]:
+        if not self.removals:
+            return np.zeros(0, dtype=np.uint64)
+        return np.unique(np.concatenate(self.removals))
 
     def search(self, query: F32, count: int) -> npt.NDArray[np.uint64] | None:
         """Up to ``count`` keys, best first (several per event in the chunk index); None when
@@ -214,15 +255,20 @@ def add_rows(
     end: int,
     threads: int = 1,
     batch: int = BATCH,
+    halt: Callable[[], bool] | None = None,
 ) -> None:
     """Index rows ``[h.covered, end)`` of ``view`` (mirror generation ``gen``) in batches,
     each under the lock (keys already present are skipped, so a reloaded index can be caught
     up from the first row it lacks, and two threads catching up the same index never add a row
-    twice). Stops when the index moved to another generation: ``covered`` counts its rows."""
+    twice). Stops when the index moved to another generation, or between batches when ``halt``
+    says so (the store is closing: a 1M-event build would otherwise hold the close for its
+    whole length); ``covered`` counts its rows."""
     while True:
+        if halt is not None and halt():
+            return
         with h.lock:
             start = h.covered
-            if h.generation != gen:
+            if h.generation != gen or h.frozen:
                 return
             if start >= end:
                 return
@@ -261,6 +307,9 @@ class AnnIndexes:
         self._worker: ThreadPoolExecutor | None = None
         self._closed = False
         self._stopping = False
+
+    def _halt(self) -> bool:
+        return self._stopping or self._closed
 
     @property
     def enabled(self) -> bool:
@@ -307,10 +356,12 @@ class AnnIndexes:
 
     # ---- database thread ----
 
-    def opened(self, conn: sqlite3.Connection) -> None:
-        """After the mirrors loaded: adopt the saved indexes that are still valid, and queue
-        whatever is missing or behind."""
-        self.epoch = ensure_tables(conn)
+    def opened(self, conn: sqlite3.Connection, epoch: str | None = None) -> None:
+        """After the mirrors loaded (of vector epoch ``epoch``, by default the database's):
+        adopt the saved indexes that are still valid, and queue whatever is missing or
+        behind."""
+        latest = ensure_tables(conn)
+        self.epoch = latest if epoch is None else epoch
         if not self.enabled:
             return
         saved = self._load_saved(forgotten(conn)) if self.settings.persist else {}
@@ -320,11 +371,12 @@ class AnnIndexes:
             if h is not None:
                 h.generation = gen
                 self._indexes[kind] = h
+                self._submit(kind, functools.partial(self._thaw, kind))
         self.synced()
 
-    def synced(self) -> None:
-        """After the mirrors grew: index the new rows (inline when few), build what crossed
-        the threshold."""
+    def synced(self, inline: int = INLINE_ROWS) -> None:
+        """After the mirrors grew: index the new rows (inline when at most ``inline``, else on
+        the background thread), build what crossed the threshold."""
         if not self.enabled:
             return
         for kind in KINDS:
@@ -342,7 +394,7 @@ class AnnIndexes:
                         self._indexes[kind] = h
                 else:
                     self._submit(kind, functools.partial(self._build, kind))
-            elif rows - h.covered <= INLINE_ROWS and kind not in self._pending:
+            elif rows - h.covered <= inline and kind not in self._pending:
                 add_rows(h, view, gen, rows)
             else:
                 self._submit(kind, functools.partial(self._catch_up, kind))
@@ -352,7 +404,25 @@ class AnnIndexes:
         h = self._indexes.get(kind)
         if h is not None and seqs.size:
             with h.lock:
-                h.index.remove(seqs.astype(np.uint64))
+                h.remove(seqs.astype(np.uint64))
+
+    def filled(self, kind: Kind, rows: list[int]) -> None:
+        """Entity rows that had no vector got one in place (a merge): rows below ``covered``
+        are added here, as no catch-up goes back to them (rows above it follow anyway)."""
+        gen, view = self._view_of(kind)
+        h = self.index(kind, gen)
+        if h is None or not rows:
+            return
+        with h.lock:
+            if h.frozen:
+                h.refill += rows
+                return
+            below = np.asarray([r for r in rows if r < h.covered], dtype=np.int64)
+            if below.size:
+                keys = view.seqs[below].astype(np.uint64)
+                fresh = ~np.asarray(h.index.contains(keys), dtype=np.bool_).reshape(-1)
+                if fresh.any():
+                    h.index.add(keys[fresh], view.vecs[below][fresh], threads=1)
 
     def detach(self) -> None:
         """Before the mirrors are reloaded (rows renumbered): no search uses an index until
@@ -361,14 +431,16 @@ class AnnIndexes:
             with h.lock:
                 h.generation = -1
 
-    def reloaded(self, conn: sqlite3.Connection) -> None:
+    def reloaded(self, conn: sqlite3.Connection, epoch: str | None = None) -> None:
         """After the mirrors were reloaded from the database (another process wrote to it;
         re-vectorize, restore, a new width here). Keys are seqs, so an index of the same
         vector epoch stays valid: the keys of nodes forgotten meanwhile leave it, ``covered``
         moves to the first new row it lacks, and the rows from there on are added (inline
         when few). A changed epoch (re-vectorize or restore, here or elsewhere) or a changed
-        width drops the indexes and queues fresh builds."""
-        epoch = ensure_tables(conn)
+        width drops the indexes and queues fresh builds. ``epoch``: that of the reloaded
+        mirrors (by default the database's)."""
+        latest = ensure_tables(conn)
+        epoch = latest if epoch is None else epoch
         gen = self._views()[0]
         if epoch != self.epoch:
             with self._guard:
@@ -383,11 +455,8 @@ class AnnIndexes:
                         self._indexes.pop(kind, None)
                     continue
                 with h.lock:
-                    if gone.size:
-                        present = np.asarray(h.index.contains(gone), dtype=np.bool_).reshape(-1)
-                        if present.any():
-                            h.index.remove(gone[present])
-                    h.covered = _first_missing(h.index, view, kind)
+                    h.remove(gone)
+                    h.covered = _first_missing(h.index, view, kind, h.pending_removals())
                     h.generation = gen
         self.synced()
 
@@ -396,13 +465,13 @@ class AnnIndexes:
     def _build(self, kind: Kind) -> None:
         """A fresh index of the current mirror; built again if the mirrors were reloaded
         meanwhile (another process wrote), so a queued build is never lost."""
-        while not self._closed:
+        while not self._halt():
             gen, view = self._view_of(kind)
             epoch = self.epoch
             h = Hnsw(kind, _new_index(view.dims, kind == "chunk"), gen, epoch)
             self.builds += 1
             rows = matrix_rows(view, kind)
-            add_rows(h, view, gen, rows, self.settings.build_threads, BUILD_BATCH)
+            add_rows(h, view, gen, rows, self.settings.build_threads, BUILD_BATCH, self._halt)
             if self._install(h):
                 return
 
@@ -422,7 +491,7 @@ class AnnIndexes:
         gen, _ = self._view_of(kind)
         h = self.index(kind, gen)
         if h is not None and self._follow(h):
-            self._save(h)
+            self._save_if_changed(h)
 
     def _install(self, h: Hnsw) -> bool:
         if not self._follow(h):
@@ -442,7 +511,9 @@ class AnnIndexes:
             rows = matrix_rows(view, h.kind)
             if rows <= h.covered:
                 return True
-            add_rows(h, view, gen, rows, self.settings.build_threads)
+            add_rows(h, view, gen, rows, self.settings.build_threads, halt=self._halt)
+            if self._halt():
+                return False
 
     # ---- persistence ----
 
@@ -453,12 +524,22 @@ class AnnIndexes:
         except (OSError, ValueError):
             return {}
 
+    def _save_if_changed(self, h: Hnsw) -> None:
+        """Save ``h`` unless its file already holds this epoch and as many vectors (a 1M-event
+        index is over a gigabyte: a catch-up that added nothing writes nothing)."""
+        manifest = self._manifest()
+        info = manifest.get("indexes", {}).get(h.kind, {})
+        if manifest.get("epoch") != h.epoch or info.get("vectors") != len(h.index):
+            self._save(h)
+
     def _save(self, h: Hnsw) -> None:
         if not self.settings.persist or self._closed:
             return
         self.dir.mkdir(parents=True, exist_ok=True)
         path, tmp = self.dir / f"{h.kind}.usearch", self.dir / f"{h.kind}.usearch.tmp"
         with h.lock:
+            if h.frozen:  # the file itself, unchanged
+                return
             h.index.save(str(tmp))
             count = len(h.index)
         os.replace(tmp, path)
@@ -484,21 +565,49 @@ class AnnIndexes:
             if kind not in KINDS or not path.is_file() or path.stat().st_size != info.get("bytes"):
                 continue
             try:
-                index = Index.restore(str(path))
+                index = Index.restore(str(path), view=True)  # mapped: thawed in the background
             except Exception as exc:  # a torn or foreign file: rebuild instead
                 log.warning("ignoring the saved %s index: %s", kind, exc)
                 continue
             if index is None:
                 continue
-            # not kept in the file (restored at 128); usearch has the setter, its stub hides it
-            index.expansion_add = EXPANSION_ADD  # type: ignore[misc]
-            if gone.size:
-                index.remove(gone)
             gen, view = self._view_of(kind)
             if index.ndim != view.dims:
                 continue
-            out[kind] = Hnsw(kind, index, gen, self.epoch, _first_missing(index, view, kind))
+            covered = _first_missing(index, view, kind, gone, bisect=True)
+            h = Hnsw(kind, index, gen, self.epoch, covered, frozen=True)
+            h.removals.append(gone)
+            h.source = (path, _identity(path))
+            out[kind] = h
         return out
+
+    def _thaw(self, kind: Kind) -> None:
+        """Swap a frozen index for a mutable copy, apply what waited, then catch up. The copy,
+        the removals noted so far and the check of every key run outside the lock (the copy
+        is not searched yet, the mapped file never changes): searches go on meanwhile."""
+        h = self._indexes.get(kind)
+        if h is None or not h.frozen:
+            return
+        index = _mutable_copy(h)
+        # not kept in the file (restored at 128); usearch has the setter, its stub hides it
+        index.expansion_add = EXPANSION_ADD
+        with h.lock:
+            noted = len(h.removals)
+            early = h.pending_removals()
+        _remove_keys(index, early)
+        gen, view = self._view_of(kind)
+        exact = _first_missing(index, view, kind)  # every key checked (the open bisected)
+        with h.lock:
+            late = h.removals[noted:]
+            if late:
+                _remove_keys(index, np.unique(np.concatenate(late)))
+            h.index, h.frozen, h.removals = index, False, []
+            refill, h.refill = h.refill, []
+            if h.generation == gen:
+                h.covered = min(h.covered, exact)
+        if refill:
+            self.filled(kind, refill)
+        self._resume(kind)
 
     def flush(self) -> None:
         """Wait until no background build or catch-up is queued (benchmarks, tests)."""
@@ -518,17 +627,57 @@ class AnnIndexes:
             worker.shutdown(wait=True, cancel_futures=True)
         for h in list(self._indexes.values()):
             try:
-                manifest = self._manifest()
-                info = manifest.get("indexes", {}).get(h.kind, {})
-                if manifest.get("epoch") != h.epoch or info.get("vectors") != len(h.index):
-                    self._save(h)
+                self._save_if_changed(h)
             except OSError as exc:
                 log.warning("could not save the %s index: %s", h.kind, exc)
         self._closed = True
 
 
-def _first_missing(index: Any, view: EventView | EntityView, kind: Kind) -> int:
-    """The first mirror row whose key the index lacks (the rows to catch up start there)."""
+def _remove_keys(index: Any, keys: npt.NDArray[np.uint64]) -> None:
+    if keys.size:
+        present = np.asarray(index.contains(keys), dtype=np.bool_).reshape(-1)
+        if present.any():
+            index.remove(keys[present])
+
+
+def _identity(path: Path) -> tuple[int, int, int]:
+    st = path.stat()
+    return st.st_ino, st.st_size, st.st_mtime_ns
+
+
+def _mutable_copy(h: Hnsw) -> Any:
+    """A mutable copy of a frozen index: read again from its file, which releases the GIL
+    (``Index.copy()`` of the mapped view holds it: 1.7 s for a 300k-event chunk index, with
+    every request of the process waiting), unless the file was replaced since (another process
+    saved over it), when only the copy gives the same keys."""
+    from usearch.index import Index
+
+    if h.source is not None:
+        path, ident = h.source
+        try:
+            if _identity(path) == ident:
+                index = Index.restore(str(path))
+                if index is not None and _identity(path) == ident:
+                    return index
+        except (OSError, RuntimeError, ValueError):
+            pass
+    return h.index.copy()
+
+
+def _first_missing(
+    index: Any,
+    view: EventView | EntityView,
+    kind: Kind,
+    absent: npt.NDArray[np.uint64] | None = None,
+    bisect: bool = False,
+) -> int:
+    """The first mirror row whose key the index lacks, or holds only among ``absent`` (keys
+    still to be removed from a frozen index): the rows to catch up start there.
+
+    ``bisect``: assume the index holds a prefix of the rows (it was built and caught up in
+    row order) and find its end with a binary search, instead of asking for every key (2.6M
+    keys at 1M events: seconds of the open). Only for event kinds: entity vectors filled in
+    place can leave holes. ``_thaw`` checks every key afterwards."""
     rows = matrix_rows(view, kind)
     if rows == 0:
         return 0
@@ -536,10 +685,28 @@ def _first_missing(index: Any, view: EventView | EntityView, kind: Kind) -> int:
     keys = keys[keep]
     if keys.size == 0:
         return rows
-    present = np.asarray(index.contains(keys), dtype=np.bool_).reshape(-1)
-    if present.all():
-        return rows
-    first_key = keys[int(np.argmin(present))]
+    if bisect and kind in ("summary", "chunk"):
+        lo, hi = 0, int(keys.size)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if bool(index.contains(int(keys[mid]))):
+                lo = mid + 1
+            else:
+                hi = mid
+        first = lo
+        if absent is not None and absent.size:
+            hit = np.flatnonzero(np.isin(keys[:first], absent))
+            first = int(hit[0]) if hit.size else first
+        if first >= keys.size:
+            return rows
+        first_key = keys[first]
+    else:
+        present = np.asarray(index.contains(keys), dtype=np.bool_).reshape(-1)
+        if absent is not None and absent.size:
+            present &= ~np.isin(keys, absent)
+        if present.all():
+            return rows
+        first_key = keys[int(np.argmin(present))]
     if kind == "chunk":
         assert isinstance(view, EventView)
         event_row = int(np.searchsorted(view.seqs[: view.n], first_key))

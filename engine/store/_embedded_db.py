@@ -46,7 +46,14 @@ from engine.models import (
 )
 from engine.store import _embedded_lexical as lexical
 from engine.store import _embedded_write as write
-from engine.store._embedded_ann import AnnIndexes, AnnSettings, new_epoch, record_forgotten
+from engine.store._embedded_ann import (
+    FOREIGN_INLINE_ROWS,
+    AnnIndexes,
+    AnnSettings,
+    ensure_tables,
+    new_epoch,
+    record_forgotten,
+)
 from engine.store._embedded_index import (
     EntityView,
     EventView,
@@ -58,7 +65,8 @@ from engine.store._embedded_index import (
     drop_event_rows,
     event_mask,
 )
-from engine.store._embedded_load import load_entities, load_events
+from engine.store._embedded_load import Loaded, advance, load_all, max_seq
+from engine.store._embedded_mirror import MirrorFiles
 from engine.store._embedded_query import (
     IN_SET,
     event_filter_sql,
@@ -113,7 +121,17 @@ class Database(OwnThread):
         # bumped whenever the mirrors are rebuilt (rows renumbered): an index's ``covered``
         # prefix belongs to one generation
         self.generation = 0
-        self.ann = AnnIndexes(ann or AnnSettings(), file, self._snapshot)
+        settings = ann or AnnSettings()
+        self.ann = AnnIndexes(settings, file, self._snapshot)
+        self.files = MirrorFiles(
+            file, settings.persist and settings.mirror_files, settings.mirror_min_rows
+        )
+        # every node with seq <= upto is in the mirrors (a forgotten one as a dead row), of
+        # vector epoch ``epoch``: a catch-up reads only what changed since (``advance``)
+        self.upto = 0
+        self.epoch = ""
+        self.full_loads = 0  # mirrors loaded from SQLite in full (tests count them)
+        self.rows_read = 0  # rows the last load or catch-up read from SQLite
         # PRAGMA data_version when the mirrors were last loaded: it changes only when another
         # connection (another process: `mnemoql import`, `restore`, `revectorize` beside a
         # running service) commits, never for this connection's own writes
@@ -138,12 +156,24 @@ class Database(OwnThread):
         if indexed:
             log.info("lexical index of %s: %d events indexed", self.file, indexed)
         self._version = self._data_version()
-        self._load_mirrors()
-        self.ann.opened(self._conn)
+        ensure_tables(self._conn)
+        try:
+            from_files = self._load_files()
+        except Exception:  # derived data: whatever went wrong, SQLite has the vectors
+            log.exception("could not use the vector mirror files of %s", self.file)
+            from_files = False
+        if not from_files:
+            self._load_mirrors()
+        self.ann.opened(self._conn, self.epoch)
 
     def close(self) -> None:
-        self.ann.close()
-        super().close()
+        try:
+            if self._conn is not None and self.files.stale(self._loaded(), closing=True):
+                self.files.write(self._conn, self._loaded(), wait=True)
+        finally:
+            self.files.close()
+            self.ann.close()
+            super().close()
 
     def ping(self) -> bool:
         return bool(self.conn.execute("SELECT 1").fetchone() == (1,))
@@ -154,15 +184,73 @@ class Database(OwnThread):
         return int(self.conn.execute("PRAGMA data_version").fetchone()[0])
 
     def catch_up(self) -> int:
-        """Reload the mirrors if another connection committed since they were loaded, so a
-        search never reads vectors the database no longer holds (or misses new ones); returns
-        ``caught_up``. Costs one PRAGMA when nothing changed."""
+        """Bring the mirrors up to date if another connection committed since they were
+        loaded, so a search never reads vectors the database no longer holds (or misses new
+        ones); returns ``caught_up``. Costs one PRAGMA when nothing changed, and otherwise
+        reads only what changed (``_embedded_load.advance``)."""
         version = self._data_version()
         if version != self._version:
             self._version = version
-            self._load_mirrors()
+            self._advance()
             self.caught_up += 1
         return self.caught_up
+
+    def _loaded(self) -> Loaded:
+        return Loaded(self.events, self.entities, self.upto, self.epoch)
+
+    def _advance(self) -> None:
+        """Read only what another writer changed; a full reload when that cannot do (a new
+        vector epoch or width, a reused seq)."""
+        if self._dims() != self.events.dims:
+            self._load_mirrors()
+            return
+        got = advance(self.conn, self._loaded())
+        if got is None:
+            self._load_mirrors()
+            return
+        self.events, self.upto, self.rows_read = got.events, got.upto, got.rows
+        for label, view in got.entities.items():
+            self.entities[label] = view
+        for kind, seqs in got.dropped.items():
+            self.ann.dropped(kind, seqs)
+        for kind, rows in got.filled.items():
+            self.ann.filled(kind, rows)
+        self.ann.synced(FOREIGN_INLINE_ROWS)
+        self._maybe_write_files()
+
+    def _load_files(self) -> bool:
+        """The mirrors from their files and the rows SQLite changed since; False when the
+        files are missing or disagree with the database (the caller loads in full)."""
+        dims = self._dims()
+        epoch = ensure_tables(self.conn)
+        got = self.files.read(self.conn, dims, epoch)
+        if got is None:
+            return False
+        mostly_new = max_seq(self.conn) - got.upto > got.events.n  # the block load is faster
+        caught = None if mostly_new else advance(self.conn, got)
+        if caught is None or not self._counts_agree(caught):
+            log.info("the vector mirror files of %s are behind: loading from SQLite", self.file)
+            self.files.rows = -1
+            return False
+        self.events, self.upto, self.epoch = caught.events, caught.upto, caught.epoch
+        self.entities.update(caught.entities)
+        self.rows_read = caught.rows
+        self.generation += 1
+        self._maybe_write_files()
+        return True
+
+    def _counts_agree(self, got: Loaded) -> bool:
+        """The live event rows are exactly the database's events up to ``upto``."""
+        view = got.events
+        live = int(view.live[: view.n].sum())
+        row = self.conn.execute(
+            "SELECT COUNT(*) FROM nodes WHERE label = 'Event' AND seq <= ?", (got.upto,)
+        ).fetchone()
+        return int(row[0]) == live
+
+    def _maybe_write_files(self) -> None:
+        if not self.conn.in_transaction and self.files.stale(self._loaded()):
+            self.files.write(self.conn, self._loaded())
 
     def _dims(self) -> int:
         meta = self.get_meta()
@@ -183,12 +271,19 @@ class Database(OwnThread):
         again = self.generation > 0
         if again:
             self.ann.detach()
-        self.events = load_events(self.conn, dims)
-        for label in ENTITY_LABELS:
-            self.entities[label] = load_entities(self.conn, label, dims)
+        got = load_all(self.conn, dims)
+        self.events, self.upto, self.epoch, self.rows_read = (
+            got.events,
+            got.upto,
+            got.epoch,
+            got.rows,
+        )
+        self.entities.update(got.entities)
         self.generation += 1
+        self.full_loads += 1
         if again:
-            self.ann.reloaded(self.conn)
+            self.ann.reloaded(self.conn, self.epoch)
+        self._maybe_write_files()
 
     # ------------------------------------------------------------ writes
 
@@ -208,7 +303,8 @@ class Database(OwnThread):
         return out
 
     def apply_save(self, plan: SavePlan) -> SaveResult:
-        written = self._write(write.apply_save, plan)
+        self.catch_up()  # the new rows go after every row another writer committed
+        written, upto = self._write(self._save, plan)
         if written.meta is not None and written.meta.dimensions != self.events.dims:
             self._load_mirrors()  # first save fixes the dimension: rebuild at that width
             return written.result
@@ -217,12 +313,38 @@ class Database(OwnThread):
             for ev in written.events:
                 ev.seq = seq_of[ev.id]
             self.events = append_events(self.events, written.events)
+            filled: dict[str, list[int]] = {}
             for label, items in written.entities.items():
-                self.entities[label] = append_entities(self.entities[label], items, seq_of)
+                view = self.entities[label]
+                filled[label] = [
+                    row
+                    for node_id, vec in items
+                    if vec is not None
+                    and (row := view.row_of.get(node_id, -1)) >= 0
+                    and not view.has_vec[row]
+                    and int(view.seqs[row]) == seq_of.get(node_id, -1)
+                ]
+                self.entities[label] = append_entities(view, items, seq_of)
+            self.upto = upto
         except Exception:
             self._load_mirrors()  # the commit stands; never leave the mirrors behind it
+            filled = {}
+        for kind, rows in filled.items():
+            self.ann.filled(kind, rows)
         self.ann.synced()
+        self._maybe_write_files()
         return written.result
+
+    def _save(self, conn: sqlite3.Connection, plan: SavePlan) -> tuple[write.Written, int]:
+        """The save transaction. Another writer that committed between ``catch_up`` and this
+        transaction's lock is caught up here first (it cannot commit while we hold it), so
+        every node up to the highest seq at our commit is in the mirrors afterwards."""
+        if self._data_version() != self._version:
+            self._version = self._data_version()
+            self._advance()
+            self.caught_up += 1
+        written = write.apply_save(conn, plan)
+        return written, max_seq(conn)
 
     def _seqs(self, written: write.Written) -> dict[str, int]:
         ids = [e.id for e in written.events] + [i for v in written.entities.values() for i, _ in v]

@@ -10,18 +10,29 @@ bench/results/search_latency.md ("open").
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from engine.models import EntityLabel
+from engine.models import ENTITY_LABELS, EntityLabel
 from engine.store._embedded_index import (
+    F32,
+    I64,
     EntityView,
     EventView,
+    NewEvent,
+    append_entities,
+    append_events,
     build_entity_view,
     capacity,
     date_key,
+    drop_entity_rows,
+    drop_event_rows,
     event_view_from_arrays,
 )
+from engine.store._embedded_query import IN_SET, json_set
 from engine.store._embedded_schema import blob_vec
 
 BLOCK = 20_000
@@ -95,3 +106,187 @@ def load_entities(conn: sqlite3.Connection, label: EntityLabel, dims: int) -> En
     ).fetchall()
     seq_of = {i: q for i, _, q in rows}
     return build_entity_view(dims, [(i, blob_vec(b)) for i, b, _ in rows], seq_of)
+
+
+# ---------------------------------------------------------------- snapshots and catch-ups
+
+
+@contextmanager
+def read_snapshot(conn: sqlite3.Connection) -> Iterator[None]:
+    """The statements inside see one committed state of the database (a read transaction;
+    inside a write transaction already, that one)."""
+    if conn.in_transaction:
+        yield
+        return
+    conn.execute("BEGIN")
+    try:
+        yield
+    finally:
+        if conn.in_transaction:
+            conn.execute("COMMIT")
+
+
+def max_seq(conn: sqlite3.Connection) -> int:
+    return int(conn.execute("SELECT COALESCE(MAX(seq), 0) FROM nodes").fetchone()[0])
+
+
+def epoch_of(conn: sqlite3.Connection) -> str:
+    row = conn.execute("SELECT value FROM ann_state WHERE key = 'epoch'").fetchone()
+    return "" if row is None else str(row[0])
+
+
+@dataclass(slots=True)
+class Loaded:
+    """Mirrors and what they hold: every node with ``seq <= upto`` of vector epoch ``epoch``
+    (a forgotten one as a dead row). ``rows`` counts the rows read from SQLite (tests and
+    benchmarks); ``dropped`` the seqs marked dead and ``filled`` the entity rows given a vector
+    in place, per ANN kind."""
+
+    events: EventView
+    entities: dict[EntityLabel, EntityView]
+    upto: int
+    epoch: str
+    rows: int = 0
+    dropped: dict[str, I64] = field(default_factory=dict)
+    filled: dict[str, list[int]] = field(default_factory=dict)
+
+
+def load_all(conn: sqlite3.Connection, dims: int) -> Loaded:
+    """Every mirror from the database, in one read snapshot."""
+    with read_snapshot(conn):
+        epoch, upto = epoch_of(conn), max_seq(conn)
+        events = load_events(conn, dims)
+        entities = {label: load_entities(conn, label, dims) for label in ENTITY_LABELS}
+    rows = events.n + events.nc + sum(v.n for v in entities.values())
+    return Loaded(events, entities, upto, epoch, rows)
+
+
+def _reused(conn: sqlite3.Connection, upto: int, got: Loaded) -> bool:
+    """True when a node holds the seq of a forgotten one (the newest node forgotten, the next
+    one given its seq) and the mirrors do not hold it as a live row: its row would sit among
+    the old ones, so only a full load places it."""
+    rows = conn.execute(
+        "SELECT f.seq, n.id, n.label FROM ann_forgotten f JOIN nodes n ON n.seq = f.seq "
+        "WHERE f.seq <= ?",
+        (upto,),
+    )
+    for seq, node_id, label in rows:
+        view: EventView | EntityView = got.events if label == "Event" else got.entities[label]
+        row = view.row_of.get(node_id)
+        if row is None or row >= view.n or int(view.seqs[row]) != seq:
+            return True
+        if isinstance(view, EventView) and not view.live[row]:
+            return True
+    return False
+
+
+def _rows_with(seqs: I64, n: int, dead: I64) -> I64:
+    """Rows ``< n`` whose seq is one of ``dead`` (``seqs`` ascending; a seq may repeat)."""
+    if dead.size == 0 or n == 0:
+        return np.zeros(0, np.int64)
+    lo = np.searchsorted(seqs[:n], dead, side="left")
+    hi = np.searchsorted(seqs[:n], dead, side="right")
+    hit = hi > lo
+    if not hit.any():
+        return np.zeros(0, np.int64)
+    return np.concatenate([np.arange(a, b) for a, b in zip(lo[hit], hi[hit], strict=True)])
+
+
+def _new_events(conn: sqlite3.Connection, dims: int, upto: int) -> list[NewEvent]:
+    width = 4 * dims
+    chunks: dict[str, list[tuple[int, int, int, F32]]] = {}
+    for event_id, idx, start, end, blob in conn.execute(
+        "SELECT c.event_id, c.chunk_index, c.start_pos, c.end_pos, c.embedding FROM nodes n "
+        "JOIN chunks c ON c.event_id = n.id WHERE n.label = 'Event' AND n.seq > ? "
+        "AND length(c.embedding) = ? ORDER BY n.seq, c.chunk_index",
+        (upto, width),
+    ):
+        chunks.setdefault(event_id, []).append((idx, start, end, np.frombuffer(blob, np.float32)))
+    out = []
+    for seq, node_id, date, blob in conn.execute(
+        "SELECT seq, id, create_date, embedding FROM nodes WHERE label = 'Event' AND seq > ? "
+        "ORDER BY seq",
+        (upto,),
+    ):
+        vec = np.frombuffer(blob, np.float32) if blob is not None and len(blob) == width else None
+        out.append(NewEvent(node_id, date or "", vec, chunks.get(node_id, []), int(seq)))
+    return out
+
+
+def _advance_entities(
+    conn: sqlite3.Connection, view: EntityView, label: EntityLabel, old: int, dead: I64
+) -> tuple[EntityView, I64, list[int], int]:
+    """New nodes appended, forgotten ones without their vector, and vectors another writer
+    gave a node that had none (a merge fills one in place: ``_merge_entity``)."""
+    rows = _rows_with(view.seqs, view.n, dead)
+    rows = rows[view.has_vec[rows]]
+    if rows.size:
+        view = drop_entity_rows(view, rows.tolist())
+    bare = [view.ids[r] for r in np.flatnonzero(~view.has_vec[: view.n]).tolist()]
+    items: list[tuple[str, F32 | None]] = []
+    seq_of: dict[str, int] = {}
+    filled: list[int] = []
+    if bare:
+        for node_id, blob, seq in conn.execute(
+            "SELECT id, embedding, seq FROM nodes WHERE label = ? AND seq <= ? "
+            f"AND embedding IS NOT NULL AND id IN {IN_SET}",
+            (label, old, json_set(bare)),
+        ):
+            row = view.row_of.get(node_id)
+            if row is not None and int(view.seqs[row]) == seq:
+                items.append((node_id, blob_vec(blob)))
+                seq_of[node_id] = int(seq)
+                filled.append(row)
+    for node_id, blob, seq in conn.execute(
+        "SELECT id, embedding, seq FROM nodes WHERE label = ? AND seq > ? ORDER BY seq",
+        (label, old),
+    ):
+        items.append((node_id, blob_vec(blob)))
+        seq_of[node_id] = int(seq)
+    dropped = view.seqs[rows] if rows.size else np.zeros(0, np.int64)
+    return append_entities(view, items, seq_of), dropped, filled, len(items)
+
+
+def advance(conn: sqlite3.Connection, got: Loaded) -> Loaded | None:
+    """The mirrors brought up to the database's committed state by reading only what changed
+    since ``got.upto``: nodes above it (and their chunks) appended, nodes listed in
+    ``ann_forgotten`` marked dead, entity vectors filled in. None when only a full load can
+    (the vector epoch changed: re-vectorize or restore; a forgotten seq was reused)."""
+    dims = got.events.dims
+    with read_snapshot(conn):
+        if epoch_of(conn) != got.epoch or _reused(conn, got.upto, got):
+            return None
+        dead = np.asarray(
+            [
+                r[0]
+                for r in conn.execute(
+                    "SELECT seq FROM ann_forgotten f WHERE seq <= ? AND NOT EXISTS "
+                    "(SELECT 1 FROM nodes n WHERE n.seq = f.seq)",
+                    (got.upto,),
+                )
+            ],
+            np.int64,
+        )
+        upto = max_seq(conn)
+        events = got.events
+        rows = _rows_with(events.seqs, events.n, dead)
+        rows = rows[events.live[rows]]
+        dropped: dict[str, I64] = {}
+        if rows.size:
+            events = drop_event_rows(events, rows.tolist())
+            dropped["summary"] = dropped["chunk"] = got.events.seqs[rows]
+        fresh = _new_events(conn, dims, got.upto) if upto > got.upto else []
+        count = len(fresh) + sum(len(e.chunks) for e in fresh)
+        events = append_events(events, fresh)
+        entities = dict(got.entities)
+        filled: dict[str, list[int]] = {}
+        for label in ENTITY_LABELS:
+            entities[label], gone, rows_filled, read = _advance_entities(
+                conn, entities[label], label, got.upto, dead
+            )
+            count += read
+            if gone.size:
+                dropped[label] = gone
+            if rows_filled:
+                filled[label] = rows_filled
+    return Loaded(events, entities, max(upto, got.upto), got.epoch, count, dropped, filled)

@@ -3,14 +3,16 @@ a stale copy, forget, re-vectorize or restore can never make serve a wrong vecto
 
 from __future__ import annotations
 
+import asyncio
 import shutil
+import threading
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from engine.models import EMPTY_FILTERS, Filters, MemoryMeta, SavePlan, VectorSet
-from engine.store._embedded_ann import AnnSettings
+from engine.store._embedded_ann import AnnIndexes, AnnSettings
 from engine.store.embedded import EmbeddedStore
 from tests.store._builders import chunks_for, concept, event, plan, rel
 
@@ -149,13 +151,16 @@ async def test_a_copy_made_mid_write_catches_up_and_drops_forgotten_keys(
     copy = await opened(tmp_path / "copy")
     try:
         db = copy._database
-        h = index_of(copy, "summary")
-        assert h is not None and h.covered == db.events.n  # type: ignore[attr-defined]
-        assert not h.index.contains(5)  # type: ignore[attr-defined]  # event_5's seq
-        hits = await copy.route("summary", new_vec, EMPTY_FILTERS, frozenset(), 3)
-        assert hits[0].event_id == reborn and hits[0].score == pytest.approx(1.0, abs=1e-5)
-        hits = await copy.route("summary", old_vec, EMPTY_FILTERS, frozenset(), 40)
-        assert all(x.event_id not in ("event_5", last) for x in hits)
+        for thawed in (False, True):  # the saved file mapped as it is, then its mutable copy
+            if thawed:
+                await asyncio.to_thread(db.ann.flush)
+                h = index_of(copy, "summary")
+                assert h is not None and h.covered == db.events.n  # type: ignore[attr-defined]
+                assert not h.index.contains(5)  # type: ignore[attr-defined]  # event_5's seq
+            hits = await copy.route("summary", new_vec, EMPTY_FILTERS, frozenset(), 3)
+            assert hits[0].event_id == reborn and hits[0].score == pytest.approx(1.0, abs=1e-5)
+            hits = await copy.route("summary", old_vec, EMPTY_FILTERS, frozenset(), 40)
+            assert all(x.event_id not in ("event_5", last) for x in hits)
         copy_memory(store, tmp_path / "copy2")  # the same copy, scanned exactly
         exact = await opened(tmp_path / "copy2", AnnSettings(mode="exact"))
         try:
@@ -339,3 +344,45 @@ async def test_a_forget_elsewhere_of_a_node_its_mirror_never_held_reaches_the_in
     finally:
         await mine.close()
         await other.close()
+
+
+async def test_a_frozen_saved_index_serves_and_takes_its_edits_when_thawed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A saved index is mapped read-only at open and copied in the background: saves and
+    forgets meanwhile wait (new rows scanned exactly, forgotten ones filtered), and the copy
+    takes them. usearch would crash on an edit of the mapped file."""
+    rng = np.random.default_rng(12)
+    path = tmp_path / "a"
+    store = await opened(path)
+    await store.apply_save(batch(rng, 150))
+    await store.close()
+    gate = threading.Event()
+    thaw = AnnIndexes._thaw
+
+    def held(self: AnnIndexes, kind: str) -> None:
+        gate.wait(30)
+        thaw(self, kind)
+
+    monkeypatch.setattr(AnnIndexes, "_thaw", held)
+    store = await opened(path)
+    exact = await opened(tmp_path / "x", AnnSettings(mode="exact"))
+    try:
+        await exact.apply_save(batch(np.random.default_rng(12), 150))
+        h = index_of(store, "summary")
+        assert h is not None and h.frozen  # type: ignore[attr-defined]
+        later = batch(rng, 40, day="2026-03-02")
+        for s in (store, exact):
+            await s.apply_save(later)
+            await s.forget("event_3")
+        assert h.frozen and h.covered == 150  # type: ignore[attr-defined]
+        await same_routes(exact, store, unit(rng, 6))
+        gate.set()
+        await asyncio.to_thread(store._database.ann.flush)
+        assert not h.frozen and h.covered == store._database.events.n  # type: ignore[attr-defined]
+        assert not h.index.contains(int(store._database.events.seqs[2]))  # type: ignore[attr-defined]
+        await same_routes(exact, store, unit(rng, 6))
+    finally:
+        gate.set()
+        await store.close()
+        await exact.close()
