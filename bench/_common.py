@@ -6,6 +6,7 @@ Nothing here is imported by the engine; the benches import the engine, never the
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import math
 import os
@@ -35,6 +36,16 @@ from engine.store.embedded import EmbeddedStore
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
+
+
+def neo4j_arguments(p: argparse.ArgumentParser, heap: str, page_cache: str) -> None:
+    """The options of a bench that runs on Neo4j: an external server (``--neo4j-uri``), or a
+    managed one started with this heap and page cache."""
+    p.add_argument("--neo4j-uri", default="")
+    p.add_argument("--neo4j-user", default="neo4j")
+    p.add_argument("--neo4j-password", default="")
+    p.add_argument("--heap", default=heap)
+    p.add_argument("--page-cache", default=page_cache)
 
 
 def data_dir() -> Path:

@@ -48,7 +48,16 @@ from typing import Any
 import httpx
 import numpy as np
 
-from bench._common import RESULTS, command_line, git_rev, load_average, machine_line, publish, table
+from bench._common import (
+    RESULTS,
+    command_line,
+    git_rev,
+    load_average,
+    machine_line,
+    neo4j_arguments,
+    publish,
+    table,
+)
 from bench.neo4j_vs_embedded import memory_on, neo4j_endpoint, settings_for
 from bench.search_latency import (
     PLAN_EVENTS,
@@ -347,11 +356,7 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--plain-queries", action="store_true",
         help="query texts without the identifier-like q<i> (no BM25 route: vector routes only)",
     )  # fmt: skip
-    p.add_argument("--neo4j-uri", default="")
-    p.add_argument("--neo4j-user", default="neo4j")
-    p.add_argument("--neo4j-password", default="")
-    p.add_argument("--heap", default="3g")
-    p.add_argument("--page-cache", default="4g")
+    neo4j_arguments(p, heap="3g", page_cache="4g")
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--out", default=str(RESULTS / "neo4j_spaces.md"))
     p.add_argument("--no-write", action="store_true")

@@ -46,7 +46,16 @@ from typing import Any, TypeVar
 import httpx
 import numpy as np
 
-from bench._common import RESULTS, command_line, git_rev, load_average, machine_line, publish, table
+from bench._common import (
+    RESULTS,
+    command_line,
+    git_rev,
+    load_average,
+    machine_line,
+    neo4j_arguments,
+    publish,
+    table,
+)
 from bench.search_latency import (
     DIMS,
     PLAN_EVENTS,
@@ -418,11 +427,7 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--vectors", default="uniform,text-like", help="vector models, each its own corpus"
     )
     p.add_argument("--no-writes", action="store_true", help="skip the write measurements")
-    p.add_argument("--neo4j-uri", default="")
-    p.add_argument("--neo4j-user", default="neo4j")
-    p.add_argument("--neo4j-password", default="")
-    p.add_argument("--heap", default="1g")
-    p.add_argument("--page-cache", default="1g")
+    neo4j_arguments(p, heap="1g", page_cache="1g")
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--out", default=str(RESULTS / "neo4j.md"))
     p.add_argument("--no-write", action="store_true")

@@ -69,12 +69,7 @@ class Side:
 
     def add(self, seconds: float, use: EmbedderUse) -> None:
         self.seconds += seconds
-        self.use = EmbedderUse(
-            self.use.calls + use.calls,
-            self.use.texts + use.texts,
-            self.use.busy_s + use.busy_s,
-            self.use.cpu_s + use.cpu_s,
-        )
+        self.use += use
 
 
 def _use(embedder: object) -> EmbedderUse:

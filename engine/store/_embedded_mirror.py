@@ -38,10 +38,11 @@ import shutil
 import sqlite3
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 import numpy.typing as npt
@@ -114,25 +115,27 @@ def _write_raw(path: Path, array: npt.NDArray[Any]) -> int:
     them): the file is mapped whole at open, and appends fill the tail in place."""
     flat = np.ascontiguousarray(array).reshape(-1).view(np.uint8)
     row = array.dtype.itemsize * int(np.prod(array.shape[1:], dtype=np.int64))
-    with open(path, "wb") as f:
+
+    def fill(f: BinaryIO) -> None:
         f.write(flat.data)
         f.truncate(capacity(array.shape[0]) * row)
-        f.flush()
-        os.fsync(f.fileno())
-    return path.stat().st_size
+
+    return _durable(path, fill)
 
 
 def _write_npz(path: Path, arrays: dict[str, npt.NDArray[Any]]) -> int:
-    with open(path, "wb") as f:
-        np.savez(f, **arrays)  # type: ignore[arg-type]
-        f.flush()
-        os.fsync(f.fileno())
-    return path.stat().st_size
+    return _durable(path, lambda f: np.savez(f, **arrays))  # type: ignore[arg-type]
 
 
 def _write_json(path: Path, value: Any) -> int:
+    body = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return _durable(path, lambda f: f.write(body))
+
+
+def _durable(path: Path, fill: Callable[[BinaryIO], object]) -> int:
+    """``path`` written by ``fill`` and on disk (fsync) before this returns; its size."""
     with open(path, "wb") as f:
-        f.write(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+        fill(f)
         f.flush()
         os.fsync(f.fileno())
     return path.stat().st_size
