@@ -27,7 +27,15 @@ def open_store(settings: Settings, space: str = DEFAULT_SPACE) -> Store:
     from engine.store.embedded import EmbeddedStore
 
     e = settings.embedded
-    ann = AnnSettings(e.ann, e.ann_min_vectors, e.ann_overfetch, build_threads=e.ann_build_threads)
+    ann = AnnSettings(
+        e.ann,
+        e.ann_min_vectors,
+        e.ann_overfetch,
+        persist=e.persist,
+        build_threads=e.ann_build_threads,
+        mirror_files=e.mirror_files,
+        mirror_min_rows=e.mirror_min_rows,
+    )
     # open() creates the directory; a failure there is a StoreUnavailable like any other
     return EmbeddedStore(settings.data_dir / "memory.db", space=space, ann=ann)
 

@@ -399,3 +399,30 @@ async def test_a_delete_the_files_cannot_know_of_costs_a_full_load(tmp_path: Pat
         await assert_like_a_full_load(again)
     finally:
         await again.close()
+
+
+@pytest.mark.parametrize(
+    ("environ", "files_written"),
+    [
+        ({"MNEMOQL_EMBEDDED__MIRROR_MIN_ROWS": "0"}, True),
+        ({"MNEMOQL_EMBEDDED__MIRROR_MIN_ROWS": "0", "MNEMOQL_EMBEDDED__MIRROR_FILES": "false"}, False),
+        ({"MNEMOQL_EMBEDDED__MIRROR_MIN_ROWS": "0", "MNEMOQL_EMBEDDED__PERSIST": "false"}, False),
+        ({}, False),  # 120 rows are below the default 20,000
+    ],
+)
+async def test_the_mirror_file_settings_reach_the_store(
+    tmp_path: Path, environ: dict[str, str], files_written: bool
+) -> None:
+    from engine.config import load_settings
+    from web.service import open_store
+
+    settings = load_settings({"MNEMOQL_DATA_DIR": str(tmp_path), **environ})
+    store = open_store(settings)
+    assert isinstance(store, EmbeddedStore)
+    await store.open()
+    try:
+        await store.apply_save(batch(np.random.default_rng(2), 40, "s"))
+    finally:
+        await store.close()  # a store that keeps files writes them on close
+    manifests = list((tmp_path / "memory.db.mirror").glob("*/manifest.json"))
+    assert bool(manifests) is files_written
