@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -31,6 +31,7 @@ from engine.models import (
 )
 from engine.store import _embedded_lexical as lexical
 from engine.store._embedded_index import F32, NewEvent, normalise
+from engine.store._embedded_query import IN_SET, json_set
 from engine.store._embedded_schema import (
     LABEL_RANK,
     META_SQL,
@@ -166,7 +167,7 @@ def apply_save(conn: sqlite3.Connection, plan: SavePlan) -> Written:
         labels[node_id] = "Event"
     lexical.index_saved(conn, plan.events, out.result.refs)
     merged: dict[str, list[str]] = {}
-    for ent in plan.entities:
+    for ent in [e if e.merge_into else _late_twin(conn, e) for e in plan.entities]:
         if ent.merge_into is not None:
             node_id = _merge_entity(conn, ent, merged, out)
         else:
@@ -290,6 +291,20 @@ def _insert_entity(
     _add_names(conn, node_id, ent.label, [ent.name, *aliases])
     out.entities.setdefault(ent.label, []).append((node_id, vec))
     return node_id
+
+
+def _late_twin(conn: sqlite3.Connection, ent: EntityDraft) -> EntityDraft:
+    """``ent`` as a merge into the entity of its label that already holds one of its names, if
+    there is one: the plan looked names up before this transaction, so another process may
+    have created the same person or concept since (a new entity is merged by name, never
+    created twice)."""
+    keys = {normalise_name(n) for n in (ent.name, *ent.aliases)} - {""}
+    row = conn.execute(
+        f"SELECT n.id FROM nodes n WHERE n.id IN (SELECT node_id FROM names "
+        f"WHERE label = ? AND norm IN {IN_SET}) ORDER BY n.seq LIMIT 1",
+        (ent.label, json_set(keys)),
+    ).fetchone()
+    return ent if row is None else replace(ent, merge_into=row[0])
 
 
 def _merge_entity(

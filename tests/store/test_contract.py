@@ -322,6 +322,43 @@ async def test_merge_into_adds_new_aliases_only(store: Store) -> None:
     assert nxt.refs["p"] == "person_2"
 
 
+async def test_a_new_entity_named_like_one_saved_since_the_plan_is_merged_into_it(
+    store: Store,
+) -> None:
+    # Two writers made their plans before either saved: both think "Alice" and "graph" are new.
+    # The second to commit merges into the first's nodes (by normalised name or alias, per
+    # label) instead of creating them twice.
+    first = await store.apply_save(
+        plan(
+            [event("e", axis(0))],
+            [person("p", "Alice", ["Ali"], axis(3)), concept("c", "Graph")],
+            [rel("PARTICIPATED_IN", "p", "e"), rel("MENTIONS", "e", "c")],
+        )
+    )
+    alice, graph = first.refs["p"], first.refs["c"]
+    second = await store.apply_save(
+        plan(
+            [event("e", axis(1))],
+            [
+                person("p", "ALI", ["Alice Smith"], axis(4)),
+                concept("c", " graph "),
+                location("l", "Alice"),  # another label: a new node of its own
+            ],
+            [rel("PARTICIPATED_IN", "p", "e"), rel("MENTIONS", "e", "c")],
+        )
+    )
+    assert (second.refs["p"], second.refs["c"]) == (alice, graph)
+    assert "Person" not in second.created and "Concept" not in second.created
+    assert second.created["Location"] == [second.refs["l"]]
+    assert dict(second.merged)[alice] == ["Alice Smith"]
+    counts = await store.counts()
+    assert (counts.persons, counts.concepts, counts.locations) == (1, 1, 1)
+    node = (await store.get_nodes([alice]))[0]
+    assert isinstance(node, Entity) and node.aliases == ["Ali", "Alice Smith"]
+    top = await store.entity_vector_top("Person", axis(3), 1)  # keeps its own vector
+    assert top[0][0].id == alice and top[0][1] == pytest.approx(1.0, abs=1e-5)
+
+
 async def test_merge_into_an_unknown_node_fails_and_writes_nothing(store: Store) -> None:
     with pytest.raises(NotFound):
         await store.apply_save(

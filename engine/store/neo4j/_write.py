@@ -9,6 +9,7 @@ outside the transaction; raising rolls everything back. Every write first locks 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -213,10 +214,36 @@ class SaveTx:
             )  # fmt: skip
         await create_chunks(self.tx, self.space, chunks)
 
+    async def _late_twins(self) -> dict[str, str]:
+        """ref -> id of the entity of the same label that already holds one of a new entity's
+        names: the plan looked names up before this transaction, so another process may have
+        created the same person or concept since (merged by name, never created twice). Its
+        reserved insertion number stays unused, a gap like a forgotten node's."""
+        twins: dict[str, str] = {}
+        for lbl in ENTITY_LABELS:
+            new = {
+                e.ref: {normalise_name(n) for n in (e.name, *e.aliases)} - {""}
+                for e in self.plan.entities
+                if e.label == lbl and e.merge_into is None
+            }
+            keys = sorted(set().union(*new.values())) if new else []
+            if not keys:
+                continue
+            for row in await self._q(q.FIND_ENTITIES[lbl], keys=keys):  # oldest first
+                n = row["n"]
+                held = {normalise_name(x) for x in (n["name"] or "", *(n["aliases"] or []))}
+                for ref, names in new.items():
+                    if ref not in twins and names & held:
+                        twins[ref] = n["id"]
+        return twins
+
     async def _entities(self) -> None:
         rows: dict[EntityLabel, list[dict[str, Any]]] = {lbl: [] for lbl in ENTITY_LABELS}
         merged: dict[str, list[str]] = {}
+        twins = await self._late_twins()
         for ent in self.plan.entities:
+            if ent.ref in twins:
+                ent = replace(ent, merge_into=twins[ent.ref])
             if ent.merge_into is not None:
                 node_id = await self._merge(ent, merged)
             else:
