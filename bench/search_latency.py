@@ -759,6 +759,24 @@ def ms(xs: Sequence[float]) -> str:
     return f"{pct(xs, 50):.2f} / {pct(xs, 95):.2f}"
 
 
+async def settled(store: EmbeddedStore, size: int) -> str:
+    """Wait, as a server that has been up a minute, for the store's page-cache warm-up
+    (``_embedded_warm``) and the background copy of the mapped ANN indexes; say how long."""
+    db = store._database
+    loop = asyncio.get_running_loop()
+    t0 = time.perf_counter()
+    await loop.run_in_executor(None, db.ann.flush)
+    thawed = time.perf_counter() - t0
+    warm = db.warmer
+    if warm is not None:
+        await loop.run_in_executor(None, warm.done.wait)
+    return (
+        f"- {size:,} events: timed after the open settled (`--cold` times right after it): the "
+        f"ANN indexes' background copy took {thawed:.1f} s, the page-cache warm-up read "
+        f"{(warm.read if warm else 0) / 2**20:,.0f} MB in {warm.seconds if warm else 0:.1f} s"
+    )
+
+
 async def one_size(args: argparse.Namespace, size: int, rows: list[list[str]]) -> list[str]:
     vectors = VECTOR_MODELS[args.vectors]()
     path = corpus_path(args.vectors, args.seed, size)
@@ -779,6 +797,9 @@ async def one_size(args: argparse.Namespace, size: int, rows: list[list[str]]) -
         providers = build_providers(settings, client)
         await store.open()
         try:
+            if not args.cold:
+                notes.append(await settled(store, size))
+                print(notes[-1], file=sys.stderr, flush=True)
             memory = Memory(settings, store, Providers(stub, providers.extractor, None))
             rng = np.random.default_rng(args.seed + size)
             load = load_average()
@@ -882,6 +903,11 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--out", default=str(RESULTS / "search_latency.md"))
     p.add_argument("--no-write", action="store_true")
+    p.add_argument(
+        "--cold",
+        action="store_true",
+        help="time searches right after the open (no wait for the index copy and page warm-up)",
+    )
     p.add_argument("--rss-probe", default="", help=argparse.SUPPRESS)
     p.add_argument(
         "--open", action="store_true", help="measure open, /readyz and catch-ups (open_bench)"

@@ -174,6 +174,9 @@ class EmbeddedSettings(BaseModel):
     persist: bool = True
     mirror_files: bool = True
     mirror_min_rows: int = Field(default=20_000, ge=0)
+    # read a large memory's files (256 MB+) into the page cache after open, up to half the
+    # available memory: the first searches after a restart then read no disk
+    prefetch: bool = True
 
 
 class RetrievalSettings(BaseModel):

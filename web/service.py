@@ -35,6 +35,7 @@ def open_store(settings: Settings, space: str = DEFAULT_SPACE) -> Store:
         build_threads=e.ann_build_threads,
         mirror_files=e.mirror_files,
         mirror_min_rows=e.mirror_min_rows,
+        prefetch=e.prefetch,
     )
     # open() creates the directory; a failure there is a StoreUnavailable like any other
     return EmbeddedStore(settings.data_dir / "memory.db", space=space, ann=ann)

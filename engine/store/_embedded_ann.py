@@ -79,6 +79,8 @@ class AnnSettings:
         persist: keep the indexes (and, with ``mirror_files``, the vector mirrors of a memory
             of at least ``mirror_min_rows`` rows: ``_embedded_mirror``) beside the database.
         build_threads: threads of a background build (the inline catch-ups use one).
+        prefetch: read a large memory's files into the page cache after open
+            (``_embedded_warm``).
     """
 
     mode: Literal["auto", "exact"] = "auto"
@@ -88,6 +90,7 @@ class AnnSettings:
     build_threads: int = 1
     mirror_files: bool = True
     mirror_min_rows: int = 20_000
+    prefetch: bool = True
 
 
 # ---------------------------------------------------------------- database bookkeeping

@@ -92,6 +92,7 @@ from engine.store._embedded_schema import (
     row_node,
     row_topic,
 )
+from engine.store._embedded_warm import PageWarmer
 from engine.text import normalise_name
 
 log = logging.getLogger(__name__)
@@ -137,6 +138,7 @@ class Database(OwnThread):
         # running service) commits, never for this connection's own writes
         self._version: int | None = None
         self.caught_up = 0  # grows by one each time the mirrors catch up with another writer
+        self.warmer: PageWarmer | None = None  # reads the files into the page cache after open
 
     def _snapshot(self) -> tuple[int, EventView, dict[EntityLabel, EntityView]]:
         return self.generation, self.events, self.entities
@@ -165,8 +167,14 @@ class Database(OwnThread):
         if not from_files:
             self._load_mirrors()
         self.ann.opened(self._conn, self.epoch)
+        if self.ann.settings.prefetch:
+            wal = self.file.with_name(self.file.name + "-wal")
+            self.warmer = PageWarmer([self.ann.dir, self.files.root, self.file, wal])
+            self.warmer.start()
 
     def close(self) -> None:
+        if self.warmer is not None:
+            self.warmer.close()
         try:
             if self._conn is not None and self.files.stale(self._loaded(), closing=True):
                 self.files.write(self._conn, self._loaded(), wait=True)
