@@ -180,6 +180,15 @@ async def wait_ready(base: str, proc: subprocess.Popen[bytes], timeout_s: float 
     raise RuntimeError(f"the server was not ready within {timeout_s:.0f} s")
 
 
+def start_py_spy(out: str, pid: int, seconds: float) -> subprocess.Popen[bytes]:
+    """py-spy sampling the server's threads (on CPU or not) for the load, as collapsed stacks
+    in ``out`` (its own sampling takes CPU too: a profiled run is not a measured one)."""
+    spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+    cmd = [spy, "record", "--idle", "--threads", "--nonblocking", "--format", "raw"]
+    cmd += ["--rate", "50", "--duration", str(int(seconds)), "--pid", str(pid), "--output", out]
+    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
 def stop_server(proc: subprocess.Popen[bytes]) -> None:
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)
@@ -410,6 +419,61 @@ def table(stats: Stats, seconds: float) -> str:
     return "\n".join(rows)
 
 
+def process_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` (all its threads) so far; 0 off Linux."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def machine_cpu_s() -> tuple[float, float]:
+    """(busy, total) CPU seconds of the whole machine so far, all cores; zeros off Linux."""
+    try:
+        first = Path("/proc/stat").read_text().splitlines()[0].split()
+    except OSError:
+        return 0.0, 0.0
+    ticks = [int(x) for x in first[1:9]]  # user nice system idle iowait irq softirq steal
+    tck = os.sysconf("SC_CLK_TCK")
+    return (sum(ticks) - ticks[3] - ticks[4]) / tck, sum(ticks) / tck
+
+
+@dataclass
+class CpuUse:
+    """Where the machine's CPU went during the load: the server, the clients, the rest."""
+
+    server_s: float
+    clients_s: float
+    busy_s: float
+    total_s: float
+
+    @staticmethod
+    def now(server_pid: int) -> CpuUse:
+        busy, total = machine_cpu_s()
+        return CpuUse(process_cpu_s(server_pid), time.process_time(), busy, total)
+
+    def __sub__(self, other: CpuUse) -> CpuUse:
+        return CpuUse(
+            self.server_s - other.server_s,
+            self.clients_s - other.clients_s,
+            self.busy_s - other.busy_s,
+            self.total_s - other.total_s,
+        )
+
+    def line(self, seconds: float) -> str:
+        if self.total_s <= 0:
+            return "- CPU: not measured (no /proc)"
+        other = max(0.0, self.busy_s - self.server_s - self.clients_s)
+        idle = max(0.0, self.total_s - self.busy_s)
+        return (
+            f"- CPU during the load ({self.total_s / seconds:.1f} cores x {seconds:.0f} s = "
+            f"{self.total_s:.0f} core-s): server {self.server_s:.0f} core-s "
+            f"({self.server_s / seconds:.2f} cores), clients {self.clients_s:.0f}, "
+            f"other processes {other:.0f}, idle {idle:.0f}"
+        )
+
+
 def load_average() -> str:
     try:
         return " ".join(f"{x:.2f}" for x in os.getloadavg())
@@ -467,6 +531,8 @@ async def main_async(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             started = time.monotonic()
+            cpu_at_start = CpuUse.now(proc.pid)
+            spy = start_py_spy(args.py_spy, proc.pid, args.seconds) if args.py_spy else None
             deadline = started + args.seconds
             await asyncio.gather(
                 *(
@@ -479,6 +545,9 @@ async def main_async(args: argparse.Namespace) -> int:
                 ),
             )
             elapsed = time.monotonic() - started
+            cpu = CpuUse.now(proc.pid) - cpu_at_start
+            if spy is not None:
+                spy.wait(timeout=60)
             check = await verify(base, read_token, saved, before + SEEDS, not before)
         finally:
             stop_server(proc)
@@ -510,6 +579,7 @@ async def main_async(args: argparse.Namespace) -> int:
             "",
             table(stats, elapsed),
             "",
+            cpu.line(elapsed),
             f"- errors: **{stats.error_count}** (HTTP, GraphQL or transport); server tracebacks: "
             f"{tracebacks}",
             *(
@@ -559,6 +629,13 @@ def main(argv: list[str] | None = None) -> int:
         "--fresh-queries", action="store_true", help="make every search text new (no cache hits)"
     )
     p.add_argument("--server-log", help="keep the server's output in this file")
+    p.add_argument(
+        "--py-spy",
+        default="",
+        metavar="FILE",
+        help="sample the server with py-spy (pip install py-spy) during the load into FILE "
+        "(collapsed stacks per thread)",
+    )
     p.add_argument(
         "--set",
         action="append",
