@@ -20,7 +20,7 @@ extensions only read it.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from graphql import DocumentNode
@@ -31,7 +31,7 @@ DEFAULT_SIZE = 256
 MAX_CHARS = 20_000
 
 
-def _key(query: str, options: dict[str, Any]) -> tuple[str, tuple[tuple[str, Any], ...]]:
+def _key(query: str, options: Mapping[str, Any]) -> tuple[str, tuple[tuple[str, Any], ...]]:
     return query, tuple(sorted(options.items()))
 
 
@@ -48,7 +48,7 @@ class DocumentCache:
     def __len__(self) -> int:
         return len(self._docs)
 
-    def get(self, query: str, options: dict[str, Any]) -> DocumentNode | None:
+    def get(self, query: str, options: Mapping[str, Any]) -> DocumentNode | None:
         key = _key(query, options)
         doc = self._docs.get(key)
         if doc is None:
@@ -58,7 +58,7 @@ class DocumentCache:
         self.hits += 1
         return doc
 
-    def put(self, query: str, options: dict[str, Any], doc: DocumentNode) -> None:
+    def put(self, query: str, options: Mapping[str, Any], doc: DocumentNode) -> None:
         if self.size <= 0 or len(query) > self.max_chars:
             return
         self._docs[_key(query, options)] = doc
