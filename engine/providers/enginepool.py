@@ -5,7 +5,7 @@ order. While both wait, a free worker takes the one whose class has had less of 
 recent time for its share: queries get ``query_share`` of the model time (default 0.75) and
 passages the rest, counted in seconds (decayed, half-life ``half_life_s``) and including the
 calls running right now. A passage call costs ~5-10 query calls, so counting calls (as this pool
-did: one passage after every four queries) gave the saves ~2/3 of the model under a stream of
+did: one passage after every four queries) gave the saves ~60% of the model under a stream of
 searches (bench/results/load_share.md). When only one queue has jobs it gets every worker.
 So a search that arrives while an import keeps the model busy waits for the calls that are
 running, not for the import's queue, and saves keep their share and never starve.
