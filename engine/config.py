@@ -95,6 +95,8 @@ class EmbeddingSettings(BaseModel):
     threads: int = DEFAULT_EMBEDDING_THREADS
     # model instances of the local model, one thread each (provider "local")
     workers: int = Field(default=DEFAULT_EMBEDDING_WORKERS, ge=1, le=64)
+    # the queries' share of the local model's time while saves wait too (providers.enginepool)
+    query_share: float = Field(default=0.75, gt=0, lt=1)
 
     @field_validator("threads", mode="before")
     @classmethod

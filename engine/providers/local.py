@@ -53,7 +53,7 @@ from engine.config import (
 )
 from engine.models import Vector
 from engine.providers.base import EmbedKind
-from engine.providers.enginepool import EnginePool
+from engine.providers.enginepool import QUERY_SHARE, EnginePool
 from engine.providers.querycache import DEFAULT_SIZE as QUERY_CACHE_SIZE
 from engine.providers.querycache import QueryVectors
 
@@ -229,8 +229,9 @@ class LocalEmbedder:
 
     The model loads on first use (or ``warm_up``). Every call into the C engine runs in one of
     ``workers`` threads of the embedder's own (``EnginePool``: an engine each, one queue, queries
-    ahead of passages), with ``threads`` OpenMP threads; queries and passages queue there
-    instead of occupying the event loop's default executor.
+    ahead of passages up to ``query_share`` of the model time), with ``threads`` OpenMP
+    threads; queries and passages queue there instead of occupying the event loop's default
+    executor.
 
     Raises:
         ValueError: ``threads`` is not a whole number from 1 to 256, or ``workers`` below 1.
@@ -246,6 +247,7 @@ class LocalEmbedder:
         threads: int = DEFAULT_EMBEDDING_THREADS,
         query_cache: int = QUERY_CACHE_SIZE,
         workers: int = DEFAULT_EMBEDDING_WORKERS,
+        query_share: float = QUERY_SHARE,
     ) -> None:
         self.threads = check_embedding_threads(threads)
         self.model = LOCAL_EMBEDDING_MODEL
@@ -253,7 +255,7 @@ class LocalEmbedder:
         # one engine per worker thread, queries ahead of passages; no thread starts until the
         # first call
         self._pool: EnginePool[_Loaded] = EnginePool(
-            workers, lambda: self._load_engine(), name="mnemoql-e5"
+            workers, lambda: self._load_engine(), name="mnemoql-e5", query_share=query_share
         )
         self._use = EmbedderUse()
         self._use_lock = threading.Lock()

@@ -54,18 +54,53 @@ def test_queries_go_ahead_of_queued_passages() -> None:
     pool.close()
 
 
-def test_passages_get_a_turn_after_each_burst_of_queries() -> None:
-    pool: EnginePool[object] = EnginePool(1, object, name="t", burst=2)
+class Clock:
+    """Model time that the fake jobs advance by their cost."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_passages_get_their_share_of_the_model_time_between_queries() -> None:
+    clock = Clock()
+    # no decay: the order follows the shares exactly
+    pool: EnginePool[object] = EnginePool(
+        1, object, name="t", query_share=0.75, half_life_s=1e12, clock=clock
+    )
     gate = Gate()
-    pool.submit(gate.job("running", hold=True), query=False)
+    ran: list[str] = []
+
+    def costing(label: str, cost: float) -> Any:
+        def run(engine: object) -> str:
+            ran.append(label)
+            clock.now += cost
+            return label
+
+        return run
+
+    pool.submit(gate.job("running", hold=True), query=True)  # costs no model time
     assert gate.started.wait(WAIT)
-    jobs = [pool.submit(gate.job(f"p{i}"), query=False) for i in range(3)]
-    jobs += [pool.submit(gate.job(f"q{i}"), query=True) for i in range(5)]
+    jobs = [pool.submit(costing(f"p{i}", 0.25), query=False) for i in range(2)]
+    jobs += [pool.submit(costing(f"q{i}", 0.1), query=True) for i in range(10)]
     gate.open()
     for f in jobs:
         f.result(WAIT)
-    assert gate.ran == ["running", "q0", "q1", "p0", "q2", "q3", "p1", "q4", "p2"]
+    # q0 (0.1 s) puts the queries ahead; p0 (0.25 s) lets them have 0.75 s: q1..q7; then p1
+    assert ran == ["q0", "p0", *(f"q{i}" for i in range(1, 8)), "p1", "q8", "q9"]
     pool.close()
+
+
+def test_the_query_share_is_checked() -> None:
+    for share in (0.0, 1.0, 1.5):
+        with pytest.raises(ValueError, match="query_share"):
+            EnginePool(1, object, name="t", query_share=share)
+    with pytest.raises(ValidationError, match="query_share"):
+        load_settings(environ={"MNEMOQL_EMBEDDING__QUERY_SHARE": "1"})
+    env = {"MNEMOQL_EMBEDDING__QUERY_SHARE": "0.9"}
+    assert load_settings(environ=env).embedding.query_share == 0.9
 
 
 def test_a_cancelled_job_never_runs() -> None:
