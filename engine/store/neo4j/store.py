@@ -193,7 +193,7 @@ class Neo4jStore:
         try:
             result = await self.driver.execute_query(
                 query,
-                {"space": self.space, **(params or {})},
+                rec.quiet({"space": self.space, **(params or {})}),
                 routing_=RoutingControl.WRITE if writable else RoutingControl.READ,
                 database_=self.database,
             )
