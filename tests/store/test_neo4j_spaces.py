@@ -209,6 +209,31 @@ async def test_a_space_of_another_width_than_the_shared_index_gets_its_own(
     assert exact_scans(seen) == 0
 
 
+async def all_vector_indexes(store: Neo4jStore) -> set[str]:
+    return {r["name"] for r in await store._run("SHOW VECTOR INDEXES YIELD name RETURN name")}
+
+
+async def test_stores_with_own_indexes_keep_no_shared_chunk_index(make: MakeStore) -> None:
+    space = f"t{uuid.uuid4().hex[:12]}"
+    store = await make(space)
+    await store._schema(q.DROP_CHUNK_VECTOR_INDEX)  # a database only such stores write
+    dims = await shared_width(store)
+    await fill(store, 2 * MIN_EVENTS, dims, seed=7)
+    await store._run("CALL db.awaitIndexes(300)")
+    assert q.CHUNK_VECTOR_INDEX not in await all_vector_indexes(store)
+    assert set(q.VECTOR_INDEXES.values()) <= await all_vector_indexes(store)  # SPEC's four
+    # While its own chunk index is not ONLINE (populating; here dropped) the chunk route
+    # scans exactly, and the summary route still reads its own index: the exact hits.
+    await store._schema(f"DROP INDEX {store.space_names.chunks_index} IF EXISTS")
+    exact = await make(space, index_min_events=None)
+    seen = await routes_match_exact(store, exact, dims, seed=8, queries=4)
+    assert {p["index"] for p in index_queries(seen)} == {store.space_names.events_index}
+    assert exact_scans(seen) == 4  # the chunk route of each query
+    # a store with space indexes off (the shared route) creates it again at open
+    await make(space, space_indexes=False)
+    assert q.CHUNK_VECTOR_INDEX in await all_vector_indexes(store)
+
+
 async def test_own_indexes_follow_the_space_through_its_life(make: MakeStore) -> None:
     space = f"t{uuid.uuid4().hex[:12]}"
     store = await make(space)

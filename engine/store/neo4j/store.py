@@ -8,8 +8,8 @@ Layout
     store. Retrieval scores exactly with ``vector.similarity.cosine`` and converts its
     (1+cos)/2 back to raw cosine. The four vector indexes of SPEC §1.2 exist (created at the
     first save, rebuilt by re-vectorize); they are database-wide, so with spaces of different
-    widths the last re-vectorize sets their width. A fifth one, on chunks, serves the chunk
-    route. Events and chunks also carry a label of their space, and a space past
+    widths the last re-vectorize sets their width. A fifth one, on chunks, exists only for
+    stores with ``space_indexes`` off (the chunk route of a large space reads its own). Events and chunks also carry a label of their space, and a space past
     ``index_min_events`` gets its own two vector indexes on those labels (created after the
     save, restore or open that finds it that large, rebuilt by re-vectorize, dropped with the
     space). The routes of a large space (``_routes.py``) over-fetch candidates from its own
@@ -281,8 +281,7 @@ class Neo4jStore:
                 await self._schema(statement)
         if lexical.INDEX not in existing:  # Neo4j fills it from the nodes already there
             await self._schema(lexical.CREATE_INDEX)
-        wanted = [*q.VECTOR_INDEXES.values(), q.CHUNK_VECTOR_INDEX]
-        self._vector_indexes = all(n in existing for n in wanted)
+        self._vector_indexes = all(n in existing for n in self._shared_vector_indexes())
         if not self._vector_indexes:
             meta = await self.get_meta()
             if meta is not None:
@@ -291,8 +290,22 @@ class Neo4jStore:
             self._space_indexed = True  # another store made them; a rebuild drops them first
         await self._ensure_space_indexes()
 
+    def _shared_vector_indexes(self) -> list[str]:
+        """The database-wide vector indexes this store keeps: SPEC §1.2's four, and the chunk
+        index only with ``space_indexes`` off. With own indexes a large space reads its own
+        chunk index, and a space below ``index_min_events`` scans exactly, so the shared one
+        would only serve a large space while its own index populates (exact chunk scans
+        instead) and it would double the HNSW insertions of every chunk: writes went at 337
+        against 743 events/s with it (docs/DECISIONS.md, "Neo4j with many spaces"). One that
+        exists (made by a store with ``space_indexes`` off) is kept and used."""
+        names = list(q.VECTOR_INDEXES.values())
+        return names if self.space_indexes else [*names, q.CHUNK_VECTOR_INDEX]
+
     async def _create_vector_indexes(self, dims: int) -> None:
-        for statement in [*q.CREATE_VECTOR_INDEX.values(), q.CREATE_CHUNK_VECTOR_INDEX]:
+        statements = list(q.CREATE_VECTOR_INDEX.values())
+        if not self.space_indexes:
+            statements.append(q.CREATE_CHUNK_VECTOR_INDEX)
+        for statement in statements:
             await self._schema(statement, {"dims": dims})
         self._vector_indexes = True
         self._index_seen = -routes.INDEX_STATE_TTL  # the route strategy re-reads the index state
@@ -433,7 +446,7 @@ class Neo4jStore:
 
         await self._write(work)
         self._wrote()
-        # SPEC §1.12.5: rebuild the four vector indexes (and the chunk index) at the new width,
+        # SPEC §1.12.5: rebuild the four vector indexes (and a shared chunk index) at the new width,
         # outside the data transaction. The routes fall back to exact scans without them, so a
         # failure here only costs speed.
         try:
