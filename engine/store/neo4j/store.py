@@ -9,7 +9,8 @@ Layout
     (1+cos)/2 back to raw cosine. The four vector indexes of SPEC §1.2 exist (created at the
     first save, rebuilt by re-vectorize); they are database-wide, so with spaces of different
     widths the last re-vectorize sets their width. A fifth one, on chunks, exists only for
-    stores with ``space_indexes`` off (the chunk route of a large space reads its own). Events and chunks also carry a label of their space, and a space past
+    stores with ``space_indexes`` off (the chunk route of a large space reads its own).
+    Events and chunks also carry a label of their space, and a space past
     ``index_min_events`` gets its own two vector indexes on those labels (created after the
     save, restore or open that finds it that large, rebuilt by re-vectorize, dropped with the
     space). The routes of a large space (``_routes.py``) over-fetch candidates from its own
