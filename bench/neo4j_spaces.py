@@ -320,8 +320,14 @@ async def route_hits(
     return times, ids
 
 
+async def _keep_none(self: Neo4jStore, dims: int) -> None:
+    """``--shared-indexes none``: stores of this bench process create no shared indexes."""
+
+
 async def main(args: argparse.Namespace) -> str:
     started = time.perf_counter()
+    if args.shared_indexes == "none":
+        Neo4jStore._create_vector_indexes = _keep_none  # type: ignore[method-assign]
     model = VECTOR_MODELS[args.vectors]()
     stub = StubEmbedder()
     names = [f"{args.prefix}{i}" for i in range(args.spaces)]
@@ -432,7 +438,7 @@ async def main(args: argparse.Namespace) -> str:
                 f"{secs:.0f} s ({rate:,.0f} events/s)", load,
             ])  # fmt: skip
             save_report()
-            if bulk:
+            if bulk and args.shared_indexes == "build":
                 t0 = time.perf_counter()
                 await writers[todo[0]]._create_vector_indexes(DIMS)
                 await writers[todo[0]]._run("CALL db.awaitIndexes(7200)")
@@ -460,15 +466,21 @@ async def main(args: argparse.Namespace) -> str:
                                                                         exact=True)),
                    memory_on(s, settings, client, stub)),
         ]  # fmt: skip
-        before = await opened_store(store_for(endpoint, target, own=False))
-        before.share_fetch = False
-        sized = await opened_store(store_for(endpoint, target, own=False))
-        readers += [
-            Reader("shared index, k x 10 (before)", before,
-                   memory_on(before, settings, client, stub)),
-            Reader("shared index, crowding-sized fetch", sized,
-                   memory_on(sized, settings, client, stub)),
-        ]  # fmt: skip
+        if args.shared_indexes == "build":
+            before = await opened_store(store_for(endpoint, target, own=False))
+            before.share_fetch = False
+            sized = await opened_store(store_for(endpoint, target, own=False))
+            readers += [
+                Reader("shared index, k x 10 (before)", before,
+                       memory_on(before, settings, client, stub)),
+                Reader("shared index, crowding-sized fetch", sized,
+                       memory_on(sized, settings, client, stub)),
+            ]  # fmt: skip
+        else:
+            notes.append(
+                "Run without the database-wide event and chunk vector indexes "
+                "(`--shared-indexes none`): no shared-index readers."
+            )
         corpus = corpus_of(args.seed, args.events, model, None)
         rng = np.random.default_rng(args.seed + 1000)
         qs = queries(rng, corpus, args.queries + 5, model)
@@ -541,6 +553,11 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="save: apply_save per plan of 1000 events, indexes maintained; bulk: the same "
         "records through import_records with the database-wide vector indexes dropped, "
         "created after the load (a bench server only: its other spaces scan exactly meanwhile)",
+    )  # fmt: skip
+    p.add_argument(
+        "--shared-indexes", choices=["build", "none"], default="build",
+        help="none: never create the database-wide event and chunk vector indexes (populating "
+        "them over 1M events takes hours here); only the exact scan and own-index readers",
     )  # fmt: skip
     p.add_argument(
         "--check-bulk", type=int, default=0, metavar="EVENTS",

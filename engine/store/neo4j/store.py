@@ -32,6 +32,7 @@ through allow-lists.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
@@ -155,6 +156,7 @@ class Neo4jStore:
         self._space_size = 0
         self._total_events = 0  # events of every space (they share the database-wide index)
         self._index_lock = asyncio.Lock()
+        self._state_task: asyncio.Task[None] | None = None  # a reading of the index state
         self.space_indexes = space_indexes
         self.space_names = q.space_schema(space)
         self._space_indexed = False  # this space's own indexes exist (as far as this store knows)
@@ -360,6 +362,11 @@ class Neo4jStore:
         log.info("labelled the events and chunks of space %r", self.space)
 
     async def close(self) -> None:
+        task, self._state_task = self._state_task, None
+        if task is not None and not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
         driver, self._driver = self._driver, None
         if driver is not None:
             await driver.close()
