@@ -1,7 +1,8 @@
 """Neo4j with many spaces: one space's search while other spaces share the database.
 
     python -m bench.neo4j_spaces --spaces 10 --events 10000 --queries 100
-    python -m bench.neo4j_spaces --spaces 10 --events 100000 --queries 30 --keep
+    python -m bench.neo4j_spaces --spaces 10 --events 100000 --queries 30 --keep \
+        --write bulk --shared-indexes none --own-indexes target --plain-queries
 
 Every space holds the corpus of ``bench.search_latency`` (text-like vectors by default, its own
 seed per space): ``--events`` events with 1-2 chunks each and 2 MENTIONS over 500 concepts,
@@ -27,6 +28,12 @@ words and a number (the two vector routes only). "Same evidence": the 4 events
 ``Memory.search`` delivered equal the exact scan's; "first item": the exact scan's first
 delivered event is among them; recall@40 per route against the exact route.
 
+``--write bulk`` writes the same graph through the restore path instead (``plan_records`` ->
+``import_records``: batched UNWINDs, database-wide vector indexes dropped and created after the
+load; ``--check-bulk N`` first compares N events written both ways, node by node): 10 x 100,000
+events in 26 minutes here instead of hours. There is no "alone" phase then, and with
+``--shared-indexes none`` no shared-index readers (populating those over 1M events takes hours).
+
 ``--keep`` leaves the spaces in the database, and a later run with the same ``--prefix``
 reuses the spaces that are complete (then only the crowded figures are measured). Neo4j comes
 from ``--neo4j-uri`` / ``--neo4j-password`` or a managed server started in a temporary home.
@@ -40,7 +47,8 @@ import asyncio
 import contextlib
 import sys
 import time
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -60,6 +68,7 @@ from bench._common import (
 )
 from bench.neo4j_vs_embedded import memory_on, neo4j_endpoint, settings_for
 from bench.search_latency import (
+    DIMS,
     PLAN_EVENTS,
     VECTOR_MODELS,
     Corpus,
@@ -70,9 +79,10 @@ from bench.search_latency import (
     queries,
 )
 from engine.memory import Memory
-from engine.models import EMPTY_FILTERS
+from engine.models import EMPTY_FILTERS, ID_PREFIX, SavePlan
 from engine.retrieval.pipeline import ROUTE_LIMIT, SearchRequest
 from engine.store.neo4j import _cypher as q
+from engine.store.neo4j import _records as rec
 from engine.store.neo4j.store import Neo4jStore
 
 K = ROUTE_LIMIT
@@ -133,6 +143,163 @@ async def write_space(store: Neo4jStore, seed: int, events: int, model: VectorMo
     return spent
 
 
+def plan_records(plans: Iterable[SavePlan]) -> Iterator[dict[str, Any]]:
+    """The dump records (``engine.dump``'s format) of what ``apply_save`` writes when these
+    plans are saved in order into an empty space, for ``import_records`` (the restore path:
+    batched UNWINDs, one transaction per 500 rows, instead of one save per plan).
+
+    Covers what the bench's plans use (new events with chunks, new entities, relations to refs
+    or to existing ids; no caller ids, merges, topics or idempotency keys). Ids are allocated
+    as ``SaveTx`` does (per label from 1, events before entities within a plan), vectors are
+    normalised as ``rec.vector_fields`` does (the import stores them as given), aliases and
+    relation props are cleaned the same way. ``check_bulk`` compares the two graphs."""
+    taken: Counter[str] = Counter()
+    meta_done = False
+    for plan in plans:
+        if not meta_done:
+            m = plan.meta
+            yield {"kind": "meta", "model": m.model, "dimensions": m.dimensions,
+                   "updated_at": m.updated_at, "schema_version": m.schema_version}  # fmt: skip
+            meta_done = True
+        refs: dict[str, str] = {}
+
+        def take(label: str) -> str:
+            taken[label] += 1
+            return f"{ID_PREFIX[label]}_{taken[label]}"  # type: ignore[index]
+
+        chunks: list[dict[str, Any]] = []
+        for ev in plan.events:
+            assert ev.given_id is None
+            node_id = refs[ev.ref] = take("Event")
+            yield {
+                "kind": "node", "label": "Event", "id": node_id, "summary": ev.summary,
+                "content": ev.content, "time": ev.time, "create_time": plan.create_time,
+                "create_date": plan.create_date, "content_hash": ev.content_hash,
+                "embedding": _stored(ev.embedding),
+            }  # fmt: skip
+            chunks += [
+                {"kind": "chunk", "event_id": node_id, "chunk_index": c.chunk_index,
+                 "start": c.start, "end": c.end, "text": c.text, "text_hash": c.text_hash,
+                 "embedding": _stored(c.embedding)}
+                for c in ev.chunks
+            ]  # fmt: skip
+        for ent in plan.entities:
+            assert ent.merge_into is None
+            node_id = refs[ent.ref] = take(ent.label)
+            yield {
+                "kind": "node", "label": ent.label, "id": node_id, "name": ent.name,
+                "aliases": rec.clean_aliases(ent.name, ent.aliases, set()),
+                "description": ent.description, "create_time": plan.create_time,
+                "embedding": _stored(ent.embedding),
+            }  # fmt: skip
+        yield from chunks
+        seen: set[tuple[str, str, str]] = set()
+        for r in plan.relations:
+            assert r.type != "HAS_ATTITUDE"
+            src, dst = refs.get(r.source, r.source), refs.get(r.target, r.target)
+            if (r.type, src, dst) in seen:
+                continue
+            seen.add((r.type, src, dst))
+            yield {"kind": "relation", "type": r.type, "source": src, "target": dst,
+                   "props": {k: v for k, v in r.props.items() if v is not None}}  # fmt: skip
+
+
+def _stored(vector: Any) -> Any:
+    """The vector as ``apply_save`` stores it (unit length in float32)."""
+    values, _ = rec.vec_param(vector)
+    return None if values is None else np.asarray(values, dtype=np.float32)
+
+
+def space_plans(seed: int, events: int, model: VectorModel) -> Iterator[SavePlan]:
+    """The space's plans, as ``write_space`` saves them (generated as they are consumed)."""
+    rng = np.random.default_rng(seed)
+    n = 0
+    while n < events:
+        count = min(PLAN_EVENTS, events - n)
+        yield make_plan(rng, n, count, first=n == 0, vectors=model)[0]
+        n += count
+
+
+async def bulk_space(store: Neo4jStore, seed: int, events: int, model: VectorModel) -> float:
+    """Write the space's corpus through ``import_records`` (plans converted by
+    ``plan_records`` as the importer consumes them); returns the seconds spent."""
+    t0 = time.perf_counter()
+    await store.import_records(plan_records(space_plans(seed, events, model)))
+    return time.perf_counter() - t0
+
+
+GRAPH_NODES = """
+MATCH (n) WHERE n.space = $space
+RETURN [x IN labels(n) | CASE x WHEN $events_label THEN '<events>'
+        WHEN $chunks_label THEN '<chunks>' ELSE x END] AS labels, properties(n) AS props
+"""
+GRAPH_RELS = """
+MATCH (a)-[r]->(b) WHERE a.space = $space
+RETURN type(r) AS type, a.id AS a, b.id AS b, properties(r) AS props
+"""
+# the space node's counters: one bump per save transaction, one per import (not data)
+_SPACE_COUNTERS = frozenset({"writes"})
+_MARKS = frozenset(q.MARK_PROPERTY.values())  # a mark of 0 (the import's) = none (a save's)
+
+
+async def graph_of(store: Neo4jStore) -> tuple[list[Any], list[Any]]:
+    labels = q.space_params(store.space)
+    nodes = []
+    for r in await store._run(GRAPH_NODES, labels):
+        props = {k: v for k, v in r["props"].items() if k != "space"}
+        if q.SPACE_LABEL in r["labels"]:
+            props = {k: v for k, v in props.items()
+                     if k not in _SPACE_COUNTERS and not (k in _MARKS and v == 0)}  # fmt: skip
+        nodes.append((sorted(r["labels"]), sorted(props.items(), key=lambda kv: kv[0])))
+    rels = [(r["type"], r["a"], r["b"], sorted(r["props"].items()))
+            for r in await store._run(GRAPH_RELS)]  # fmt: skip
+    return sorted(nodes, key=repr), sorted(rels, key=repr)
+
+
+async def check_bulk(endpoint: tuple[str, str, str], events: int, model: VectorModel) -> str:
+    """Write one corpus through apply_save and through the bulk writer into two new spaces
+    and compare every node (labels with the space's own label, every property, vectors bit
+    for bit) and relation; returns a one-line verdict (raises on a difference)."""
+    saved = store_for(endpoint, "bulkcheck_saved", own=False)
+    bulk = store_for(endpoint, "bulkcheck_bulk", own=False)
+    for s in (saved, bulk):
+        await s.open()
+        await s.drop_space()
+    try:
+        for plan in space_plans(3, events, model):
+            await saved.apply_save(plan)
+        await bulk_space(bulk, 3, events, model)
+        a, b = await graph_of(saved), await graph_of(bulk)
+        for what, x, y in (("nodes", a[0], b[0]), ("relations", a[1], b[1])):
+            if x != y:
+                diff = next((i for i, (u, v) in enumerate(zip(x, y, strict=False)) if u != v), None)
+                raise AssertionError(
+                    f"bulk {what} differ from saved ones: {len(x)} vs {len(y)}; first "
+                    f"difference at {diff}: {x[diff] if diff is not None else None!r:.400} / "
+                    f"{y[diff] if diff is not None else None!r:.400}"
+                )
+        return (
+            f"bulk writer checked against apply_save on {events:,} events: {len(a[0]):,} nodes "
+            f"(labels incl. the space's own, every property, vectors bit for bit) and "
+            f"{len(a[1]):,} relations identical; the space node differs only in its "
+            f"`writes` counter (one per save transaction) and its unused id marks (0 / absent)"
+        )
+    finally:
+        for s in (saved, bulk):
+            await s.drop_space()
+            await s.close()
+
+
+async def drop_shared(store: Neo4jStore) -> None:
+    for statement in [*q.DROP_VECTOR_INDEX.values(), q.DROP_CHUNK_VECTOR_INDEX]:
+        await store._schema(statement)
+
+
+async def total_events(store: Neo4jStore) -> int:
+    rows = await store._run(q.SPACE_SIZE)
+    return int(rows[0]["total"] or 0) if rows else 0
+
+
 async def searches(
     reader: Reader, stub: StubEmbedder, qs: Sequence[tuple[str, Any]], tag: str
 ) -> tuple[list[float], list[list[str]]]:
@@ -160,8 +327,14 @@ async def route_hits(
     return times, ids
 
 
+async def _keep_none(self: Neo4jStore, dims: int) -> None:
+    """``--shared-indexes none``: stores of this bench process create no shared indexes."""
+
+
 async def main(args: argparse.Namespace) -> str:
     started = time.perf_counter()
+    if args.shared_indexes == "none":
+        Neo4jStore._create_vector_indexes = _keep_none  # type: ignore[method-assign]
     model = VECTOR_MODELS[args.vectors]()
     stub = StubEmbedder()
     names = [f"{args.prefix}{i}" for i in range(args.spaces)]
@@ -229,6 +402,10 @@ async def main(args: argparse.Namespace) -> str:
 
         stack.push_async_callback(cleanup)
         settings = settings_for(tmp / "stub", "hashing")
+        bulk = args.write == "bulk"
+        if args.check_bulk:
+            notes.append(await check_bulk(endpoint, args.check_bulk, model) + ".")
+            print(notes[-1], file=sys.stderr, flush=True)
         writers = {n: await opened_store(store_for(endpoint, n, own=False)) for n in names}
 
         async def fill(batch: Sequence[str]) -> None:
@@ -242,21 +419,42 @@ async def main(args: argparse.Namespace) -> str:
             load = load_average()
             sem = asyncio.Semaphore(args.writers)
 
+            if bulk:  # the database-wide vector indexes are built after the load
+                await drop_shared(writers[todo[0]])
+                for w in writers.values():
+                    w._vector_indexes = True  # the importer would create them at once
+
             async def one(n: str) -> None:
                 async with sem:
-                    await write_space(writers[n], names.index(n) + args.seed, args.events, model)
-                    print(f"  wrote {n}", file=sys.stderr, flush=True)
+                    seed = names.index(n) + args.seed
+                    if bulk:
+                        await bulk_space(writers[n], seed, args.events, model)
+                    else:
+                        await write_space(writers[n], seed, args.events, model)
+                    print(f"  wrote {n} ({load_average()})", file=sys.stderr, flush=True)
 
             await asyncio.gather(*(one(n) for n in todo))
             await writers[todo[0]]._run("CALL db.awaitIndexes(7200)")
             secs = time.perf_counter() - t0
             rate = len(todo) * args.events / secs
+            how = ("import_records (the restore path), database-wide vector indexes dropped"
+                   if bulk else "apply_save, shared indexes maintained")  # fmt: skip
             write_rows.append([
-                f"{len(todo)} space(s) x {args.events:,} events through apply_save "
-                f"({args.writers} at a time), shared indexes maintained",
+                f"{len(todo)} space(s) x {args.events:,} events through {how} "
+                f"({args.writers} at a time)",
                 f"{secs:.0f} s ({rate:,.0f} events/s)", load,
             ])  # fmt: skip
             save_report()
+            if bulk and args.shared_indexes == "build":
+                t0 = time.perf_counter()
+                await writers[todo[0]]._create_vector_indexes(DIMS)
+                await writers[todo[0]]._run("CALL db.awaitIndexes(7200)")
+                write_rows.append([
+                    "database-wide vector indexes (SPEC's four and the chunk index) created "
+                    f"and populated over {await total_events(writers[todo[0]]):,} events",
+                    f"{time.perf_counter() - t0:.0f} s", load_average(),
+                ])  # fmt: skip
+                save_report()
 
         async def own_indexes(batch: Sequence[str]) -> None:
             t0 = time.perf_counter()
@@ -275,15 +473,21 @@ async def main(args: argparse.Namespace) -> str:
                                                                         exact=True)),
                    memory_on(s, settings, client, stub)),
         ]  # fmt: skip
-        before = await opened_store(store_for(endpoint, target, own=False))
-        before.share_fetch = False
-        sized = await opened_store(store_for(endpoint, target, own=False))
-        readers += [
-            Reader("shared index, k x 10 (before)", before,
-                   memory_on(before, settings, client, stub)),
-            Reader("shared index, crowding-sized fetch", sized,
-                   memory_on(sized, settings, client, stub)),
-        ]  # fmt: skip
+        if args.shared_indexes == "build":
+            before = await opened_store(store_for(endpoint, target, own=False))
+            before.share_fetch = False
+            sized = await opened_store(store_for(endpoint, target, own=False))
+            readers += [
+                Reader("shared index, k x 10 (before)", before,
+                       memory_on(before, settings, client, stub)),
+                Reader("shared index, crowding-sized fetch", sized,
+                       memory_on(sized, settings, client, stub)),
+            ]  # fmt: skip
+        else:
+            notes.append(
+                "Run without the database-wide event and chunk vector indexes "
+                "(`--shared-indexes none`): no shared-index readers."
+            )
         corpus = corpus_of(args.seed, args.events, model, None)
         rng = np.random.default_rng(args.seed + 1000)
         qs = queries(rng, corpus, args.queries + 5, model)
@@ -325,11 +529,18 @@ async def main(args: argparse.Namespace) -> str:
             save_report()
 
         reused = await space_size(writers[target]) >= args.events
-        await fill([target])
-        if not reused:
+        if bulk:  # one load, then the indexes: no "alone" phase
+            await fill(names)
+            notes.append(
+                "Spaces written in bulk (or reused): no 'alone' figures (the single-space ones "
+                "are in bench/results/neo4j.md)."
+            )
+        else:
+            await fill([target])
+        if not reused and not bulk:
             await own_indexes([target])
             await measure(f"space 0 alone ({args.events:,} events)")
-        else:
+        elif not bulk:
             notes.append("Space 0 was reused from an earlier run: no 'alone' figures.")
         await fill(names[1:])
         await own_indexes(names if args.own_indexes == "all" else [target])
@@ -344,6 +555,21 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--events", type=int, default=10_000, help="events per space")
     p.add_argument("--queries", type=int, default=100)
     p.add_argument("--writers", type=int, default=2, help="spaces written at a time")
+    p.add_argument(
+        "--write", choices=["save", "bulk"], default="save",
+        help="save: apply_save per plan of 1000 events, indexes maintained; bulk: the same "
+        "records through import_records with the database-wide vector indexes dropped, "
+        "created after the load (a bench server only: its other spaces scan exactly meanwhile)",
+    )  # fmt: skip
+    p.add_argument(
+        "--shared-indexes", choices=["build", "none"], default="build",
+        help="none: never create the database-wide event and chunk vector indexes (populating "
+        "them over 1M events takes hours here); only the exact scan and own-index readers",
+    )  # fmt: skip
+    p.add_argument(
+        "--check-bulk", type=int, default=0, metavar="EVENTS",
+        help="first compare a corpus of EVENTS written both ways, node by node",
+    )  # fmt: skip
     p.add_argument("--vectors", default="text-like", choices=sorted(VECTOR_MODELS))
     p.add_argument("--prefix", default="benchspace", help="space names: <prefix><i>")
     p.add_argument("--keep", action="store_true", help="leave the spaces in the database")

@@ -145,6 +145,11 @@ class Neo4jSettings(BaseModel):
     routes: Literal["auto", "exact"] = "auto"
     index_min_events: int = Field(default=2_000, ge=0)
     index_overfetch: int = Field(default=10, ge=1, le=100)
+    # Per-space vector indexes (bench/results/neo4j_spaces.md, docs/DECISIONS.md "Neo4j
+    # spaces"): "auto" gives a space its own two once it has index_min_events insertions, so
+    # other spaces do not crowd its candidates; "off" leaves every space on the database-wide
+    # indexes (their fetch sized by the crowding, else the exact scan).
+    space_indexes: Literal["auto", "off"] = "auto"
 
     @field_validator("uri")
     @classmethod

@@ -63,10 +63,14 @@ def neo4j_store(settings: Settings, space: str = "default") -> Store:
     from engine.store.neo4j.store import Neo4jStore
 
     cfg = settings.neo4j
-    routes = {
-        "index_min_events": None if cfg.routes == "exact" else cfg.index_min_events,
-        "index_overfetch": cfg.index_overfetch,
-    }
+
+    def store(uri: str, user: str, password: str) -> Neo4jStore:
+        return Neo4jStore(
+            uri, user, password, cfg.database, space=space,
+            index_min_events=None if cfg.routes == "exact" else cfg.index_min_events,
+            index_overfetch=cfg.index_overfetch, space_indexes=cfg.space_indexes == "auto",
+        )  # fmt: skip
+
     if cfg.mode == "external" or (cfg.mode == "auto" and cfg.uri):
         if not cfg.uri:
             raise StoreUnavailable(
@@ -74,11 +78,8 @@ def neo4j_store(settings: Settings, space: str = "default") -> Store:
                 zh="外部 Neo4j 需要 URI",
             )
         password = cfg.password.get_secret_value() if cfg.password else ""
-        return VersionChecked(
-            Neo4jStore(cfg.uri, cfg.user, password, cfg.database, space=space, **routes)
-        )
-    uri, user, password = managed_endpoint(settings)
-    return Neo4jStore(uri, user, password, cfg.database, space=space, **routes)
+        return VersionChecked(store(cfg.uri, cfg.user, password))
+    return store(*managed_endpoint(settings))
 
 
 class VersionChecked:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import re
+import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -19,6 +20,7 @@ import pytest
 
 from engine.models import EMPTY_FILTERS, MemoryMeta, RouteName, VectorSet
 from engine.store.neo4j import _cypher as q
+from engine.store.neo4j._routes import INDEX_STATE_TTL
 from engine.store.neo4j.store import Neo4jStore
 from tests.store import factory_neo4j
 from tests.store._builders import event, plan
@@ -207,6 +209,53 @@ async def test_a_space_of_another_width_than_the_shared_index_gets_its_own(
         store.space_names.events_index, store.space_names.chunks_index,
     }  # fmt: skip
     assert exact_scans(seen) == 0
+
+
+async def all_vector_indexes(store: Neo4jStore) -> set[str]:
+    return {r["name"] for r in await store._run("SHOW VECTOR INDEXES YIELD name RETURN name")}
+
+
+async def test_stores_with_own_indexes_keep_no_shared_chunk_index(make: MakeStore) -> None:
+    space = f"t{uuid.uuid4().hex[:12]}"
+    store = await make(space)
+    await store._schema(q.DROP_CHUNK_VECTOR_INDEX)  # a database only such stores write
+    dims = await shared_width(store)
+    await fill(store, 2 * MIN_EVENTS, dims, seed=7)
+    await store._run("CALL db.awaitIndexes(300)")
+    assert q.CHUNK_VECTOR_INDEX not in await all_vector_indexes(store)
+    assert set(q.VECTOR_INDEXES.values()) <= await all_vector_indexes(store)  # SPEC's four
+    # While its own chunk index is not ONLINE (populating; here dropped) the chunk route
+    # scans exactly, and the summary route still reads its own index: the exact hits.
+    await store._schema(f"DROP INDEX {store.space_names.chunks_index} IF EXISTS")
+    exact = await make(space, index_min_events=None)
+    seen = await routes_match_exact(store, exact, dims, seed=8, queries=4)
+    assert {p["index"] for p in index_queries(seen)} == {store.space_names.events_index}
+    assert exact_scans(seen) == 4  # the chunk route of each query
+    # a store with space indexes off (the shared route) creates it again at open
+    await make(space, space_indexes=False)
+    assert q.CHUNK_VECTOR_INDEX in await all_vector_indexes(store)
+
+
+async def test_an_aged_index_state_is_read_again_beside_the_search(make: MakeStore) -> None:
+    store = await make(f"t{uuid.uuid4().hex[:12]}")
+    dims = await shared_width(store)
+    await fill(store, 2 * MIN_EVENTS, dims, seed=9)
+    await store._run("CALL db.awaitIndexes(300)")
+    query = np.ones(dims, np.float32)
+    await store.route("summary", query, EMPTY_FILTERS, frozenset(), 5)  # reads the state
+    store._index_seen = time.monotonic() - INDEX_STATE_TTL - 1  # aged, not invalidated
+    seen = spy(store)
+    await store.route("summary", query, EMPTY_FILTERS, frozenset(), 5)
+    assert seen[0][0] == q.POOL_BY_INDEX["summary"][1] or seen[0][0] == q.BY_INDEX["summary"][1]
+    assert store._state_task is not None
+    await store._state_task
+    assert [text for text, _ in seen[1:]] == [q.ROUTE_INDEX_STATE, q.SPACE_SIZE]
+    assert time.monotonic() - store._index_seen < INDEX_STATE_TTL
+    # an invalidated one (an index changed) is read before the route
+    store._index_seen = -INDEX_STATE_TTL
+    seen.clear()
+    await store.route("summary", query, EMPTY_FILTERS, frozenset(), 5)
+    assert [text for text, _ in seen[:2]] == [q.ROUTE_INDEX_STATE, q.SPACE_SIZE]
 
 
 async def test_own_indexes_follow_the_space_through_its_life(make: MakeStore) -> None:

@@ -46,7 +46,7 @@ async def run(
     tx: AsyncManagedTransaction, space: str, query: str, **params: Any
 ) -> list[dict[str, Any]]:
     # Every statement gets the space and its labels (``_cypher.space_params``).
-    result = await tx.run(query, {"space": space, **q.space_params(space), **params})
+    result = await tx.run(query, rec.quiet({"space": space, **q.space_params(space), **params}))
     # Every query returns plain values and maps (projections, never Node objects), so a record
     # becomes a dict as is: Record.data() would walk every float of every vector in Python.
     return [dict(zip(r.keys(), r, strict=True)) async for r in result]

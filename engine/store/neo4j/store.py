@@ -8,8 +8,9 @@ Layout
     store. Retrieval scores exactly with ``vector.similarity.cosine`` and converts its
     (1+cos)/2 back to raw cosine. The four vector indexes of SPEC §1.2 exist (created at the
     first save, rebuilt by re-vectorize); they are database-wide, so with spaces of different
-    widths the last re-vectorize sets their width. A fifth one, on chunks, serves the chunk
-    route. Events and chunks also carry a label of their space, and a space past
+    widths the last re-vectorize sets their width. A fifth one, on chunks, exists only for
+    stores with ``space_indexes`` off (the chunk route of a large space reads its own).
+    Events and chunks also carry a label of their space, and a space past
     ``index_min_events`` gets its own two vector indexes on those labels (created after the
     save, restore or open that finds it that large, rebuilt by re-vectorize, dropped with the
     space). The routes of a large space (``_routes.py``) over-fetch candidates from its own
@@ -31,6 +32,7 @@ through allow-lists.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
@@ -154,6 +156,7 @@ class Neo4jStore:
         self._space_size = 0
         self._total_events = 0  # events of every space (they share the database-wide index)
         self._index_lock = asyncio.Lock()
+        self._state_task: asyncio.Task[None] | None = None  # a reading of the index state
         self.space_indexes = space_indexes
         self.space_names = q.space_schema(space)
         self._space_indexed = False  # this space's own indexes exist (as far as this store knows)
@@ -193,7 +196,7 @@ class Neo4jStore:
         try:
             result = await self.driver.execute_query(
                 query,
-                {"space": self.space, **(params or {})},
+                rec.quiet({"space": self.space, **(params or {})}),
                 routing_=RoutingControl.WRITE if writable else RoutingControl.READ,
                 database_=self.database,
             )
@@ -281,8 +284,7 @@ class Neo4jStore:
                 await self._schema(statement)
         if lexical.INDEX not in existing:  # Neo4j fills it from the nodes already there
             await self._schema(lexical.CREATE_INDEX)
-        wanted = [*q.VECTOR_INDEXES.values(), q.CHUNK_VECTOR_INDEX]
-        self._vector_indexes = all(n in existing for n in wanted)
+        self._vector_indexes = all(n in existing for n in self._shared_vector_indexes())
         if not self._vector_indexes:
             meta = await self.get_meta()
             if meta is not None:
@@ -291,8 +293,22 @@ class Neo4jStore:
             self._space_indexed = True  # another store made them; a rebuild drops them first
         await self._ensure_space_indexes()
 
+    def _shared_vector_indexes(self) -> list[str]:
+        """The database-wide vector indexes this store keeps: SPEC §1.2's four, and the chunk
+        index only with ``space_indexes`` off. With own indexes a large space reads its own
+        chunk index, and a space below ``index_min_events`` scans exactly, so the shared one
+        would only serve a large space while its own index populates (exact chunk scans
+        instead) and it would double the HNSW insertions of every chunk: writes went at 337
+        against 743 events/s with it (docs/DECISIONS.md, "Neo4j with many spaces"). One that
+        exists (made by a store with ``space_indexes`` off) is kept and used."""
+        names = list(q.VECTOR_INDEXES.values())
+        return names if self.space_indexes else [*names, q.CHUNK_VECTOR_INDEX]
+
     async def _create_vector_indexes(self, dims: int) -> None:
-        for statement in [*q.CREATE_VECTOR_INDEX.values(), q.CREATE_CHUNK_VECTOR_INDEX]:
+        statements = list(q.CREATE_VECTOR_INDEX.values())
+        if not self.space_indexes:
+            statements.append(q.CREATE_CHUNK_VECTOR_INDEX)
+        for statement in statements:
             await self._schema(statement, {"dims": dims})
         self._vector_indexes = True
         self._index_seen = -routes.INDEX_STATE_TTL  # the route strategy re-reads the index state
@@ -346,6 +362,11 @@ class Neo4jStore:
         log.info("labelled the events and chunks of space %r", self.space)
 
     async def close(self) -> None:
+        task, self._state_task = self._state_task, None
+        if task is not None and not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
         driver, self._driver = self._driver, None
         if driver is not None:
             await driver.close()
@@ -433,7 +454,7 @@ class Neo4jStore:
 
         await self._write(work)
         self._wrote()
-        # SPEC §1.12.5: rebuild the four vector indexes (and the chunk index) at the new width,
+        # SPEC §1.12.5: rebuild the four vector indexes (and a shared chunk index) at the new width,
         # outside the data transaction. The routes fall back to exact scans without them, so a
         # failure here only costs speed.
         try:
