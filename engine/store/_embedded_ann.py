@@ -48,9 +48,9 @@ log = logging.getLogger(__name__)
 
 Kind = str  # "summary", "chunk", or an entity label
 KINDS: tuple[Kind, ...] = ("summary", "chunk", "Person", "Concept", "Location")
-# M 32: at 1M text-like events M 16 found 0.982 of the exact top 40 among 400 fetched (one
-# query in 200: none), M 32 0.997 at the same search time (docs/DECISIONS.md, "Connectivity");
-# efConstruction 64: half the build CPU of 128
+# M 32: at 1M text-like events M 16 kept 0.986 of the exact top 40 among 400 fetched, M 32
+# 0.997, at the same search time (bench/results/ann_connectivity.md; docs/DECISIONS.md,
+# "Connectivity"); efConstruction 64: half the build CPU of 128
 CONNECTIVITY, EXPANSION_ADD = 32, 64
 # the search beam, per key fetched: x2 lifted the share of the exact top 40 among 400 fetched at
 # 100k events from 0.9960 (worst query 0.775) to 0.9995 (0.975) for summaries and from 0.9938 to
