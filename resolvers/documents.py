@@ -61,8 +61,9 @@ class DocumentCache:
     def put(self, query: str, options: Mapping[str, Any], doc: DocumentNode) -> None:
         if self.size <= 0 or len(query) > self.max_chars:
             return
-        self._docs[_key(query, options)] = doc
-        self._docs.move_to_end(_key(query, options))
+        key = _key(query, options)
+        self._docs[key] = doc
+        self._docs.move_to_end(key)
         while len(self._docs) > self.size:
             self._docs.popitem(last=False)
 
