@@ -48,19 +48,91 @@ def route_hits(
     """The route's top ``limit`` events (see the module docstring for the strategy)."""
     if view.n == 0 or query.shape[0] != view.dims:
         return []
+    plan = _plan(view, filters, exclude, restrict, allowed)
+    if isinstance(plan, list):
+        return _subset(route, view, query, np.asarray(plan, dtype=np.int64), limit)
+    cand = _candidates(route, view, generation, ann, query, filters, exclude, plan, limit)
+    if cand is not None:
+        return _rescore(route, view, query, cand, limit)
+    return _exact(route, view, query, filters, exclude, restrict, allowed, plan, limit)
+
+
+def pool_hits(
+    view: EventView,
+    generation: int,
+    ann: AnnIndexes | None,
+    query: F32,
+    filters: Filters,
+    exclude: frozenset[str],
+    restrict: frozenset[str] | None,
+    allowed: frozenset[str] | None,
+    limit: int,
+) -> tuple[list[Hit], list[Hit]]:
+    """Both routes' top ``limit`` events, as ``route_hits`` gives them, except that when both
+    come from their indexes each route rescores the union of both indexes' candidates.
+
+    Why: an HNSW graph has regions a search does not reach (at 1M text-like events, 8 of 200
+    queries lost one of their exact top-4 events that way, some ranked first or second by the
+    exact scan), but an event's summary and its chunks are near each other, and every event
+    missed by one index was among the other index's candidates (docs/DECISIONS.md, "Both
+    indexes' candidates"). Exact rescoring of a larger set can only move a route closer to
+    the exact scan."""
+    if view.n == 0 or query.shape[0] != view.dims:
+        return [], []
+    plan = _plan(view, filters, exclude, restrict, allowed)
+    if isinstance(plan, list):
+        rows = np.asarray(plan, dtype=np.int64)
+        return _subset("summary", view, query, rows, limit), _subset(
+            "chunk", view, query, rows, limit
+        )
+    found: dict[RouteName, I64 | None] = {
+        route: _candidates(route, view, generation, ann, query, filters, exclude, plan, limit)
+        for route in ("summary", "chunk")
+    }
+    known = [c for c in found.values() if c is not None]
+    union = np.union1d(known[0], known[1]) if len(known) == 2 else None
+    out: list[list[Hit]] = []
+    for route, cand in found.items():
+        if cand is None:
+            out.append(_exact(route, view, query, filters, exclude, restrict, allowed, plan, limit))
+            continue
+        rows = union if union is not None else cand
+        if route == "summary":
+            rows = rows[view.has_vec[rows]]
+        out.append(_rescore(route, view, query, rows, limit))
+    return out[0], out[1]
+
+
+def _plan(
+    view: EventView,
+    filters: Filters,
+    exclude: frozenset[str],
+    restrict: frozenset[str] | None,
+    allowed: frozenset[str] | None,
+) -> list[int] | Mask | None:
+    """How to answer: a list of at most ``SUBSET_MAX`` rows to score exactly, or the filters'
+    mask over every row (None: no narrowing filter, the mask is built only if needed)."""
     narrowed = restrict is not None or allowed is not None or filters.date_from or filters.date_to
-    mask: Mask | None = None
-    if narrowed:
-        mask = event_mask(view, filters, exclude, restrict, allowed)
-        rows = np.flatnonzero(mask)
-        if rows.size <= SUBSET_MAX:
-            return _subset(route, view, query, rows, limit)
-    h = ann.index(route, generation) if ann is not None and ann.enabled else None
-    if h is not None:
-        assert ann is not None
-        found = _by_index(route, view, h, query, filters, exclude, mask, limit, ann)
-        if found is not None:
-            return found
+    if not narrowed:
+        return None
+    mask = event_mask(view, filters, exclude, restrict, allowed)
+    rows = np.flatnonzero(mask)
+    if rows.size <= SUBSET_MAX:
+        return rows.tolist()
+    return mask
+
+
+def _exact(
+    route: RouteName,
+    view: EventView,
+    query: F32,
+    filters: Filters,
+    exclude: frozenset[str],
+    restrict: frozenset[str] | None,
+    allowed: frozenset[str] | None,
+    mask: Mask | None,
+    limit: int,
+) -> list[Hit]:
     if mask is None:
         mask = event_mask(view, filters, exclude, restrict, allowed)
     return (summary_hits if route == "summary" else chunk_hits)(view, query, mask, limit)
@@ -83,17 +155,24 @@ def _passing(
     return out
 
 
-def _by_index(
+def _candidates(
     route: RouteName,
     view: EventView,
-    h: Hnsw,
+    generation: int,
+    ann: AnnIndexes | None,
     query: F32,
     filters: Filters,
     exclude: frozenset[str],
     mask: Mask | None,
     limit: int,
-    ann: AnnIndexes,
-) -> list[Hit] | None:
+) -> I64 | None:
+    """The event rows the route's index proposes (and the rows it does not cover yet) that
+    pass the filters, at least ``limit`` of them; None when the exact scan must answer (no
+    index, the index busy, or too few candidates even after a larger fetch)."""
+    h = ann.index(route, generation) if ann is not None and ann.enabled else None
+    if h is None:
+        return None
+    assert ann is not None
     n = view.n
     exclude_rows = view.rows(exclude) if exclude else np.zeros(0, np.int64)
     covered = min(h.covered, view.nc if route == "chunk" else n)
@@ -111,7 +190,7 @@ def _by_index(
             rows = rows[view.has_vec[rows]]
         cand = _passing(view, rows, filters, exclude_rows, mask)
         if cand.size >= limit:
-            return _rescore(route, view, query, cand, limit)
+            return cand
         if keys.size < fetch:  # the index gave all it has: too few pass, scan exactly
             return None
         fetch *= RETRY_FACTOR

@@ -69,8 +69,7 @@ from engine.store._embedded_ann import AnnSettings
 from engine.store._embedded_db import Database
 from engine.store._embedded_index import normalise
 from engine.store._embedded_reader import Reader
-from engine.store._embedded_search import entity_hits, route_hits
-from engine.store.base import route_pool_by_parts
+from engine.store._embedded_search import entity_hits, pool_hits, route_hits
 
 __all__ = ["EmbeddedStore"]
 
@@ -380,7 +379,37 @@ class EmbeddedStore:
         restrict: frozenset[str] | None = None,
         text: str | None = None,
     ) -> RoutePool:
-        return await route_pool_by_parts(self, query, filters, exclude, limit, restrict, text)
+        """Both vector routes in one computation (``pool_hits``: above the ANN threshold each
+        rescores both indexes' candidates), the lexical route beside them when ``text`` is
+        given, then the events and chunk hashes of everything they found."""
+        if limit <= 0:
+            return RoutePool([], [], {}, {})
+        db = self._database
+        await self._call(db.catch_up)  # another process may have written (Database.catch_up)
+        allowed = await self._call(db.events_in_groups, filters) if filters.groups else None
+        view, gen = db.events, db.generation  # one snapshot for the whole computation
+        q = normalise(query)
+
+        def run() -> tuple[list[Hit], list[Hit]]:
+            return pool_hits(view, gen, db.ann, q, filters, exclude, restrict, allowed, limit)
+
+        (summary, chunk), lexical = await asyncio.gather(
+            self._compute_on((view.n + view.nc) * view.dims, run),
+            self._no_hits()
+            if text is None
+            else self.lexical_route(text, filters, exclude, limit, restrict),
+        )
+        union = list(dict.fromkeys(h.event_id for h in [*summary, *chunk, *lexical]))
+        if not union:
+            return RoutePool(summary, chunk, {}, {}, lexical=lexical)
+        events = {e.id: e for e in await self.get_events(union, with_vectors=True)}
+        chunks = await self.get_chunks(list(events))
+        hashes = {i: frozenset(c.text_hash for c in cs) for i, cs in chunks.items()}
+        return RoutePool(summary, chunk, events, hashes, lexical=lexical)
+
+    @staticmethod
+    async def _no_hits() -> list[Hit]:
+        return []
 
     async def recent_events(
         self,

@@ -386,3 +386,43 @@ async def test_a_frozen_saved_index_serves_and_takes_its_edits_when_thawed(
         gate.set()
         await store.close()
         await exact.close()
+
+
+async def test_an_event_one_index_cannot_reach_is_found_through_the_other(
+    tmp_path: Path,
+) -> None:
+    """HNSW graphs have regions a search does not reach. The route pool rescores both
+    indexes' candidates in both routes, so an event the summary index misses is still in the
+    summary route when the chunk index proposes it (its chunks lie near its summary)."""
+    rng = np.random.default_rng(11)
+    vecs = unit(rng, 300)
+    events = []
+    for i in range(300):
+        ev = event(f"e{i}", vecs[i], content=f"event {i} " + "y" * 60)
+        near = vecs[i] + 0.05 * unit(rng, 2)
+        ev.chunks = chunks_for(ev.content, list(near / np.linalg.norm(near, axis=1)[:, None]))
+        events.append(ev)
+    exact, ann = await both(tmp_path, [plan(events, [], [], meta=META)])
+    try:
+        q = vecs[7] + 0.1 * unit(rng, 1)[0]
+        want = await exact.route_pool(q, EMPTY_FILTERS, frozenset(), 10)
+        top = want.summary[0].event_id
+        view = ann._database.events
+        hole = np.uint64(view.seqs[view.ids.index(top)])
+        h = index_of(ann, "summary")
+        search = h.search  # type: ignore[attr-defined]
+
+        def blind(query: np.ndarray, count: int) -> np.ndarray | None:
+            keys = search(query, count)
+            return None if keys is None else keys[keys != hole]
+
+        h.search = blind  # type: ignore[attr-defined]
+        alone = await ann.route("summary", q, EMPTY_FILTERS, frozenset(), 10)
+        assert top not in [x.event_id for x in alone]  # the hole is real for the route alone
+        got = await ann.route_pool(q, EMPTY_FILTERS, frozenset(), 10)
+        assert [x.event_id for x in got.summary] == [x.event_id for x in want.summary]
+        assert [x.event_id for x in got.chunk] == [x.event_id for x in want.chunk]
+        assert set(got.events) == set(want.events)
+    finally:
+        await exact.close()
+        await ann.close()
