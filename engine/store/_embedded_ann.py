@@ -50,8 +50,11 @@ Kind = str  # "summary", "chunk", or an entity label
 KINDS: tuple[Kind, ...] = ("summary", "chunk", "Person", "Concept", "Location")
 # M 32: at 1M text-like events M 16 kept 0.986 of the exact top 40 among 400 fetched, M 32
 # 0.997, at the same search time (bench/results/ann_connectivity.md; docs/DECISIONS.md,
-# "Connectivity"); efConstruction 64: half the build CPU of 128
-CONNECTIVITY, EXPANSION_ADD = 32, 64
+# "Connectivity"). efConstruction 128: with 64 the dense regions of a 1M graph had holes (2.3%
+# of vectors not found from themselves at the default beam, one in 200 queries kept only
+# 0.925 of its top 40); 128 kept 1.000 of every query's top 40 (docs/DECISIONS.md, "Holes in
+# the graph")
+CONNECTIVITY, EXPANSION_ADD = 32, 128
 # the search beam, per key fetched: x2 lifted the share of the exact top 40 among 400 fetched at
 # 100k events from 0.9960 (worst query 0.775) to 0.9995 (0.975) for summaries and from 0.9938 to
 # 0.9971 for chunks, for ~1.7x the search time (docs/DECISIONS.md, "Build speed")
