@@ -127,24 +127,54 @@ def query_terms(text: str) -> frozenset[str]:
     return frozenset(terms)
 
 
+_ALNUM = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
+_JOINERS = frozenset("._+#-")
+
+
+def _is_token_at(text: str, start: int, end: int) -> bool:
+    """Whether ``text[start:end]`` (a latin term found there) is a whole ``_LATIN`` token:
+    no token runs into it from the left (a letter or digit, or a joiner after one) and none
+    goes on to the right (a letter or digit, or a joiner before one)."""
+    if start > 0:
+        before = text[start - 1]
+        if before in _ALNUM or (before in _JOINERS and start > 1 and text[start - 2] in _ALNUM):
+            return False
+    if end < len(text):
+        after = text[end]
+        if after in _ALNUM or (
+            after in _JOINERS and end + 1 < len(text) and text[end + 1] in _ALNUM
+        ):
+            return False
+    return True
+
+
 class DocTerms:
-    """A document prepared for membership tests: its normalised text and latin token set.
+    """A document prepared for membership tests: its normalised text.
 
     A CJK term is present when it is a substring of the normalised text; a latin term when it
-    is one of the document's latin tokens (so ``neo4j`` is not present in ``neo4jx``).
+    is one of the document's latin tokens (so ``neo4j`` is not present in ``neo4jx``). The
+    latin test looks for the term as a substring and checks the token boundaries around each
+    place it occurs, instead of tokenising the whole document: ranking tests every query term
+    against ~60 candidate documents per search, and the tokenising was most of that
+    (tests/engine/test_terms.py checks both agree on random texts).
     """
 
-    __slots__ = ("latin", "text")
+    __slots__ = ("text",)
 
     def __init__(self, text: str) -> None:
         self.text = normalise(text)
-        self.latin = frozenset(_LATIN.findall(self.text))
 
     def present(self, term: str) -> bool:
         """Whether one query term occurs in the document."""
+        text = self.text
         if is_cjk_term(term):
-            return term in self.text
-        return term in self.latin
+            return term in text
+        at = text.find(term)
+        while at >= 0:
+            if _is_token_at(text, at, at + len(term)):
+                return True
+            at = text.find(term, at + 1)
+        return False
 
     def count(self, terms: Iterable[str]) -> int:
         """How many of ``terms`` are present."""

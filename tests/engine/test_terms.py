@@ -3,8 +3,17 @@ from __future__ import annotations
 import unicodedata
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from engine.retrieval.terms import DocTerms, coverage, normalise, query_terms, term_spans
+from engine.retrieval.terms import (
+    _LATIN,
+    DocTerms,
+    coverage,
+    normalise,
+    query_terms,
+    term_spans,
+)
 
 
 def test_spec_example_tokenizes_to_latin_token_and_cjk_bigrams() -> None:
@@ -54,6 +63,27 @@ def test_membership_cjk_substring_latin_whole_token() -> None:
     assert not doc.present("署的")
     assert not doc.present("neo4j")  # only the whole token neo4jx is in the document
     assert DocTerms("use Neo4j.").present("neo4j")
+
+
+_TEXT = st.text(alphabet="ab1.-+#_ /é的部Ａ", max_size=40)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_TEXT, _TEXT)
+def test_latin_membership_is_the_whole_token_rule(doc: str, query: str) -> None:
+    """DocTerms finds a latin term by substring + boundary checks; it must agree with the
+    rule itself: the term is one of the document's _LATIN tokens."""
+    tokens = set(_LATIN.findall(normalise(doc)))
+    prepared = DocTerms(doc)
+    for term in {*_LATIN.findall(normalise(query)), *tokens}:
+        assert prepared.present(term) == (term in tokens), (doc, term)
+
+
+def test_latin_membership_boundaries() -> None:
+    doc = DocTerms("x.neo4j-y neo4j.z a--b c.-d node.js")
+    assert not doc.present("neo4j")  # inside x.neo4j-y and neo4j.z only
+    assert doc.present("a") and doc.present("b") and doc.present("c") and doc.present("d")
+    assert doc.present("node.js") and not doc.present("node") and not doc.present("js")
 
 
 def test_coverage_counts_summary_and_content_prefix() -> None:
