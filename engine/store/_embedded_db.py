@@ -504,6 +504,21 @@ class Database(OwnThread):
         found = {r[0]: row_event(r, with_vectors) for r in rows}
         return [found[i] for i in ids if i in found]
 
+    def pool_rows(
+        self, ids: Sequence[str]
+    ) -> tuple[dict[str, Event], dict[str, frozenset[str]]]:
+        """What ranking reads of the events a search found, in one trip to this thread: the
+        events with their summary vectors, and the text hashes of their chunks."""
+        events = {e.id: e for e in self.get_events(ids, True)}
+        hashes: dict[str, set[str]] = {i: set() for i in events}
+        rows = self.conn.execute(
+            f"SELECT event_id, text_hash FROM chunks WHERE event_id IN {IN_SET}",
+            (json_set(list(events)),),
+        )
+        for event_id, text_hash in rows:
+            hashes[event_id].add(text_hash)
+        return events, {i: frozenset(h) for i, h in hashes.items()}
+
     def get_chunks(self, event_ids: Sequence[str], with_vectors: bool) -> dict[str, list[Chunk]]:
         out: dict[str, list[Chunk]] = {i: [] for i in event_ids}
         rows = self.conn.execute(

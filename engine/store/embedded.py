@@ -402,9 +402,7 @@ class EmbeddedStore:
         union = list(dict.fromkeys(h.event_id for h in [*summary, *chunk, *lexical]))
         if not union:
             return RoutePool(summary, chunk, {}, {}, lexical=lexical)
-        events = {e.id: e for e in await self.get_events(union, with_vectors=True)}
-        chunks = await self.get_chunks(list(events))
-        hashes = {i: frozenset(c.text_hash for c in cs) for i, cs in chunks.items()}
+        events, hashes = await self._call(db.pool_rows, union)
         return RoutePool(summary, chunk, events, hashes, lexical=lexical)
 
     @staticmethod
