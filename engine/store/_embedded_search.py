@@ -7,6 +7,9 @@
   cover yet, drops what fails the filters, rescores the rest exactly from the float32 mirror
   and cuts the page by (cosine DESC, id ASC), as the exact scan orders it. A fetch that leaves
   fewer than ``limit`` events is repeated once, four times larger, then the exact scan answers.
+  A search asks for both routes at once (``pool_hits``): when both come from their indexes,
+  each rescores the union of both indexes' candidates, so an event one graph does not reach
+  is still found through the other.
 * **Exact scan** (``_embedded_index``) everywhere else, and always with ``mode = "exact"``.
 """
 
@@ -48,13 +51,13 @@ def route_hits(
     """The route's top ``limit`` events (see the module docstring for the strategy)."""
     if view.n == 0 or query.shape[0] != view.dims:
         return []
-    plan = _plan(view, filters, exclude, restrict, allowed)
-    if isinstance(plan, list):
-        return _subset(route, view, query, np.asarray(plan, dtype=np.int64), limit)
-    cand = _candidates(route, view, generation, ann, query, filters, exclude, plan, limit)
+    subset, mask = _plan(view, filters, exclude, restrict, allowed)
+    if subset is not None:
+        return _subset(route, view, query, subset, limit)
+    cand = _candidates(route, view, generation, ann, query, filters, exclude, mask, limit)
     if cand is not None:
         return _rescore(route, view, query, cand, limit)
-    return _exact(route, view, query, filters, exclude, restrict, allowed, plan, limit)
+    return _exact(route, view, query, filters, exclude, restrict, allowed, mask, limit)
 
 
 def pool_hits(
@@ -74,19 +77,18 @@ def pool_hits(
     Why: an HNSW graph has regions a search does not reach (at 1M text-like events, 8 of 200
     queries lost one of their exact top-4 events that way, some ranked first or second by the
     exact scan), but an event's summary and its chunks are near each other, and every event
-    missed by one index was among the other index's candidates (docs/DECISIONS.md, "Both
-    indexes' candidates"). Exact rescoring of a larger set can only move a route closer to
+    missed by one index was among the other index's candidates (docs/DECISIONS.md, "Holes in
+    the graph"). Exact rescoring of a larger set can only move a route closer to
     the exact scan."""
     if view.n == 0 or query.shape[0] != view.dims:
         return [], []
-    plan = _plan(view, filters, exclude, restrict, allowed)
-    if isinstance(plan, list):
-        rows = np.asarray(plan, dtype=np.int64)
-        return _subset("summary", view, query, rows, limit), _subset(
-            "chunk", view, query, rows, limit
+    subset, mask = _plan(view, filters, exclude, restrict, allowed)
+    if subset is not None:
+        return _subset("summary", view, query, subset, limit), _subset(
+            "chunk", view, query, subset, limit
         )
     found: dict[RouteName, I64 | None] = {
-        route: _candidates(route, view, generation, ann, query, filters, exclude, plan, limit)
+        route: _candidates(route, view, generation, ann, query, filters, exclude, mask, limit)
         for route in ("summary", "chunk")
     }
     known = [c for c in found.values() if c is not None]
@@ -94,7 +96,7 @@ def pool_hits(
     out: list[list[Hit]] = []
     for route, cand in found.items():
         if cand is None:
-            out.append(_exact(route, view, query, filters, exclude, restrict, allowed, plan, limit))
+            out.append(_exact(route, view, query, filters, exclude, restrict, allowed, mask, limit))
             continue
         rows = union if union is not None else cand
         if route == "summary":
@@ -109,17 +111,16 @@ def _plan(
     exclude: frozenset[str],
     restrict: frozenset[str] | None,
     allowed: frozenset[str] | None,
-) -> list[int] | Mask | None:
-    """How to answer: a list of at most ``SUBSET_MAX`` rows to score exactly, or the filters'
-    mask over every row (None: no narrowing filter, the mask is built only if needed)."""
+) -> tuple[I64 | None, Mask | None]:
+    """``(rows, None)``: narrowing filters leave at most ``SUBSET_MAX`` rows, score exactly
+    those; ``(None, mask)``: they leave more, here is their mask over every row; ``(None,
+    None)``: no narrowing filter (the mask is built only if the exact scan needs it)."""
     narrowed = restrict is not None or allowed is not None or filters.date_from or filters.date_to
     if not narrowed:
-        return None
+        return None, None
     mask = event_mask(view, filters, exclude, restrict, allowed)
     rows = np.flatnonzero(mask)
-    if rows.size <= SUBSET_MAX:
-        return rows.tolist()
-    return mask
+    return (rows, None) if rows.size <= SUBSET_MAX else (None, mask)
 
 
 def _exact(
