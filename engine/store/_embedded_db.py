@@ -96,6 +96,8 @@ from engine.store._embedded_warm import PageWarmer
 from engine.text import normalise_name
 
 log = logging.getLogger(__name__)
+# read from the covering index chunks_hash, never from the chunk rows (_embedded_schema)
+CHUNK_HASHES_SQL = f"SELECT event_id, text_hash FROM chunks WHERE event_id IN {IN_SET}"
 P = ParamSpec("P")
 T = TypeVar("T")
 
@@ -511,10 +513,7 @@ class Database(OwnThread):
         events with their summary vectors, and the text hashes of their chunks."""
         events = {e.id: e for e in self.get_events(ids, True)}
         hashes: dict[str, set[str]] = {i: set() for i in events}
-        rows = self.conn.execute(
-            f"SELECT event_id, text_hash FROM chunks WHERE event_id IN {IN_SET}",
-            (json_set(list(events)),),
-        )
+        rows = self.conn.execute(CHUNK_HASHES_SQL, (json_set(list(events)),))
         for event_id, text_hash in rows:
             hashes[event_id].add(text_hash)
         return events, {i: frozenset(h) for i, h in hashes.items()}

@@ -84,6 +84,11 @@ CREATE TABLE IF NOT EXISTS chunks (
     embedding   BLOB,
     PRIMARY KEY (event_id, chunk_index)
 );  -- a rowid table: rows carry ~1.5 KB vectors, too wide for WITHOUT ROWID
+-- What a search reads of its ~70 candidate events' chunks (MMR's overlap term), from compact
+-- index pages instead of rows that carry the text and the vector: at 1M events 0.6 against
+-- 2.6 ms per search when those rows' pages are not cached (built at the first open of an
+-- older file: ~10 s for 1.6M chunks)
+CREATE INDEX IF NOT EXISTS chunks_hash ON chunks (event_id, text_hash);
 
 CREATE TABLE IF NOT EXISTS names (
     norm    TEXT NOT NULL,                  -- engine.text.normalise_name of a name or alias

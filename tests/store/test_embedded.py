@@ -9,6 +9,7 @@ import pytest
 
 from engine.errors import InvalidInput, StoreUnavailable
 from engine.models import EMPTY_FILTERS
+from engine.store._embedded_db import CHUNK_HASHES_SQL
 from engine.store.embedded import EmbeddedStore
 from tests.store._builders import axis, save_one
 
@@ -54,6 +55,18 @@ async def test_the_database_uses_wal_and_foreign_keys(tmp_path: Path) -> None:
     with sqlite3.connect(store.file) as conn:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
+
+
+async def test_a_search_reads_chunk_hashes_from_the_covering_index(tmp_path: Path) -> None:
+    """The route pool's chunk-hash query never touches the chunk rows (text and vector):
+    at 1M events their pages are the ones not in the page cache."""
+    store = EmbeddedStore(tmp_path)
+    await store.open()
+    await save_one(store, axis(0))
+    await store.close()
+    with sqlite3.connect(store.file) as conn:
+        plan = conn.execute(f"EXPLAIN QUERY PLAN {CHUNK_HASHES_SQL}", ("[]",)).fetchall()
+    assert any("COVERING INDEX chunks_hash" in row[-1] for row in plan), plan
 
 
 @pytest.mark.parametrize("space", ["", "../escape", "a/b", "with space", "x" * 65, "-lead"])
