@@ -66,6 +66,13 @@ log = logging.getLogger(__name__)
 # waiting 6-14 s (docs/DECISIONS.md).
 _LOCAL_BATCH = 32
 _LOCAL_CALL_CHARS = 600
+# Calls that wait together run as one engine call of at most this many texts (and the
+# character limit above). Four fresh queries in one call cost ~10-15% less model time each than
+# four calls; larger batches gain no more per query and send their searches back to the event
+# loop in convoys that leave the model idle: at the character limit alone (~11 queries) bench.load
+# fell from ~19 to ~15 searches/s (bench/results/load_batch.md). A save's passages come from
+# local_calls already near the limits, so this mostly groups queries.
+_LOCAL_SHARED_CALL = 4
 # Above this many texts the hashing embedder leaves the event loop for a worker thread.
 _HASHING_INLINE_MAX = 16
 
@@ -261,7 +268,7 @@ class LocalEmbedder:
             name="mnemoql-e5",
             query_share=query_share,
             batch=self._encode,
-            batch_items=_LOCAL_BATCH,
+            batch_items=_LOCAL_SHARED_CALL,
             batch_size=_LOCAL_CALL_CHARS * self.threads,
         )
         self._use = EmbedderUse()

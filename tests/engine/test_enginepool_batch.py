@@ -258,9 +258,10 @@ async def test_concurrent_queries_share_one_model_call_with_their_own_vectors() 
     release.set()
     await first
     out = [await w for w in waiting]
-    assert engine.calls == [["first query"], texts[:6]]  # one call; the repeat shared its text
+    # four to a call (the limit); the repeated text shared its neighbour's row
+    assert engine.calls == [["first query"], texts[:4], texts[4:6]]
     for text, vec in zip(texts, out, strict=True):
         expected = np.array([len(text), 1.0]) / np.hypot(len(text), 1.0)
         assert np.allclose(vec[0, :2], expected)
-    assert emb.use.calls == 2 and emb.use.texts == 7
+    assert emb.use.calls == 3 and emb.use.texts == 7
     assert emb.queries.misses == 7 and emb.queries.hits == 1
