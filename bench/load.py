@@ -2,6 +2,7 @@
 
     python -m bench.load                    # 60 s, 50 searchers, 10 savers, the default embedder
     python -m bench.load --seconds 20 --embedder hashing
+    python -m bench.load --model-batches 1,2,4,8,16   # the local model alone: time per query
 
 ``mnemoql serve`` runs in a subprocess on 127.0.0.1 (a free port, a fresh data directory, access
 tokens: the savers write with a write token, the searchers read with a read token). Every client
@@ -680,6 +681,60 @@ async def main_async(args: argparse.Namespace) -> int:
     return 0 if ok else 1
 
 
+def model_batches(sizes: list[int], queries: int = 240, seed: int = 7) -> str:
+    """The local model alone, one OpenMP thread per engine as the server runs it: model time per
+    fresh query (``query_text``'s shape) when ``n`` queries share each call, on one engine and
+    on two engines at once (the server's two workers), twice over. A markdown table."""
+    import threading
+
+    from engine.providers.local import LocalEmbedder
+
+    emb = LocalEmbedder(threads=1, workers=2)
+    rng = random.Random(seed)
+    engines = [emb._load_engine() for _ in range(2)]
+    rows: list[str] = []
+
+    def run(engine: Any, texts: list[str], n: int, out: list[float]) -> None:
+        if engine.set_threads is not None:
+            engine.set_threads(1)
+        wall, cpu = time.perf_counter(), time.thread_time()
+        for i in range(0, len(texts), n):
+            engine.engine.encode(texts[i : i + n], True)
+        out += [time.perf_counter() - wall, time.thread_time() - cpu]
+
+    for e in engines:  # warm: weights paged in
+        run(e, [query_text(rng, True) for _ in range(8)], 4, [])
+    tokens = [engines[0].engine.token_count(query_text(rng, True), True) for _ in range(200)]
+    for rep in (1, 2):
+        for n in sizes:
+            for count in (1, 2):
+                results: list[list[float]] = [[] for _ in range(count)]
+                threads = [
+                    threading.Thread(
+                        target=run,
+                        args=(engines[i], [query_text(rng, True) for _ in range(queries)], n, r),
+                    )
+                    for i, r in enumerate(results)
+                ]
+                for t in threads:
+                    t.start()
+                for t in threads:
+                    t.join()
+                wall = max(r[0] for r in results)
+                cpu = sum(r[1] for r in results) / count
+                rows.append(
+                    f"| {rep} | {count} | {n} | {1000 * wall / queries:.1f} | "
+                    f"{1000 * cpu / queries:.1f} | {count * queries / wall:.0f} |"
+                )
+    head = (
+        f"Fresh queries of {min(tokens)}-{max(tokens)} tokens (mean "
+        f"{sum(tokens) / len(tokens):.1f}), {queries} per engine per row.\n\n"
+        "| round | engines at once | queries per call | wall ms per query per engine | "
+        "CPU ms per query | queries/s together |\n|---:|---:|---:|---:|---:|---:|\n"
+    )
+    return head + "\n".join(rows) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--seconds", type=float, default=60.0, help="duration of the load (default 60)")
@@ -719,7 +774,23 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--out", default=str(RESULTS / "load.md"), help="the markdown report ('' for none)"
     )
+    p.add_argument(
+        "--model-batches",
+        default="",
+        metavar="N,N,...",
+        help="no server: time the local model alone with N fresh queries per call and print "
+        "a table (how much sharing a call saves)",
+    )
     args = p.parse_args(argv)
+    if args.model_batches:
+        try:
+            sizes = [int(n) for n in args.model_batches.split(",")]
+        except ValueError:
+            p.error(f"--model-batches takes whole numbers, e.g. 1,2,4 (got {args.model_batches!r})")
+        if not sizes or min(sizes) < 1 or max(sizes) > 64:
+            p.error("--model-batches sizes must be between 1 and 64")
+        print(model_batches(sizes))
+        return 0
     if not 1 <= args.seconds <= 3600:
         p.error("--seconds must be between 1 and 3600")
     for setting in args.set:

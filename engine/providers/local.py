@@ -66,6 +66,13 @@ log = logging.getLogger(__name__)
 # waiting 6-14 s (docs/DECISIONS.md).
 _LOCAL_BATCH = 32
 _LOCAL_CALL_CHARS = 600
+# Calls that wait together run as one engine call of at most this many texts (and the
+# character limit above). Four fresh queries in one call cost ~10-15% less model time each than
+# four calls; larger batches gain no more per query and send their searches back to the event
+# loop in convoys that leave the model idle: at the character limit alone (~11 queries) bench.load
+# fell from ~19 to ~15 searches/s (bench/results/load_batch.md). A save's passages come from
+# local_calls already near the limits, so this mostly groups queries.
+_LOCAL_SHARED_CALL = 4
 # Above this many texts the hashing embedder leaves the event loop for a worker thread.
 _HASHING_INLINE_MAX = 16
 
@@ -231,7 +238,8 @@ class LocalEmbedder:
     ``workers`` threads of the embedder's own (``EnginePool``: an engine each, one queue, queries
     ahead of passages up to ``query_share`` of the model time), with ``threads`` OpenMP
     threads; queries and passages queue there instead of occupying the event loop's default
-    executor.
+    executor. Calls of one kind that wait there together run as one engine call within
+    ``local_calls``' limits (concurrent searches share the weights' pass).
 
     Raises:
         ValueError: ``threads`` is not a whole number from 1 to 256, or ``workers`` below 1.
@@ -253,9 +261,15 @@ class LocalEmbedder:
         self.model = LOCAL_EMBEDDING_MODEL
         self.dimensions = LOCAL_DIMENSIONS
         # one engine per worker thread, queries ahead of passages; no thread starts until the
-        # first call
+        # first call; calls waiting together share one engine call within local_calls' limits
         self._pool: EnginePool[_Loaded] = EnginePool(
-            workers, lambda: self._load_engine(), name="mnemoql-e5", query_share=query_share
+            workers,
+            lambda: self._load_engine(),
+            name="mnemoql-e5",
+            query_share=query_share,
+            batch=self._encode,
+            batch_items=_LOCAL_SHARED_CALL,
+            batch_size=_LOCAL_CALL_CHARS * self.threads,
         )
         self._use = EmbedderUse()
         self._use_lock = threading.Lock()
@@ -316,9 +330,12 @@ class LocalEmbedder:
         return np.asarray(out, dtype=np.float32).reshape(len(texts), self.dimensions)
 
     async def _run(self, texts: list[str], is_query: bool) -> Vector:
-        return await self._pool.run(
-            lambda loaded: self._encode(loaded, texts, is_query), query=is_query
+        """One call's texts; calls of the same kind that wait together for a worker run as one
+        engine call (``EnginePool.submit_batch``), each getting its own rows."""
+        rows = await self._pool.run_batch(
+            texts, query=is_query, size=sum(len(t) for t in texts)
         )
+        return np.asarray(rows, dtype=np.float32)
 
     def query_tokens(self, text: str) -> int | None:
         """How many tokens the model reads for ``text`` as a query; None before the model is
