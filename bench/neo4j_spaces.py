@@ -710,6 +710,7 @@ async def main(args: argparse.Namespace) -> str:
         if args.shared_indexes == "build":
             before = await opened_store(store_for(endpoint, target, own=False))
             before.share_fetch = False
+            before.index_overfetch = 10  # the route before per-space indexes
             sized = await opened_store(store_for(endpoint, target, own=False))
             readers += [
                 Reader("shared index, k x 10 (before)", before,
