@@ -34,6 +34,17 @@ load; ``--check-bulk N`` first compares N events written both ways, node by node
 events in 26 minutes here instead of hours. There is no "alone" phase then, and with
 ``--shared-indexes none`` no shared-index readers (populating those over 1M events takes hours).
 
+The exact scan costs ~7 s per search at 100,000 events. ``--answers PATH`` keeps its answers
+(delivered events and both route lists, per query) in a file, computed untimed before the
+timing and reused by later runs over the same space (a run's queries are a prefix of a longer
+run's); ``--answers-only`` stops after computing them (run it at nice 19), ``--assist``
+computes them by the same exact Cypher over each route's best 80 events by exact cosine over
+all of the space's vectors (numpy; the exact top 40 is inside, so the rows are the full
+scan's), and ``--exact-timed N`` times the exact scan on the first N queries only (checked
+against the stored answers). ``--overfetch K`` (repeatable) adds own-index readers with that
+``index_overfetch``; ``--diagnose`` explains every query a reader answers differently (which
+route candidates are missing, their exact ranks and scores, where the index returns them).
+
 ``--keep`` leaves the spaces in the database, and a later run with the same ``--prefix``
 reuses the spaces that are complete (then only the crowded figures are measured). Neo4j comes
 from ``--neo4j-uri`` / ``--neo4j-password`` or a managed server started in a temporary home.
@@ -45,6 +56,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import hashlib
+import json
 import sys
 import time
 from collections import Counter
@@ -79,10 +92,12 @@ from bench.search_latency import (
     queries,
 )
 from engine.memory import Memory
-from engine.models import EMPTY_FILTERS, ID_PREFIX, SavePlan
+from engine.models import EMPTY_FILTERS, ID_PREFIX, RoutePool, SavePlan
 from engine.retrieval.pipeline import ROUTE_LIMIT, SearchRequest
 from engine.store.neo4j import _cypher as q
 from engine.store.neo4j import _records as rec
+from engine.store.neo4j import _routes as routes
+from engine.store.neo4j._routes import INDEX_MAX_FETCH
 from engine.store.neo4j.store import Neo4jStore
 
 K = ROUTE_LIMIT
@@ -247,6 +262,10 @@ async def graph_of(store: Neo4jStore) -> tuple[list[Any], list[Any]]:
     nodes = []
     for r in await store._run(GRAPH_NODES, labels):
         props = {k: v for k, v in r["props"].items() if k != "space"}
+        if "name_keys" in props:  # keys begin with their space's digest: compare the rest
+            prefix = q.name_prefix(store.space)
+            assert all(k.startswith(prefix) for k in props["name_keys"]), props["name_keys"]
+            props["name_keys"] = [k[len(prefix) :] for k in props["name_keys"]]
         if q.SPACE_LABEL in r["labels"]:
             props = {k: v for k, v in props.items()
                      if k not in _SPACE_COUNTERS and not (k in _MARKS and v == 0)}  # fmt: skip
@@ -300,18 +319,160 @@ async def total_events(store: Neo4jStore) -> int:
     return int(rows[0]["total"] or 0) if rows else 0
 
 
+@dataclass
+class Answer:
+    """What one reader answered to one query: the delivered events and the two route lists
+    ``Memory.search`` ranked (event id, score), as its ``route_pool`` returned them."""
+
+    delivered: list[str]
+    summary: list[tuple[str, float]]
+    chunk: list[tuple[str, float]]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"delivered": self.delivered, "summary": self.summary, "chunk": self.chunk}
+
+    @classmethod
+    def of(cls, d: dict[str, Any]) -> Answer:
+        return cls(list(d["delivered"]), [(a, float(b)) for a, b in d["summary"]],
+                   [(a, float(b)) for a, b in d["chunk"]])  # fmt: skip
+
+
+def recording(store: Neo4jStore) -> list[RoutePool]:
+    """The route pools the store hands out from now on (appended as they are returned)."""
+    seen: list[RoutePool] = []
+    inner = store.route_pool
+
+    async def route_pool(*args: Any, **kwargs: Any) -> RoutePool:
+        pool = await inner(*args, **kwargs)
+        seen.append(pool)
+        return pool
+
+    store.route_pool = route_pool  # type: ignore[method-assign]
+    return seen
+
+
 async def searches(
     reader: Reader, stub: StubEmbedder, qs: Sequence[tuple[str, Any]], tag: str
-) -> tuple[list[float], list[list[str]]]:
-    times, delivered = [], []
+) -> tuple[list[float], list[Answer]]:
+    """``Memory.search`` of every query (fresh session each), the first 5 untimed."""
+    times, answers = [], []
+    pools = getattr(reader.store, "_bench_pools", None)
+    if pools is None:
+        pools = reader.store._bench_pools = recording(reader.store)  # type: ignore[attr-defined]
     for i, (text, vec) in enumerate(qs):
         stub.vectors[text] = vec
+        pools.clear()
         t0 = time.perf_counter()
         out = await reader.memory.search(SearchRequest(query=text), f"{tag}-{i}")
         if i >= 5:
             times.append(time.perf_counter() - t0)
-        delivered.append([item.event_id for item in out.page.items])
-    return times, delivered
+        assert len(pools) == 1, f"{len(pools)} route pools in one search"
+        answers.append(Answer(
+            [item.event_id for item in out.page.items],
+            [(h.event_id, h.score) for h in pools[0].summary],
+            [(h.event_id, h.score) for h in pools[0].chunk],
+        ))  # fmt: skip
+    return times, answers
+
+
+def answers_key(args: argparse.Namespace) -> dict[str, Any]:
+    """What the exact answers depend on besides the queries: the space's corpus."""
+    return {"prefix": args.prefix, "events": args.events, "seed": args.seed,
+            "vectors": args.vectors}  # fmt: skip
+
+
+def query_id(text: str, vec: Any) -> str:
+    return hashlib.sha256(text.encode() + np.asarray(vec, np.float32).tobytes()).hexdigest()[:16]
+
+
+async def exact_answers(
+    path: Path, key: dict[str, Any], reader: Reader, stub: StubEmbedder,
+    qs: Sequence[tuple[str, Any]],
+) -> list[Answer]:
+    """The exact scan's answers to every query, from ``path`` when it holds them (for this
+    key, query by query: the queries of a run are a prefix of a longer run's), the others
+    computed untimed and saved after each one, so an interrupted pass resumes."""
+    done: list[dict[str, Any]] = []
+    if path.exists():
+        saved = json.loads(path.read_text(encoding="utf-8"))
+        if saved["key"] == key:
+            done = saved["answers"]
+    ids = [query_id(t, v) for t, v in qs]
+    kept = 0
+    while kept < min(len(done), len(ids)) and done[kept]["query"] == ids[kept]:
+        kept += 1
+    done = done[: max(kept, len(done) if kept == len(ids) else kept)]
+    t0 = time.perf_counter()
+    for i in range(kept, len(qs)):
+        _, got = await searches(reader, stub, qs[i : i + 1], f"exact-pass-{i}")
+        done.append({"query": ids[i], **got[0].to_json()})
+        path.write_text(json.dumps({"key": key, "answers": done}), encoding="utf-8")
+        if i % 10 == 0:
+            print(f"  exact answer {i + 1}/{len(qs)} ({time.perf_counter() - t0:.0f} s, "
+                  f"{load_average()})", file=sys.stderr, flush=True)  # fmt: skip
+    return [Answer.of(d) for d in done[: len(qs)]]
+
+
+class SpaceVectors:
+    """Every vector of a bench space as the store holds it (from its plans: ids and stored
+    vectors as ``plan_records`` makes them), for exact candidate sets (``assist``)."""
+
+    def __init__(self, plans: Iterable[SavePlan]) -> None:
+        ev_ids: list[str] = []
+        ev: list[Any] = []
+        ch_of: list[int] = []
+        ch: list[Any] = []
+        for plan in plans:
+            for draft in plan.events:
+                ev_ids.append(f"event_{len(ev_ids) + 1}")
+                ev.append(_stored(draft.embedding))
+                for c in draft.chunks:
+                    ch_of.append(len(ev_ids) - 1)
+                    ch.append(_stored(c.embedding))
+        self.ids = np.array(ev_ids)
+        self.events = np.stack(ev)
+        self.chunks = np.stack(ch)
+        self.chunk_event = np.array(ch_of)
+
+    def candidates(self, route: str, query: Any, n: int) -> frozenset[str]:
+        """The ``n`` best events of the route by exact cosine (an event's best chunk for the
+        chunk route), computed over every vector of the space."""
+        qv = np.asarray(query, np.float32)
+        qv = qv / np.linalg.norm(qv)
+        if route == "summary":
+            scores = self.events @ qv
+        else:
+            scores = np.full(len(self.ids), -np.inf, dtype=np.float32)
+            np.maximum.at(scores, self.chunk_event, self.chunks @ qv)
+        top = np.argpartition(-scores, n)[:n]
+        return frozenset(self.ids[top].tolist())
+
+
+MARGIN = 40  # candidates beyond the route limit handed to the exact scan
+
+
+def assist(store: Neo4jStore, vectors: SpaceVectors) -> None:
+    """Make an exact-scan store answer ``route_pool`` by the same exact Cypher over a
+    restricted set: each route's best ``limit + MARGIN`` events by exact cosine over every
+    vector of the space (numpy, from the space's plans). The exact top ``limit`` is inside the
+    set, so the rows are the full scan's; a search costs ~0.1 s instead of ~7 s. Searches
+    with filters, exclusions, a restriction or a lexical text go to the full scan."""
+    inner = store.route_pool
+
+    async def route_pool(
+        query: Any, filters: Any, exclude: frozenset[str], limit: int,
+        restrict: frozenset[str] | None = None, text: str | None = None,
+    ) -> RoutePool:  # fmt: skip
+        if restrict is not None or exclude or filters != EMPTY_FILTERS or text is not None:
+            return await inner(query, filters, exclude, limit, restrict, text)
+        got = [
+            await routes.rows(store, route, query, filters, exclude, limit,  # type: ignore[arg-type]
+                              vectors.candidates(route, query, limit + MARGIN), True)
+            for route in ("summary", "chunk")
+        ]  # fmt: skip
+        return routes.pool(got[0], got[1])
+
+    store.route_pool = route_pool  # type: ignore[method-assign]
 
 
 async def route_hits(
@@ -325,6 +486,79 @@ async def route_hits(
             times.append(time.perf_counter() - t0)
         ids.append([h.event_id for h in hits])
     return times, ids
+
+
+INDEX_RANKS = """
+CALL db.index.vector.queryNodes($index, $fetch, $q) YIELD node
+WITH node WHERE node.space = $space
+RETURN coalesce(node.event_id, node.id) AS id
+"""
+
+
+async def index_ranks(store: Neo4jStore, route: str, vec: Any, ids: set[str]) -> dict[str, int]:
+    """Where each of ``ids`` first comes in the route's own index for this query, among the
+    first INDEX_MAX_FETCH nodes it returns (chunks count one by one): what fetch would have
+    caught it. Absent ids are missing."""
+    names = store.space_names
+    index = names.events_index if route == "summary" else names.chunks_index
+    values, _ = rec.query_param(vec)
+    found = await store._run(INDEX_RANKS, {"index": index, "fetch": INDEX_MAX_FETCH, "q": values})
+    ranks: dict[str, int] = {}
+    for i, row in enumerate(found, 1):
+        if row["id"] in ids and row["id"] not in ranks:
+            ranks[row["id"]] = i
+    return ranks
+
+
+async def diagnose(
+    reader: Reader, got: Sequence[Answer], ref: Sequence[Answer], qs: Sequence[tuple[str, Any]]
+) -> str:
+    """Per query whose delivered events differ from the exact scan's: which route candidates
+    the reader's lists miss (their exact rank and score, where the index first returns them),
+    which it holds instead, and whether the routes' lists are whole while the page differs."""
+    lines = [f"Disagreements of \"{reader.name}\" with the exact scan:", ""]
+    for i, (a, b) in enumerate(zip(got, ref, strict=True)):
+        if a.delivered == b.delivered:
+            continue
+        lines.append(f"- query {i}: delivered {a.delivered} instead of {b.delivered}")
+        for route in ("summary", "chunk"):
+            mine, exact = getattr(a, route), getattr(b, route)
+            have = {x for x, _ in mine}
+            missing = [(rank, x, sc) for rank, (x, sc) in enumerate(exact, 1) if x not in have]
+            extra = [(rank, x, sc) for rank, (x, sc) in enumerate(mine, 1)
+                     if x not in {y for y, _ in exact}]  # fmt: skip
+            if not missing and not extra:
+                same_order = [x for x, _ in mine] == [x for x, _ in exact]
+                lines.append(f"  - {route}: same {len(exact)} candidates"
+                             + ("" if same_order else " (in another order)"))  # fmt: skip
+                continue
+            ranks = await index_ranks(reader.store, route, qs[i][1], {x for _, x, _ in missing})
+            ties = {round(sc, 6) for _, _, sc in missing} & {round(sc, 6) for _, _, sc in extra}
+            lines.append(
+                f"  - {route}: missing "
+                + ", ".join(f"{x} (exact rank {rank}, score {sc:.4f}, index position "
+                            f"{ranks.get(x, f'> {INDEX_MAX_FETCH}')})"
+                            for rank, x, sc in missing)
+                + "; instead " + (", ".join(f"{x} (rank {rank}, score {sc:.4f})"
+                                            for rank, x, sc in extra) or "nothing")
+                + ("; tied scores" if ties else "")
+            )  # fmt: skip
+    if len(lines) == 2:
+        lines.append("none.")
+    return "\n".join(lines) + "\n"
+
+
+async def variant_readers(
+    args: argparse.Namespace, endpoint: tuple[str, str, str], target: str, settings: Any,
+    client: httpx.AsyncClient, stub: StubEmbedder, opened_store: Any,
+) -> list[Reader]:
+    """Further own-index readers of space 0 (``--overfetch`` values beside the store's)."""
+    out = []
+    for k in args.overfetch:
+        s = await opened_store(store_for(endpoint, target))
+        s.index_overfetch = k
+        out.append(Reader(f"own index, k x {k}", s, memory_on(s, settings, client, stub)))
+    return out
 
 
 async def _keep_none(self: Neo4jStore, dims: int) -> None:
@@ -476,6 +710,7 @@ async def main(args: argparse.Namespace) -> str:
         if args.shared_indexes == "build":
             before = await opened_store(store_for(endpoint, target, own=False))
             before.share_fetch = False
+            before.index_overfetch = 10  # the route before per-space indexes
             sized = await opened_store(store_for(endpoint, target, own=False))
             readers += [
                 Reader("shared index, k x 10 (before)", before,
@@ -488,45 +723,96 @@ async def main(args: argparse.Namespace) -> str:
                 "Run without the database-wide event and chunk vector indexes "
                 "(`--shared-indexes none`): no shared-index readers."
             )
-        corpus = corpus_of(args.seed, args.events, model, None)
+        space0_plans: list[Any] = []  # kept for --assist
+        corpus = corpus_of(args.seed, args.events, model, space0_plans if args.assist else None)
         rng = np.random.default_rng(args.seed + 1000)
         qs = queries(rng, corpus, args.queries + 5, model)
         if args.plain_queries:  # "q12 ..." is identifier-like and calls the BM25 route in
             qs = [(f"{text.split(' ', 1)[1]} {i}", v) for i, (text, v) in enumerate(qs)]
 
+        exact_ref: list[Answer] | None = None
+
         async def measure(database: str) -> None:
+            nonlocal exact_ref
+            if args.answers and exact_ref is None:
+                source = readers[0]
+                if args.assist:
+                    helper = await opened_store(store_for(endpoint, target, exact=True))
+                    assist(helper, SpaceVectors(space0_plans))
+                    space0_plans.clear()
+                    source = Reader("exact scan over exact candidates", helper,
+                                    memory_on(helper, settings, client, stub))  # fmt: skip
+                exact_ref = await exact_answers(Path(args.answers), answers_key(args), source,
+                                                stub, qs)  # fmt: skip
+                notes.append(
+                    f"The exact scan's answers to all {len(qs)} queries (warm-ups included) "
+                    f"come from `{args.answers}`, computed untimed before the timing"
+                    + (" with `--assist`: the exact Cypher scan over each route's best "
+                       f"{K + MARGIN} events by exact cosine over all of the space's vectors "
+                       "(numpy), which hold the exact top 40; the timed exact scan below "
+                       "checks them on its queries." if args.assist else ".")
+                )  # fmt: skip
+            if args.answers_only:
+                return
             own = await opened_store(store_for(endpoint, target))
             assert own._space_indexed
             current = [*readers, Reader("own index (this store)", own,
                                         memory_on(own, settings, client, stub))]  # fmt: skip
+            current += await variant_readers(args, endpoint, target, settings, client, stub,
+                                             opened_store)  # fmt: skip
             for r in current:
                 r.store._index_seen = -1e9  # read the index state and the counts again
             load = load_average()
-            exact: list[list[str]] = []
+            ref = exact_ref
+            timed_exact = len(qs) if args.exact_timed < 0 else min(len(qs), 5 + args.exact_timed)
+            got_of: dict[str, list[Answer]] = {}
             for r in current:
-                t, got = await searches(r, stub, qs, f"{database}{r.name}")
-                exact = exact or got
-                same = np.mean([a == b for a, b in zip(got, exact, strict=True)])
-                first = np.mean([bool(b) and b[0] in a for a, b in zip(got, exact, strict=True)])
+                exact = r is current[0]
+                subset = qs[:timed_exact] if exact else qs
+                t, got = await searches(r, stub, subset, f"{database}{r.name}")
+                ref = ref or got
+                got_of[r.name] = got
+                if exact:
+                    agree = sum(a.delivered == b.delivered for a, b in zip(got, ref, strict=False))
+                    if agree != len(got):
+                        notes.append(f"The timed exact scan disagreed with the stored answers "
+                                     f"in {len(got) - agree} of {len(got)} queries.")  # fmt: skip
+                    name = r.name if len(subset) == len(qs) else (
+                        f"{r.name} (timed on {len(subset) - 5} queries)")  # fmt: skip
+                    same = first = 1.0
+                else:
+                    name = r.name
+                    same = float(np.mean([a.delivered == b.delivered
+                                          for a, b in zip(got, ref, strict=True)]))  # fmt: skip
+                    first = float(np.mean([bool(b.delivered) and b.delivered[0] in a.delivered
+                                           for a, b in zip(got, ref, strict=True)]))  # fmt: skip
                 search_rows.append([
-                    database, r.name, f"{pct(t, 50):.1f} / {pct(t, 95):.1f}", f"{same:.0%}",
+                    database, name, f"{pct(t, 50):.1f} / {pct(t, 95):.1f}", f"{same:.0%}",
                     f"{first:.0%}", load,
                 ])  # fmt: skip
                 print(search_rows[-1], file=sys.stderr, flush=True)
+            assert ref is not None
             for route in ("summary", "chunk"):
-                ref: list[list[str]] = []
                 for r in current:
-                    t, ids = await route_hits(r.store, route, qs)
-                    ref = ref or ids
+                    exact = r is current[0]
+                    subset = qs[:timed_exact] if exact else qs
+                    t, ids = await route_hits(r.store, route, subset)
+                    lists = [[x for x, _ in getattr(a, route)] for a in ref]
                     recall = np.mean([
-                        len(set(a) & set(b)) / max(1, len(b)) for a, b in zip(ids, ref, strict=True)
+                        len(set(a) & set(b)) / max(1, len(b))
+                        for a, b in zip(ids, lists, strict=False)
                     ])  # fmt: skip
                     route_rows.append([
-                        database, route, r.name, f"{pct(t, 50):.1f} / {pct(t, 95):.1f}",
-                        f"{recall:.3f}",
+                        database, route, r.name if len(subset) == len(qs) else
+                        f"{r.name} (timed on {len(subset) - 5} queries)",
+                        f"{pct(t, 50):.1f} / {pct(t, 95):.1f}", f"{recall:.3f}",
                     ])  # fmt: skip
                     print(route_rows[-1], file=sys.stderr, flush=True)
             save_report()
+            if args.diagnose:
+                for r in current[1:]:
+                    notes.append(await diagnose(r, got_of[r.name], ref, qs))
+                save_report()
 
         reused = await space_size(writers[target]) >= args.events
         if bulk:  # one load, then the indexes: no "alone" phase
@@ -582,6 +868,26 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--plain-queries", action="store_true",
         help="query texts without the identifier-like q<i> (no BM25 route: vector routes only)",
     )  # fmt: skip
+    p.add_argument(
+        "--answers", default="", metavar="PATH",
+        help="read the exact scan's answers (delivered events, route lists) from PATH, computing "
+        "and saving the missing ones untimed first; the agreement uses them for every query",
+    )  # fmt: skip
+    p.add_argument(
+        "--assist", action="store_true",
+        help="compute the missing exact answers by the exact scan over exact candidate sets "
+        "(numpy over the space's vectors, regenerated from its plans)",
+    )  # fmt: skip
+    p.add_argument("--answers-only", action="store_true",
+                   help="stop once the exact answers are computed (an untimed pass)")  # fmt: skip
+    p.add_argument(
+        "--exact-timed", type=int, default=-1, metavar="N",
+        help="time the exact scan on the first N queries only (after the warm-ups); -1: all",
+    )  # fmt: skip
+    p.add_argument("--overfetch", type=int, action="append", default=[],
+                   help="also measure an own-index reader with this index_overfetch")  # fmt: skip
+    p.add_argument("--diagnose", action="store_true",
+                   help="after the timing, explain every query a reader answers differently")
     neo4j_arguments(p, heap="3g", page_cache="4g")
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--out", default=str(RESULTS / "neo4j_spaces.md"))

@@ -144,7 +144,7 @@ class Neo4jSettings(BaseModel):
     # "exact", always scan with vector.similarity.cosine.
     routes: Literal["auto", "exact"] = "auto"
     index_min_events: int = Field(default=2_000, ge=0)
-    index_overfetch: int = Field(default=10, ge=1, le=100)
+    index_overfetch: int = Field(default=15, ge=1, le=100)  # neo4j_spaces.md run 4
     # Per-space vector indexes (bench/results/neo4j_spaces.md, docs/DECISIONS.md "Neo4j
     # spaces"): "auto" gives a space its own two once it has index_min_events insertions, so
     # other spaces do not crowd its candidates; "off" leaves every space on the database-wide

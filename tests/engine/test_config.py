@@ -71,7 +71,7 @@ def test_the_neo4j_route_strategy_settings_reach_the_store() -> None:
 
     base = {"MNEMOQL_NEO4J__MODE": "external", "MNEMOQL_NEO4J__URI": "bolt://127.0.0.1:1"}
     store = neo4j_store(load_settings(base))._inner  # type: ignore[attr-defined]
-    assert (store.index_min_events, store.index_overfetch) == (2000, 10)
+    assert (store.index_min_events, store.index_overfetch) == (2000, 15)
     tuned = {**base, "MNEMOQL_NEO4J__INDEX_MIN_EVENTS": "500", "MNEMOQL_NEO4J__INDEX_OVERFETCH": "20"}
     store = neo4j_store(load_settings(tuned))._inner  # type: ignore[attr-defined]
     assert (store.index_min_events, store.index_overfetch) == (500, 20)

@@ -120,6 +120,7 @@ INDEXES: Final[dict[str, str]] = {
         for lbl in NODE_LABELS
     },
 }
+# (and the name index, ``NAME_INDEX``, defined with the entity names below)
 # Dimensions are a parameter: CREATE VECTOR INDEX accepts $params in OPTIONS.
 CREATE_VECTOR_INDEX: Final[dict[NodeLabel, str]] = {
     lbl: f"CREATE VECTOR INDEX {name} IF NOT EXISTS FOR (n:{lbl}) ON n.embedding "
@@ -181,9 +182,67 @@ def space_schema(space: str) -> SpaceSchema:
 
 
 def space_params(space: str) -> dict[str, str]:
-    """The label parameters every write statement gets beside ``$space``."""
+    """The label parameters every write statement gets beside ``$space``, and the prefix of
+    its entities' name keys (below)."""
     schema = space_schema(space)
-    return {"events_label": schema.events_label, "chunks_label": schema.chunks_label}
+    return {"events_label": schema.events_label, "chunks_label": schema.chunks_label,
+            "name_prefix": name_prefix(space)}  # fmt: skip
+
+
+# ---------------------------------------------------------------- entity names
+
+# Entity merging (``find_entities``: every save plans with it, and SaveTx looks again under
+# the space lock), entity filters and Person/Concept searches (``resolve_terms``) and the
+# activator's name cues look entities up by a normalised name or alias. ``norm_names`` is a
+# list, which no range or text index serves (``$k IN n.norm_names`` scanned every entity of the
+# label in the space), so every entity also carries ``name_keys``: per normalised name, the
+# space's digest, ':' and the name's first NAME_KEY_CHARS characters, made in Cypher from
+# ``norm_names`` by every write that sets them (saves, merges, restores; older nodes once at
+# open). A full-text index with Lucene's ``keyword`` analyser holds each key as one term, so a
+# lookup reads the postings of its keys only, and a key names its space: other spaces'
+# entities never match. The keys are cut because Lucene refuses terms over 32,766 bytes (and a
+# refused term fails the commit and stops the database until a restart); the rows are then
+# checked against ``norm_names`` exactly, so a shared prefix never returns a wrong entity.
+NAME_KEY_CHARS: Final = 100
+NAME_INDEX: Final = "entity_name_keys"
+CREATE_NAME_INDEX: Final = (
+    f"CREATE FULLTEXT INDEX {NAME_INDEX} IF NOT EXISTS FOR (n:Person|Concept|Location) "
+    "ON EACH [n.name_keys] OPTIONS {indexConfig: {`fulltext.analyzer`: 'keyword'}}"
+)
+INDEXES[NAME_INDEX] = CREATE_NAME_INDEX
+
+
+def name_prefix(space: str) -> str:
+    return f"{space_key(space)}:"
+
+
+def _name_keys(names: str) -> str:
+    """Cypher: the name keys of the list expression ``names``."""
+    return f"[k IN {names} | $name_prefix + left(k, {NAME_KEY_CHARS})]"
+
+
+# The Lucene query of the keys of ``$keys``: each key as a quoted term (backslash and quote
+# escaped), any of them; built in Cypher so the keys are cut exactly as the writes cut them.
+_LUCENE_KEYS: Final = (
+    r"""reduce(s = '', k IN $keys | s + ' name_keys:"' + replace(replace("""
+    rf"""$name_prefix + left(k, {NAME_KEY_CHARS}), '\\', '\\\\'), '"', '\\"') + '"')"""
+)
+NAME_LOOKUP_BATCH: Final = 500  # keys per query (Lucene allows 1,024 clauses)
+NAME_KEYS_OF_ROW: Final = _name_keys("r.norm_names")
+# Entities of the space written before the name keys get them once, in batches (open);
+# ``named`` on the space node records that every entity has them.
+KEY_NAMES: Final = f"""
+MATCH (n:Person|Concept|Location)
+WHERE n.space = $space AND n.id IS NOT NULL AND n.name_keys IS NULL
+WITH n LIMIT $batch
+SET n.name_keys = {_name_keys("coalesce(n.norm_names, [])")}
+RETURN count(n) AS n
+"""
+MARK_NAMED: Final = f"MATCH (s:{SPACE_LABEL} {{space: $space}}) SET s.named = true"
+SPACE_NAMED: Final = f"MATCH (s:{SPACE_LABEL} {{space: $space}}) RETURN s.named AS named"
+NAME_INDEX_STATE: Final = (
+    "SHOW FULLTEXT INDEXES YIELD name, state WHERE name = $name RETURN state"
+)
 
 
 # Spaces written before the per-space labels get them once, in batches (``Neo4jStore.open``);
@@ -256,7 +315,7 @@ EVENTS_WITH_HASH: Final = (
 # reserves ``$n`` insertion numbers; returns the first.
 LOCK_SPACE: Final = f"""
 MERGE (s:{SPACE_LABEL} {{space: $space}})
-ON CREATE SET s.seq = 0, s.labelled = true
+ON CREATE SET s.seq = 0, s.labelled = true, s.named = true
 SET s.seq = s.seq + $n, s.writes = coalesce(s.writes, 0) + 1
 RETURN s.seq - $n + 1 AS first
 """
@@ -324,9 +383,9 @@ CREATE_ENTITIES: Final[dict[EntityLabel, str]] = {
     lbl: f"""
 UNWIND $rows AS r
 CREATE (n:{lbl} {{space: $space, id: r.id, num: r.num, seq: r.seq, name: r.name,
-                 aliases: r.aliases, norm_names: r.norm_names, description: r.description,
-                 create_time: $create_time, embedding: r.embedding, embedding_zero: r.zero,
-                 embedding_dims: r.dims}})
+                 aliases: r.aliases, norm_names: r.norm_names, name_keys: {NAME_KEYS_OF_ROW},
+                 description: r.description, create_time: $create_time, embedding: r.embedding,
+                 embedding_zero: r.zero, embedding_dims: r.dims}})
 """
     for lbl in ENTITY_LABELS
 }
@@ -337,8 +396,8 @@ GET_FOR_MERGE: Final = (
 )
 UPDATE_MERGED: Final = """
 MATCH (n:Person|Concept|Location {space: $space, id: $id})
-SET n.aliases = $aliases, n.norm_names = $norm_names
-"""
+SET n.aliases = $aliases, n.norm_names = $norm_names, n.name_keys = """ + _name_keys("$norm_names")
+
 FILL_VECTOR: Final = """
 MATCH (n:Person|Concept|Location {space: $space, id: $id})
 WHERE n.embedding IS NULL
@@ -419,6 +478,20 @@ FIND_ENTITIES: Final[dict[EntityLabel, str]] = {
 RESOLVE_TERM: Final = (
     "MATCH (n:Person|Concept|Location) WHERE n.space = $space AND n.id IS NOT NULL "
     "AND $term IN n.norm_names RETURN n.id AS id"
+)
+# The same through the name index (``NAME_INDEX``), with ``$keys`` (at most NAME_LOOKUP_BATCH).
+_BY_KEY = (
+    f"CALL db.index.fulltext.queryNodes('{NAME_INDEX}', {_LUCENE_KEYS}) YIELD node AS n\n"
+    "WITH n WHERE n.space = $space AND n.id IS NOT NULL AND {label}"
+    "any(k IN n.norm_names WHERE k IN $keys)\n"
+)
+FIND_ENTITIES_BY_KEY: Final[dict[EntityLabel, str]] = {
+    lbl: _BY_KEY.replace("{label}", f"n:{lbl} AND ")
+    + f"RETURN n.seq AS seq, {ENTITY_MAP} AS n ORDER BY seq"
+    for lbl in ENTITY_LABELS
+}
+RESOLVE_TERM_BY_KEY: Final = (
+    _BY_KEY.replace("{label}", "(n:Person OR n:Concept OR n:Location) AND ") + "RETURN n.id AS id"
 )
 # Exact scoring; zero vectors (flagged) score 0.5 = raw cosine 0.
 _SCORE_ENTITY = (

@@ -86,7 +86,7 @@ SAVE_RECORDS: Final = (
 # space means it is not empty.
 BEGIN: Final = f"""
 MERGE (s:{q.SPACE_LABEL} {{space: $space}})
-ON CREATE SET s.seq = 0, s.labelled = true
+ON CREATE SET s.seq = 0, s.labelled = true, s.named = true
 RETURN s.importing AS importing, EXISTS {{
   MATCH (n:{"|".join(lbl for lbl in q.SPACE_LABELS if lbl != q.SPACE_LABEL)})
   WHERE n.space = $space
@@ -122,9 +122,9 @@ IMPORT_ENTITIES: Final[dict[EntityLabel, str]] = {
     lbl: f"""
 UNWIND $rows AS r
 CREATE (n:{lbl} {{space: $space, id: r.id, num: r.num, seq: r.seq, name: r.name,
-                 aliases: r.aliases, norm_names: r.norm_names, description: r.description,
-                 create_time: r.create_time, embedding: r.embedding, embedding_zero: r.zero,
-                 embedding_dims: r.dims}})
+                 aliases: r.aliases, norm_names: r.norm_names, name_keys: {q.NAME_KEYS_OF_ROW},
+                 description: r.description, create_time: r.create_time,
+                 embedding: r.embedding, embedding_zero: r.zero, embedding_dims: r.dims}})
 RETURN count(n) AS n
 """
     for lbl in ENTITY_LABELS

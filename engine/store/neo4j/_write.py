@@ -105,13 +105,26 @@ def check_plan(plan: SavePlan) -> None:
         plan.topic.check()
 
 
+def oldest_first(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The entities of name-index rows (``seq``, ``n``; batches of keys may find one twice),
+    in insertion order."""
+    seen: dict[str, tuple[int, dict[str, Any]]] = {}
+    for r in rows:
+        seen.setdefault(r["n"]["id"], (int(r["seq"] or 0), r["n"]))
+    return [n for _, n in sorted(seen.values(), key=lambda x: x[0])]
+
+
 class SaveTx:
     """One apply_save: ids (counted on from the space's high-water marks, read under its
     lock), events
     and chunks, new and merged entities, relations, MemoryMeta if absent, idempotency record."""
 
-    def __init__(self, tx: AsyncManagedTransaction, space: str, plan: SavePlan) -> None:
+    def __init__(
+        self, tx: AsyncManagedTransaction, space: str, plan: SavePlan, *,
+        names_indexed: bool = False,
+    ) -> None:  # fmt: skip
         self.tx = tx
+        self.names_indexed = names_indexed  # look names up through the name index
         self.space = space
         self.plan = plan
         self.result = SaveResult(event_ids=[], created={}, merged=[], refs={})
@@ -229,8 +242,15 @@ class SaveTx:
             keys = sorted(set().union(*new.values())) if new else []
             if not keys:
                 continue
-            for row in await self._q(q.FIND_ENTITIES[lbl], keys=keys):  # oldest first
-                n = row["n"]
+            if self.names_indexed:
+                rows: list[dict[str, Any]] = []
+                for i in range(0, len(keys), q.NAME_LOOKUP_BATCH):
+                    batch = keys[i : i + q.NAME_LOOKUP_BATCH]
+                    rows += await self._q(q.FIND_ENTITIES_BY_KEY[lbl], keys=batch)
+                found = oldest_first(rows)
+            else:
+                found = [r["n"] for r in await self._q(q.FIND_ENTITIES[lbl], keys=keys)]
+            for n in found:  # oldest first
                 held = {normalise_name(x) for x in (n["name"] or "", *(n["aliases"] or []))}
                 for ref, names in new.items():
                     if ref not in twins and names & held:

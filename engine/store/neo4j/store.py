@@ -35,6 +35,7 @@ import asyncio
 import contextlib
 import logging
 import re
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
@@ -162,6 +163,11 @@ class Neo4jStore:
         self._space_indexed = False  # this space's own indexes exist (as far as this store knows)
         # the shared index's fetch grows with its crowding; off only to measure the old route
         self.share_fetch = True
+        # entity lookups by name go through the name index once it is ONLINE and the space's
+        # entities all carry their keys (``_cypher.NAME_INDEX``); the scan answers before
+        self._names_keyed = False
+        self._names_seen = -routes.INDEX_STATE_TTL  # monotonic time of the index state read
+        self._names_online = False
 
     def __repr__(self) -> str:
         return f"Neo4jStore({self.uri!r}, database={self.database!r}, space={self.space!r})"
@@ -292,6 +298,37 @@ class Neo4jStore:
         if {self.space_names.events_index, self.space_names.chunks_index} <= existing:
             self._space_indexed = True  # another store made them; a rebuild drops them first
         await self._ensure_space_indexes()
+        await self._key_names()
+
+    async def _key_names(self) -> None:
+        """Give the space's entities written before the name keys theirs (in batches), then
+        mark the space named; a space without its node yet is new (named when created)."""
+        rows = await self._run(q.SPACE_NAMED)
+        if rows and not rows[0]["named"]:
+            while True:
+                done = await self._run(q.KEY_NAMES, {"batch": 10_000, **self._name_params()},
+                                       writable=True)  # fmt: skip
+                if not done or int(done[0]["n"]) < 10_000:
+                    break
+            await self._run(q.MARK_NAMED, writable=True)
+            log.info("keyed the entity names of space %r", self.space)
+        self._names_keyed = True
+
+    def _name_params(self) -> dict[str, str]:
+        return {"name_prefix": q.name_prefix(self.space)}
+
+    async def _names_usable(self) -> bool:
+        """Whether entity lookups by name can read the name index: the space's entities are
+        keyed and the index is ONLINE (read again at most every INDEX_STATE_TTL seconds until
+        it is; a populating index answers nothing, so the scan answers meanwhile)."""
+        if not self._names_keyed:
+            return False
+        aged = time.monotonic() - self._names_seen >= routes.INDEX_STATE_TTL
+        if not self._names_online and aged:
+            rows = await self._run(q.NAME_INDEX_STATE, {"name": q.NAME_INDEX})
+            self._names_online = bool(rows) and rows[0]["state"] == "ONLINE"
+            self._names_seen = time.monotonic()
+        return self._names_online
 
     def _shared_vector_indexes(self) -> list[str]:
         """The database-wide vector indexes this store keeps: SPEC §1.2's four, and the chunk
@@ -420,10 +457,11 @@ class Neo4jStore:
         write.check_plan(plan)
 
         size = 0
+        names_indexed = await self._names_usable()
 
         async def work(tx: AsyncManagedTransaction) -> SaveResult:
             nonlocal size
-            save = write.SaveTx(tx, self.space, plan)
+            save = write.SaveTx(tx, self.space, plan, names_indexed=names_indexed)
             result = await save.run()
             size = save.space_size
             return result
@@ -480,15 +518,39 @@ class Neo4jStore:
         self, label: EntityLabel, normalised_names: Iterable[str]
     ) -> list[Entity]:
         lbl = q.entity_label(label)
-        keys = sorted({normalise_name(n) for n in normalised_names})
+        keys = sorted({normalise_name(n) for n in normalised_names} - {""})
         if not keys:
             return []
+        if await self._names_usable():
+            rows = await self._by_key(q.FIND_ENTITIES_BY_KEY[lbl], keys)
+            if rows is not None:
+                return [rec.entity(n) for n in write.oldest_first(rows)]
         rows = await self._run(q.FIND_ENTITIES[lbl], {"keys": keys})
         return [rec.entity(r["n"]) for r in rows]
 
     async def resolve_terms(self, normalised_term: str) -> frozenset[str]:
-        rows = await self._run(q.RESOLVE_TERM, {"term": normalise_name(normalised_term)})
+        term = normalise_name(normalised_term)
+        if term and await self._names_usable():
+            rows = await self._by_key(q.RESOLVE_TERM_BY_KEY, [term])
+            if rows is not None:
+                return frozenset(r["id"] for r in rows)
+        rows = await self._run(q.RESOLVE_TERM, {"term": term})
         return frozenset(r["id"] for r in rows)
+
+    async def _by_key(self, query: str, keys: list[str]) -> list[dict[str, Any]] | None:
+        """A lookup through the name index, in batches of keys; None (the scan answers) when
+        the index fails (dropped, or not ONLINE after all)."""
+        out: list[dict[str, Any]] = []
+        try:
+            for i in range(0, len(keys), q.NAME_LOOKUP_BATCH):
+                batch = keys[i : i + q.NAME_LOOKUP_BATCH]
+                out += await self._run(query, {"keys": batch, **self._name_params()})
+        except ClientError as exc:
+            log.info("the name index is unavailable, scanning: %s", exc.code)
+            self._names_online = False
+            self._names_seen = time.monotonic()
+            return None
+        return out
 
     async def similar_entities(
         self, label: EntityLabel, vector: Vector, k: int, min_cosine: float
