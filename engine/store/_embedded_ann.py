@@ -55,6 +55,10 @@ KINDS: tuple[Kind, ...] = ("summary", "chunk", "Person", "Concept", "Location")
 # 0.925 of its top 40); 128 kept 1.000 of every query's top 40 (docs/DECISIONS.md, "Holes in
 # the graph")
 CONNECTIVITY, EXPANSION_ADD = 32, 128
+# Saved indexes built with other graph parameters are rebuilt at open (the exact scan answers
+# meanwhile): a graph keeps the quality it was built with, and M 16 / efConstruction 64 graphs
+# missed events at 1M.
+GRAPH = {"connectivity": CONNECTIVITY, "expansion_add": EXPANSION_ADD}
 # the search beam, per key fetched: x2 lifted the share of the exact top 40 among 400 fetched at
 # 100k events from 0.9960 (worst query 0.775) to 0.9995 (0.975) for summaries and from 0.9938 to
 # 0.9971 for chunks, for ~1.7x the search time (docs/DECISIONS.md, "Build speed")
@@ -538,7 +542,11 @@ class AnnIndexes:
         index is over a gigabyte: a catch-up that added nothing writes nothing)."""
         manifest = self._manifest()
         info = manifest.get("indexes", {}).get(h.kind, {})
-        if manifest.get("epoch") != h.epoch or info.get("vectors") != len(h.index):
+        if (
+            manifest.get("epoch") != h.epoch
+            or manifest.get("graph") != GRAPH
+            or info.get("vectors") != len(h.index)
+        ):
             self._save(h)
 
     def _save(self, h: Hnsw) -> None:
@@ -553,8 +561,9 @@ class AnnIndexes:
             count = len(h.index)
         os.replace(tmp, path)
         manifest = self._manifest()
-        if manifest.get("epoch") != h.epoch:  # the files of another epoch are stale
-            manifest = {"epoch": h.epoch, "indexes": {}}
+        # the files of another epoch, or of other graph parameters, are stale
+        if manifest.get("epoch") != h.epoch or manifest.get("graph") != GRAPH:
+            manifest = {"epoch": h.epoch, "graph": GRAPH, "indexes": {}}
         manifest["indexes"][h.kind] = {"bytes": path.stat().st_size, "vectors": count}
         body = json.dumps(manifest, sort_keys=True)
         (self.dir / "manifest.json.tmp").write_text(body, "utf-8")
@@ -564,7 +573,11 @@ class AnnIndexes:
         """Saved indexes of this epoch, forgotten keys removed, ``covered`` at the first mirror
         row each lacks."""
         manifest = self._manifest()
-        if manifest.get("epoch") != self.epoch or not manifest.get("indexes"):
+        if (
+            manifest.get("epoch") != self.epoch
+            or manifest.get("graph") != GRAPH
+            or not manifest.get("indexes")
+        ):
             return {}
         from usearch.index import Index  # only a memory that has indexes loads the library
 

@@ -426,3 +426,36 @@ async def test_an_event_one_index_cannot_reach_is_found_through_the_other(
     finally:
         await exact.close()
         await ann.close()
+
+
+async def test_a_saved_index_of_other_graph_parameters_is_rebuilt(tmp_path: Path) -> None:
+    """A graph keeps the quality it was built with: files saved with other parameters (M 16 /
+    efConstruction 64 before) are not loaded but rebuilt, and the new files say so."""
+    import json
+
+    from engine.store._embedded_ann import GRAPH
+
+    rng = np.random.default_rng(12)
+    store = await opened(tmp_path / "m")
+    await store.apply_save(batch(rng, 200))
+    ann_dir = store.file.with_name(store.file.name + ".ann")
+    await store.close()
+    manifest = json.loads((ann_dir / "manifest.json").read_text())
+    assert manifest["graph"] == GRAPH
+    again = await opened(tmp_path / "m")
+    try:
+        assert again._database.ann.builds == 0  # the saved files were loaded
+    finally:
+        await again.close()
+    manifest["graph"] = {"connectivity": 16, "expansion_add": 64}
+    (ann_dir / "manifest.json").write_text(json.dumps(manifest))
+    old = await opened(tmp_path / "m")
+    try:
+        old._database.ann.flush()
+        assert old._database.ann.builds >= 1  # rebuilt, not loaded
+        v = old._database.events.vecs[17]
+        hits = await old.route("summary", v, EMPTY_FILTERS, frozenset(), 1)
+        assert hits[0].event_id == "event_18"
+    finally:
+        await old.close()
+    assert json.loads((ann_dir / "manifest.json").read_text())["graph"] == GRAPH
