@@ -180,6 +180,9 @@ async def test_the_shared_index_fetch_grows_with_its_crowding(
 ) -> None:
     target, exact, _, dims = crowded
     shared = await make(target.space, space_indexes=False)  # as while its own index populates
+    # a fetch the shared index can still answer at this crowding (> 9): 40 x 10 x 9 < 4,000
+    # (INDEX_MAX_FETCH); the default x 15 would skip the index, which the end of this test checks
+    shared.index_overfetch = 10
     seen = await routes_match_exact(shared, exact, dims, seed=4)
     used = index_queries(seen)
     assert used and {p["index"] for p in used} <= set(q.GLOBAL_ROUTE_INDEXES)
