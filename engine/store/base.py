@@ -272,7 +272,7 @@ async def route_pool_by_parts(
     summary, chunk, lexical = await asyncio.gather(
         store.route("summary", query, filters, exclude, limit, restrict),
         store.route("chunk", query, filters, exclude, limit, restrict),
-        _no_hits()
+        no_hits()
         if text is None
         else store.lexical_route(text, filters, exclude, limit, restrict),
     )
@@ -285,5 +285,6 @@ async def route_pool_by_parts(
     return RoutePool(summary, chunk, events, hashes, lexical=lexical)
 
 
-async def _no_hits() -> list[Hit]:
+async def no_hits() -> list[Hit]:
+    """An awaitable empty route (a route not asked for, beside the others in a gather)."""
     return []

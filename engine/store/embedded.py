@@ -70,6 +70,7 @@ from engine.store._embedded_db import Database
 from engine.store._embedded_index import normalise
 from engine.store._embedded_reader import Reader
 from engine.store._embedded_search import entity_hits, pool_hits, route_hits
+from engine.store.base import no_hits
 
 __all__ = ["EmbeddedStore"]
 
@@ -395,7 +396,7 @@ class EmbeddedStore:
 
         (summary, chunk), lexical = await asyncio.gather(
             self._compute_on((view.n + view.nc) * view.dims, run),
-            self._no_hits()
+            no_hits()
             if text is None
             else self.lexical_route(text, filters, exclude, limit, restrict),
         )
@@ -404,10 +405,6 @@ class EmbeddedStore:
             return RoutePool(summary, chunk, {}, {}, lexical=lexical)
         events, hashes = await self._call(db.pool_rows, union)
         return RoutePool(summary, chunk, events, hashes, lexical=lexical)
-
-    @staticmethod
-    async def _no_hits() -> list[Hit]:
-        return []
 
     async def recent_events(
         self,
