@@ -17,7 +17,8 @@ cancelled: a request deadline) is dropped when its turn comes, never run.
 
 Batched jobs (``submit_batch``: a list of items, e.g. texts to embed) that wait in the same queue
 share one engine call: the worker that takes one takes the batched jobs behind it too, up to
-``batch_items`` items and ``batch_size`` in size beyond the first job, and at most its part of
+``batch_items`` items and ``batch_size`` in size (the first job always whole, as
+``local_calls`` cuts a save's texts), and at most its part of
 the queue among the workers not busy with the same kind (so both cores keep working, and the
 queue is not emptied while the other worker runs the other kind, which would then find only
 its own kind waiting and take the next turn whatever its share), runs ``batch(engine, items,
@@ -88,7 +89,7 @@ class EnginePool(Generic[E]):
         batch: runs the items of several batched jobs as one call, ``batch(engine, items,
             query)``, one result per item in order (needed by ``submit_batch``).
         batch_items: at most this many items in one call.
-        batch_size: beyond the first job, at most this much ``size`` in one call.
+        batch_size: at most this much ``size`` in one call (a larger first job runs alone).
     """
 
     def __init__(
@@ -232,7 +233,7 @@ class EnginePool(Generic[E]):
         query = queue is self._queries
         free = max(1, self.workers - sum(kind == query for kind, _ in self._running.values()))
         share = -(-(len(queue) + 1) // free)
-        jobs, items, size = [head], len(head.items), 0
+        jobs, items, size = [head], len(head.items), head.size
         while queue and queue[0].fn is None and len(jobs) < share:
             job = queue[0]
             if items + len(job.items) > self._batch_items or size + job.size > self._batch_size:

@@ -74,8 +74,8 @@ def test_a_call_keeps_within_the_item_and_size_limits() -> None:
     release.set()
     for f in futures:
         f.result(WAIT)
-    # t0 + t1 (t2 would make 8 beyond the first job); t2..t4 (3 items); t5..t7
-    assert calls.calls == [["t0", "t1"], ["t2", "t3", "t4"], ["t5", "t6", "t7"]]
+    # t0 alone (its own size is over the limit); t1 (t1 + t2 would be 8); t2..t4 (3 items)
+    assert calls.calls == [["t0"], ["t1"], ["t2", "t3", "t4"], ["t5", "t6", "t7"]]
     pool.close()
 
 
