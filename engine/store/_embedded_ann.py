@@ -55,9 +55,11 @@ KINDS: tuple[Kind, ...] = ("summary", "chunk", "Person", "Concept", "Location")
 # 0.925 of its top 40); 128 kept 1.000 of every query's top 40 (docs/DECISIONS.md, "Holes in
 # the graph")
 CONNECTIVITY, EXPANSION_ADD = 32, 128
-# Saved indexes built with other graph parameters are rebuilt at open (the exact scan answers
-# meanwhile): a graph keeps the quality it was built with, and M 16 / efConstruction 64 graphs
-# missed events at 1M.
+# A saved index built with other graph parameters is rebuilt in the background after open: a
+# graph keeps the quality it was built with, and M 16 / efConstruction 64 graphs missed events
+# at 1M. Until the new one is in, the old file serves (mapped, never edited; exact rescoring of
+# its candidates as always, the rows it lacks scanned exactly): a 1M-event memory would
+# otherwise scan every vector for the ~10 minutes of the rebuild.
 GRAPH = {"connectivity": CONNECTIVITY, "expansion_add": EXPANSION_ADD}
 # the search beam, per key fetched: x2 lifted the share of the exact top 40 among 400 fetched at
 # 100k events from 0.9960 (worst query 0.775) to 0.9995 (0.975) for summaries and from 0.9938 to
@@ -169,7 +171,9 @@ class Hnsw:
     no time at open): it only searches. Nothing edits it (usearch crashes on that): keys to
     remove and entity rows filled in meanwhile are kept in ``removals`` / ``refill``, rows
     beyond ``covered`` wait (the exact scan covers them), until ``AnnIndexes._thaw`` swaps in
-    a mutable copy on the background thread and applies them."""
+    a mutable copy on the background thread and applies them. ``graph`` holds the parameters
+    it was built with; a *stale* one (other than ``GRAPH``) stays frozen and serves until a
+    fresh build replaces it."""
 
     def __init__(
         self,
@@ -179,6 +183,7 @@ class Hnsw:
         epoch: str,
         covered: int = 0,
         frozen: bool = False,
+        graph: Mapping[str, int] = GRAPH,
     ) -> None:
         self.kind = kind
         self.index = index
@@ -190,6 +195,12 @@ class Hnsw:
         self.removals: list[npt.NDArray[np.uint64]] = []
         self.refill: list[int] = []
         self.source: tuple[Path, tuple[int, int, int]] | None = None  # the mapped file
+        self.graph = dict(graph)
+
+    @property
+    def stale(self) -> bool:
+        """Built with other graph parameters than this version builds."""
+        return self.graph != GRAPH
 
     def remove(self, keys: npt.NDArray[np.uint64]) -> None:
         """Remove ``keys`` (absent ones ignored), or note them while frozen; under ``lock``."""
@@ -384,7 +395,7 @@ class AnnIndexes:
             if h is not None:
                 h.generation = gen
                 self._indexes[kind] = h
-                self._submit(kind, functools.partial(self._thaw, kind))
+                self._submit(kind, functools.partial(self._resume, kind))
         self.synced()
 
     def synced(self, inline: int = INLINE_ROWS) -> None:
@@ -407,10 +418,10 @@ class AnnIndexes:
                         self._indexes[kind] = h
                 else:
                     self._submit(kind, functools.partial(self._build, kind))
-            elif rows - h.covered <= inline and kind not in self._pending:
+            elif rows - h.covered <= inline and kind not in self._pending and not h.frozen:
                 add_rows(h, view, gen, rows)
             else:
-                self._submit(kind, functools.partial(self._catch_up, kind))
+                self._submit(kind, functools.partial(self._resume, kind))
 
     def dropped(self, kind: Kind, seqs: npt.NDArray[np.int64]) -> None:
         """Rows forgotten: their keys leave the index (they are filtered out already)."""
@@ -489,9 +500,15 @@ class AnnIndexes:
                 return
 
     def _resume(self, kind: Kind) -> None:
-        """Whatever the kind needs now: a catch-up of its index, or a build."""
+        """Whatever the kind needs now: a fresh build in place of a stale index, a thaw of a
+        saved one, a catch-up of its index, or a build."""
         gen, view = self._view_of(kind)
-        if self.index(kind, gen) is not None:
+        h = self.index(kind, gen)
+        if h is not None and h.stale:
+            self._build(kind)
+        elif h is not None and h.frozen:
+            self._thaw(kind)
+        elif h is not None:
             self._catch_up(kind)
         elif (
             kind not in self._indexes
@@ -519,7 +536,7 @@ class AnnIndexes:
         mirror was rebuilt meanwhile (the index is then useless) or the store closed."""
         while True:
             gen, view = self._view_of(h.kind)
-            if gen != h.generation or h.epoch != self.epoch or self._closed:
+            if gen != h.generation or h.epoch != self.epoch or self._closed or h.frozen:
                 return False
             rows = matrix_rows(view, h.kind)
             if rows <= h.covered:
@@ -538,13 +555,13 @@ class AnnIndexes:
             return {}
 
     def _save_if_changed(self, h: Hnsw) -> None:
-        """Save ``h`` unless its file already holds this epoch and as many vectors (a 1M-event
-        index is over a gigabyte: a catch-up that added nothing writes nothing)."""
+        """Save ``h`` unless its file already holds this epoch, graph and as many vectors (a
+        1M-event index is over a gigabyte: a catch-up that added nothing writes nothing)."""
         manifest = self._manifest()
         info = manifest.get("indexes", {}).get(h.kind, {})
         if (
             manifest.get("epoch") != h.epoch
-            or manifest.get("graph") != GRAPH
+            or _graph_of(manifest, info) != h.graph
             or info.get("vectors") != len(h.index)
         ):
             self._save(h)
@@ -561,23 +578,23 @@ class AnnIndexes:
             count = len(h.index)
         os.replace(tmp, path)
         manifest = self._manifest()
-        # the files of another epoch, or of other graph parameters, are stale
-        if manifest.get("epoch") != h.epoch or manifest.get("graph") != GRAPH:
-            manifest = {"epoch": h.epoch, "graph": GRAPH, "indexes": {}}
-        manifest["indexes"][h.kind] = {"bytes": path.stat().st_size, "vectors": count}
+        if manifest.get("epoch") != h.epoch:  # the files of another epoch are stale
+            manifest = {"epoch": h.epoch, "indexes": {}}
+        indexes = manifest.setdefault("indexes", {})
+        graph = manifest.pop("graph", None)  # one graph for every file (session 9's manifests)
+        for info in indexes.values():
+            info.setdefault("graph", graph)
+        indexes[h.kind] = {"bytes": path.stat().st_size, "vectors": count, "graph": h.graph}
         body = json.dumps(manifest, sort_keys=True)
         (self.dir / "manifest.json.tmp").write_text(body, "utf-8")
         os.replace(self.dir / "manifest.json.tmp", self.dir / "manifest.json")
 
     def _load_saved(self, gone: npt.NDArray[np.uint64]) -> dict[Kind, Hnsw]:
         """Saved indexes of this epoch, forgotten keys removed, ``covered`` at the first mirror
-        row each lacks."""
+        row each lacks; those of other graph parameters (or of none named: files from before
+        the field) come stale, to serve until rebuilt."""
         manifest = self._manifest()
-        if (
-            manifest.get("epoch") != self.epoch
-            or manifest.get("graph") != GRAPH
-            or not manifest.get("indexes")
-        ):
+        if manifest.get("epoch") != self.epoch or not manifest.get("indexes"):
             return {}
         from usearch.index import Index  # only a memory that has indexes loads the library
 
@@ -597,7 +614,8 @@ class AnnIndexes:
             if index.ndim != view.dims:
                 continue
             covered = _first_missing(index, view, kind, gone, bisect=True)
-            h = Hnsw(kind, index, gen, self.epoch, covered, frozen=True)
+            graph = _graph_of(manifest, info) or {}
+            h = Hnsw(kind, index, gen, self.epoch, covered, frozen=True, graph=graph)
             h.removals.append(gone)
             h.source = (path, _identity(path))
             out[kind] = h
@@ -653,6 +671,12 @@ class AnnIndexes:
             except OSError as exc:
                 log.warning("could not save the %s index: %s", h.kind, exc)
         self._closed = True
+
+
+def _graph_of(manifest: Mapping[str, Any], info: Mapping[str, Any]) -> Any:
+    """The graph parameters a saved file was built with: its own entry, else the manifest's
+    one for all (session 9), else None (older files)."""
+    return info.get("graph", manifest.get("graph"))
 
 
 def _remove_keys(index: Any, keys: npt.NDArray[np.uint64]) -> None:

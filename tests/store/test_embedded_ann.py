@@ -428,11 +428,16 @@ async def test_an_event_one_index_cannot_reach_is_found_through_the_other(
         await ann.close()
 
 
-async def test_a_saved_index_of_other_graph_parameters_is_rebuilt(tmp_path: Path) -> None:
+async def test_a_saved_index_of_other_graph_parameters_serves_until_rebuilt(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A graph keeps the quality it was built with: files saved with other parameters (M 16 /
-    efConstruction 64 before) are not loaded but rebuilt, and the new files say so."""
+    efConstruction 64 before, or none named) are rebuilt in the background, and until the new
+    index is in, the old file answers (exactly rescored) instead of a scan of every vector.
+    The new files name their parameters."""
     import json
 
+    from engine.store import _embedded_ann
     from engine.store._embedded_ann import GRAPH
 
     rng = np.random.default_rng(12)
@@ -441,21 +446,54 @@ async def test_a_saved_index_of_other_graph_parameters_is_rebuilt(tmp_path: Path
     ann_dir = store.file.with_name(store.file.name + ".ann")
     await store.close()
     manifest = json.loads((ann_dir / "manifest.json").read_text())
-    assert manifest["graph"] == GRAPH
+    assert {k: v["graph"] for k, v in manifest["indexes"].items()} == {
+        k: GRAPH for k in manifest["indexes"]
+    }
     again = await opened(tmp_path / "m")
     try:
         assert again._database.ann.builds == 0  # the saved files were loaded
     finally:
         await again.close()
-    manifest["graph"] = {"connectivity": 16, "expansion_add": 64}
+    old_graph = {"connectivity": 16, "expansion_add": 64}
+    for info in manifest["indexes"].values():
+        info["graph"] = old_graph
+    manifest["indexes"]["chunk"].pop("graph")
+    manifest["graph"] = old_graph  # session 9's form: one graph for every file
     (ann_dir / "manifest.json").write_text(json.dumps(manifest))
+
+    gate = threading.Event()
+    build = _embedded_ann.AnnIndexes._build
+
+    def held(self: AnnIndexes, kind: str) -> None:
+        gate.wait(10)
+        build(self, kind)
+
+    monkeypatch.setattr(_embedded_ann.AnnIndexes, "_build", held)
     old = await opened(tmp_path / "m")
     try:
-        old._database.ann.flush()
-        assert old._database.ann.builds >= 1  # rebuilt, not loaded
+        ann = old._database.ann
+        stale = index_of(old, "summary")
+        assert stale is not None and stale.stale and stale.frozen  # type: ignore[attr-defined]
+        calls = []
+        search = stale.search  # type: ignore[attr-defined]
+        stale.search = lambda q, n: calls.append(n) or search(q, n)  # type: ignore[attr-defined]
         v = old._database.events.vecs[17]
         hits = await old.route("summary", v, EMPTY_FILTERS, frozenset(), 1)
         assert hits[0].event_id == "event_18"
+        assert calls  # the old index answered while its replacement was being built
+        assert ann.builds == 0
+        gate.set()
+        ann.flush()
+        assert ann.builds >= 2  # summary and chunk built afresh
+        fresh = index_of(old, "summary")
+        assert fresh is not stale and not fresh.stale  # type: ignore[attr-defined]
+        hits = await old.route("summary", v, EMPTY_FILTERS, frozenset(), 1)
+        assert hits[0].event_id == "event_18"
     finally:
+        gate.set()
         await old.close()
-    assert json.loads((ann_dir / "manifest.json").read_text())["graph"] == GRAPH
+    saved = json.loads((ann_dir / "manifest.json").read_text())
+    assert "graph" not in saved
+    assert {k: v["graph"] for k, v in saved["indexes"].items()} == {
+        k: GRAPH for k in saved["indexes"]
+    }
