@@ -197,6 +197,11 @@ class RetrievalSettings(BaseModel):
     lexical_weight: float = Field(default=1.0, ge=0.0, le=4.0)
     # Weight of query-term coverage added to the fused RRF score (SPEC §1.4: 0.10).
     coverage_weight: float = Field(default=0.10, ge=0.0, le=1.0)
+    # Threads of numpy's BLAS in a serving process (0: numpy's own default, one per core).
+    # Search multiplies small matrices (MMR, rescoring) once per request; with a pool of BLAS
+    # threads each product waits for a woken thread, for milliseconds when another thread or
+    # process holds the other core (docs/DECISIONS.md, "One BLAS thread").
+    blas_threads: int = Field(default=1, ge=0, le=256)
 
 
 class Limits(BaseModel):

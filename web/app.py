@@ -69,7 +69,7 @@ from web.guards import (
     within_deadline,
 )
 from web.mcp.mount import McpMount
-from web.service import open_store, warm_up
+from web.service import limit_blas_threads, open_store, warm_up
 
 if TYPE_CHECKING:
     from engine.providers.factory import Providers
@@ -290,6 +290,7 @@ def create_app(
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         from engine.providers.factory import build_providers
 
+        limit_blas_threads(settings.retrieval.blas_threads)
         async with contextlib.AsyncExitStack() as stack:
             if settings.store == "neo4j":  # last out: after every store has closed
                 from web.neo4j_boot import stop_started

@@ -17,6 +17,26 @@ if TYPE_CHECKING:
 log = logging.getLogger("mnemoql")
 
 
+def limit_blas_threads(threads: int) -> None:
+    """numpy's BLAS runs at most ``threads`` threads in this process (0 leaves its default).
+
+    A serving process answers many requests on few cores: its parallelism is the requests, the
+    embedder's workers and the store's threads, not a BLAS pool inside one small product. Each
+    search multiplies matrices of ~100 x 384 (MMR's redundancy, the exact rescoring); a pool of
+    BLAS threads that went idle between requests must be woken for each, and on a 2-core machine
+    where another thread (an embedding, another process) holds the other core the product
+    waits for it: milliseconds per search instead of tens of microseconds. The limit is
+    process-wide (OpenBLAS keeps one thread count), which is why only serving processes set it,
+    never the engine as a library. Call it on the serving loop's thread, the main thread of
+    ``mnemoql serve`` and ``mnemoql mcp``: once the main thread has set a count, OpenBLAS
+    ignores counts set from other threads."""
+    if threads <= 0:
+        return
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(limits=threads, user_api="blas")
+
+
 def open_store(settings: Settings, space: str = DEFAULT_SPACE) -> Store:
     """The configured store of one memory space, not yet opened."""
     if settings.store == "neo4j":

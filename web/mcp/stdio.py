@@ -33,8 +33,9 @@ log = logging.getLogger("mnemoql.mcp")
 async def serve(settings: Settings) -> int:
     """Serve until the client closes stdin (or SIGTERM); 1 when the store cannot be opened."""
     from engine.providers.factory import build_providers
-    from web.service import open_store, warm_up
+    from web.service import limit_blas_threads, open_store, warm_up
 
+    limit_blas_threads(settings.retrieval.blas_threads)
     space = settings.mcp.space
     async with contextlib.AsyncExitStack() as stack:
         if settings.store == "neo4j":  # last out: after the store has closed
