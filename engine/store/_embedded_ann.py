@@ -33,6 +33,7 @@ import os
 import secrets
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -171,7 +172,9 @@ class Hnsw:
     no time at open): it only searches. Nothing edits it (usearch crashes on that): keys to
     remove and entity rows filled in meanwhile are kept in ``removals`` / ``refill``, rows
     beyond ``covered`` wait (the exact scan covers them), until ``AnnIndexes._thaw`` swaps in
-    a mutable copy on the background thread and applies them. ``graph`` holds the parameters
+    a mutable copy on the background thread and applies them: at the first write after open
+    (or at open when rows came meanwhile), so a memory that is only read keeps its mapped
+    file. ``graph`` holds the parameters
     it was built with; a *stale* one (other than ``GRAPH``) stays frozen and serves until a
     fresh build replaces it."""
 
@@ -395,8 +398,7 @@ class AnnIndexes:
             if h is not None:
                 h.generation = gen
                 self._indexes[kind] = h
-                self._submit(kind, functools.partial(self._resume, kind))
-        self.synced()
+        self.synced()  # thaws, rebuilds or catches up those that need it
 
     def synced(self, inline: int = INLINE_ROWS) -> None:
         """After the mirrors grew: index the new rows (inline when at most ``inline``, else on
@@ -420,6 +422,11 @@ class AnnIndexes:
                     self._submit(kind, functools.partial(self._build, kind))
             elif rows - h.covered <= inline and kind not in self._pending and not h.frozen:
                 add_rows(h, view, gen, rows)
+            elif h.frozen and not h.stale and rows <= h.covered and not h.refill:
+                # a saved index that holds every row serves from its mapped file, and only the
+                # first write thaws it: the copy stalls the whole process while usearch loads
+                # it (~2 s at 1M events), which a memory that is only read never needs
+                continue
             else:
                 self._submit(kind, functools.partial(self._resume, kind))
 
@@ -692,22 +699,67 @@ def _identity(path: Path) -> tuple[int, int, int]:
 
 
 def _mutable_copy(h: Hnsw) -> Any:
-    """A mutable copy of a frozen index: read again from its file, which releases the GIL
-    (``Index.copy()`` of the mapped view holds it: 1.7 s for a 300k-event chunk index, with
-    every request of the process waiting), unless the file was replaced since (another process
-    saved over it), when only the copy gives the same keys."""
-    from usearch.index import Index
-
+    """A mutable copy of a frozen index, read again from its file (``_load_yielding``) unless
+    the file was replaced since (another process saved over it), when only the copy of the
+    mapped view gives the same keys (``Index.copy()`` holds the GIL throughout: 1.7 s for a
+    300k-event chunk index, with every request of the process waiting)."""
     if h.source is not None:
         path, ident = h.source
         try:
             if _identity(path) == ident:
-                index = Index.restore(str(path))
+                index = _load_yielding(path)
                 if index is not None and _identity(path) == ident:
                     return index
         except (OSError, RuntimeError, ValueError):
             pass
     return h.index.copy()
+
+
+def _load_yielding(path: Path) -> Any:
+    """``Index.restore(path)`` that lets the process's other threads run while it loads.
+
+    usearch's load holds the GIL from start to end: at 1M events the chunk index (1 GB) held
+    it for 1.2-2 s from the page cache and most of the ~10 s to /readyz from disk, while the
+    event loop could not answer a single request. Loaded with a progress callback, usearch
+    calls back into Python once per node, and each call gives the interpreter a point to hand
+    the GIL over (a ``sleep(0)`` every few milliseconds makes sure it does); the longest stall
+    left is the part before the first node (the file read, shortened by reading the file
+    first without the GIL) and after the last, ~0.4 s at 1M (docs/DECISIONS.md, "An index
+    load that stalled the process")."""
+    from usearch.index import Index
+
+    meta = Index.metadata(str(path))
+    if not meta:
+        return None
+    with path.open("rb") as f:  # into the page cache, GIL released between reads
+        while f.read(_READ_BLOCK):
+            pass
+    index = Index(ndim=meta["dimensions"], dtype=meta["kind_scalar"], metric=meta["kind_metric"])
+    index.load(str(path), progress=_Yielding())
+    return index
+
+
+_READ_BLOCK = 8 << 20
+_YIELD_EVERY_S = 0.004
+
+
+class _Yielding:
+    """usearch progress callback: gives other threads the GIL every few milliseconds."""
+
+    def __init__(self) -> None:
+        self.last = time.monotonic()
+
+    def __call__(self, done: int, total: int) -> bool:
+        now = time.monotonic()
+        if now - self.last >= _YIELD_EVERY_S:
+            time.sleep(0)
+            self.last = time.monotonic()
+        return True
+
+
+# usearch checks a callback's annotations against the types themselves; this module's
+# ``from __future__ import annotations`` would leave them as strings
+_Yielding.__call__.__annotations__ = {"done": int, "total": int, "return": bool}
 
 
 def _first_missing(

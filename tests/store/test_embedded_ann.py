@@ -497,3 +497,46 @@ async def test_a_saved_index_of_other_graph_parameters_serves_until_rebuilt(
     assert {k: v["graph"] for k, v in saved["indexes"].items()} == {
         k: GRAPH for k in saved["indexes"]
     }
+
+
+async def test_a_saved_index_stays_mapped_until_a_write_and_thaws_handing_the_gil_over(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A memory that is only read keeps its saved index mapped: the mutable copy stalls the
+    whole process while usearch loads it (it holds the GIL from start to end: seconds at 1M
+    events). The first write thaws it, loading with usearch's progress callback, which gives
+    the GIL away while it loads, and the copy holds the file's rows and the new ones."""
+    import types
+
+    from engine.store import _embedded_ann
+
+    rng = np.random.default_rng(21)
+    path = tmp_path / "a"
+    store = await opened(path)
+    await store.apply_save(batch(rng, 150))
+    await store.close()
+    yields: list[float] = []
+    clock = types.SimpleNamespace(monotonic=_embedded_ann.time.monotonic, sleep=yields.append)
+    monkeypatch.setattr(_embedded_ann, "time", clock)
+    monkeypatch.setattr(_embedded_ann, "_YIELD_EVERY_S", 0.0)
+    store = await opened(path)
+    exact = await opened(tmp_path / "x", AnnSettings(mode="exact"))
+    try:
+        await exact.apply_save(batch(np.random.default_rng(21), 150))
+        await asyncio.to_thread(store._database.ann.flush)
+        h = index_of(store, "summary")
+        assert h is not None and h.frozen and not yields  # type: ignore[attr-defined]
+        await same_routes(exact, store, unit(rng, 4))
+        later = batch(rng, 30, day="2026-03-02")
+        for s in (store, exact):
+            await s.apply_save(later)
+        await asyncio.to_thread(store._database.ann.flush)
+        assert not h.frozen  # type: ignore[attr-defined]
+        assert yields and set(yields) == {0}  # one sleep(0) per node at a 0 s interval
+        seqs = store._database.events.seqs[: store._database.events.n]
+        assert len(seqs) == 180 and len(h.index) == 180  # type: ignore[attr-defined]
+        assert all(h.index.contains(int(s)) for s in seqs)  # type: ignore[attr-defined]
+        await same_routes(exact, store, unit(rng, 4))
+    finally:
+        await store.close()
+        await exact.close()
