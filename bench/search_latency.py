@@ -897,6 +897,13 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--no-e2e", action="store_true")
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--build-threads", type=int, default=2, help="threads of a corpus's index build")
+    p.add_argument(
+        "--blas-threads",
+        type=int,
+        default=1,
+        help="numpy's BLAS threads in this process, as `mnemoql serve` sets them "
+        "(MNEMOQL_RETRIEVAL__BLAS_THREADS, default 1); 0 keeps numpy's default",
+    )
     p.add_argument("--build-only", action="store_true", help="build the cached corpora and stop")
     p.add_argument(
         "--write-only", action="store_true", help="write the cached corpora, build no index"
@@ -951,6 +958,9 @@ def cli(argv: Sequence[str] | None = None) -> None:
     if args.build_only or args.write_only:
         asyncio.run(build_all(args))
         return
+    from web.service import limit_blas_threads
+
+    limit_blas_threads(args.blas_threads)  # the floor and the store alike, as served
     publish(asyncio.run(main(args)), args.out, write=not args.no_write)
 
 
