@@ -37,7 +37,6 @@ import argparse
 import asyncio
 import json
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -582,7 +581,7 @@ def open_once(path: Path, files: bool, exact: bool) -> dict[str, float]:
 
 def readyz_once(path: Path) -> float:
     """Seconds from spawning `mnemoql serve --data-dir path` to /readyz 200."""
-    from bench.startup import base_env, free_port, wait_for
+    from bench.startup import base_env, free_port, stop, wait_for
 
     port = free_port()
     env = {**base_env(), "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
@@ -594,12 +593,7 @@ def readyz_once(path: Path) -> float:
     try:
         return wait_for(port, "/readyz", t0, proc, 600.0, 0.05)
     finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(120)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
 
 
 def _full_reload(db: Any) -> None:

@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -37,7 +36,7 @@ import numpy as np
 
 from bench._common import command_line, git_rev, load_average, machine_line
 from bench.search_latency import WORDS, corpus_path
-from bench.startup import base_env, free_port, status, wait_for
+from bench.startup import base_env, free_port, status, stop, wait_for
 
 SEARCH = (
     "query($q: String!, $s: String!) { search(query: $q, session: $s) "
@@ -123,11 +122,7 @@ def main() -> None:
                 repeats.append(search_once(port, text, f"r-{i}"))
         load_end = load_average()
     finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(120)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop(proc)
     embeds = embed_alone(texts[args.warm_up :])
 
     lines = [
@@ -136,8 +131,8 @@ def main() -> None:
         f"Command: `{command_line()}`",
         "",
         f"Commit {git_rev()}; {machine_line(load_start)}. Corpus: `{data}` ({args.size:,} events, "
-        f"{args.vectors} vectors, built by `bench.search_latency`). Load average at start "
-        f"{load_start}, during the timed searches {load_during}, at the end {load_end}.",
+        f"{args.vectors} vectors, built by `bench.search_latency`). Load average during the timed "
+        f"searches {load_during}, at the end {load_end}.",
         "",
         "| measure | p50 | p95 | max |",
         "|---|---|---|---|",

@@ -95,6 +95,16 @@ def wait_for(
     raise RuntimeError(f"{path} did not answer 200 within {limit} s")
 
 
+def stop(proc: subprocess.Popen[bytes], grace_s: float = 120.0) -> None:
+    """Stop a served process as Ctrl-C does; killed if it has not exited within ``grace_s``."""
+    proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(grace_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 def timed_post(port: int, query: str) -> float:
     t = time.perf_counter()
     code, text = status(port, "POST", "/graphql", json.dumps({"query": query}))
@@ -191,12 +201,7 @@ def serve_once(
         sys.stderr.write(log.read().decode("utf-8", "replace")[-3000:])
         raise
     finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc, 20)
         log.seek(0)
         out_log = log.read().decode("utf-8", "replace")
         log.close()
