@@ -67,6 +67,10 @@ GRAPH = {"connectivity": CONNECTIVITY, "expansion_add": EXPANSION_ADD}
 # 0.9971 for chunks, for ~1.7x the search time (docs/DECISIONS.md, "Build speed")
 EXPANSION_SEARCH = 2
 INLINE_ROWS = 4096  # catch-ups up to this many rows run inline after a commit
+# a saved, mapped index is copied (thawed) only once more rows than this wait beyond it: until
+# then every search rescores them exactly beside the index's candidates (~1,000 chunk rows, a
+# few hundred saves, cost about a millisecond), and the copy, which stalls the process, waits
+FROZEN_TAIL_ROWS = 1024
 # after another process's commit the first route waits for the catch-up: more rows than this
 # go to the background thread (the exact scan covers them meanwhile; 1,000 events and their
 # chunks cost ~1 CPU second to add)
@@ -172,9 +176,9 @@ class Hnsw:
     no time at open): it only searches. Nothing edits it (usearch crashes on that): keys to
     remove and entity rows filled in meanwhile are kept in ``removals`` / ``refill``, rows
     beyond ``covered`` wait (the exact scan covers them), until ``AnnIndexes._thaw`` swaps in
-    a mutable copy on the background thread and applies them: at the first write after open
-    (or at open when rows came meanwhile), so a memory that is only read keeps its mapped
-    file. ``graph`` holds the parameters
+    a mutable copy on the background thread and applies them: once more than
+    ``FROZEN_TAIL_ROWS`` rows wait (or an entity row was filled in), so a memory that is only
+    read, or written a little, keeps its mapped file. ``graph`` holds the parameters
     it was built with; a *stale* one (other than ``GRAPH``) stays frozen and serves until a
     fresh build replaces it."""
 
@@ -422,10 +426,11 @@ class AnnIndexes:
                     self._submit(kind, functools.partial(self._build, kind))
             elif rows - h.covered <= inline and kind not in self._pending and not h.frozen:
                 add_rows(h, view, gen, rows)
-            elif h.frozen and not h.stale and rows <= h.covered and not h.refill:
-                # a saved index that holds every row serves from its mapped file, and only the
-                # first write thaws it: the copy stalls the whole process while usearch loads
-                # it (~2 s at 1M events), which a memory that is only read never needs
+            elif h.frozen and not h.stale and rows - h.covered <= FROZEN_TAIL_ROWS and not h.refill:
+                # a saved index serves from its mapped file while the rows it lacks are few
+                # (searches rescore them exactly): its copy stalls the whole process while
+                # usearch loads it (~2-3 s at 1M events), which a memory that is only read, or
+                # written a little, never needs
                 continue
             else:
                 self._submit(kind, functools.partial(self._resume, kind))

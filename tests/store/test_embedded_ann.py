@@ -129,8 +129,11 @@ def copy_memory(src: EmbeddedStore, dst: Path) -> None:
 
 
 async def test_a_copy_made_mid_write_catches_up_and_drops_forgotten_keys(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from engine.store import _embedded_ann
+
+    monkeypatch.setattr(_embedded_ann, "FROZEN_TAIL_ROWS", 0)  # thaw and catch up at once
     rng = np.random.default_rng(3)
     store = await opened(tmp_path / "a")
     await store.apply_save(batch(rng, 200))
@@ -352,6 +355,9 @@ async def test_a_frozen_saved_index_serves_and_takes_its_edits_when_thawed(
     """A saved index is mapped read-only at open and copied in the background: saves and
     forgets meanwhile wait (new rows scanned exactly, forgotten ones filtered), and the copy
     takes them. usearch would crash on an edit of the mapped file."""
+    from engine.store import _embedded_ann
+
+    monkeypatch.setattr(_embedded_ann, "FROZEN_TAIL_ROWS", 0)  # every write thaws it
     rng = np.random.default_rng(12)
     path = tmp_path / "a"
     store = await opened(path)
@@ -499,13 +505,14 @@ async def test_a_saved_index_of_other_graph_parameters_serves_until_rebuilt(
     }
 
 
-async def test_a_saved_index_stays_mapped_until_a_write_and_thaws_handing_the_gil_over(
+async def test_a_saved_index_stays_mapped_until_rows_wait_and_thaws_handing_the_gil_over(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A memory that is only read keeps its saved index mapped: the mutable copy stalls the
-    whole process while usearch loads it (it holds the GIL from start to end: seconds at 1M
-    events). The first write thaws it, loading with usearch's progress callback, which gives
-    the GIL away while it loads, and the copy holds the file's rows and the new ones."""
+    """A memory that is only read, or written a little, keeps its saved index mapped (the rows
+    it lacks are rescored exactly): the mutable copy stalls the whole process while usearch
+    loads it (it holds the GIL from start to end: seconds at 1M events). Once more rows wait
+    than ``FROZEN_TAIL_ROWS``, the index thaws, loading with usearch's progress callback, which
+    gives the GIL away while it loads, and the copy holds the file's rows and the new ones."""
     import types
 
     from engine.store import _embedded_ann
@@ -519,22 +526,26 @@ async def test_a_saved_index_stays_mapped_until_a_write_and_thaws_handing_the_gi
     clock = types.SimpleNamespace(monotonic=_embedded_ann.time.monotonic, sleep=yields.append)
     monkeypatch.setattr(_embedded_ann, "time", clock)
     monkeypatch.setattr(_embedded_ann, "_YIELD_EVERY_S", 0.0)
+    monkeypatch.setattr(_embedded_ann, "FROZEN_TAIL_ROWS", 40)
     store = await opened(path)
     exact = await opened(tmp_path / "x", AnnSettings(mode="exact"))
     try:
         await exact.apply_save(batch(np.random.default_rng(21), 150))
-        await asyncio.to_thread(store._database.ann.flush)
         h = index_of(store, "summary")
-        assert h is not None and h.frozen and not yields  # type: ignore[attr-defined]
-        await same_routes(exact, store, unit(rng, 4))
-        later = batch(rng, 30, day="2026-03-02")
+        few, more = batch(rng, 15, day="2026-03-02"), batch(rng, 30, day="2026-03-03")
         for s in (store, exact):
-            await s.apply_save(later)
+            await s.apply_save(few)  # 15 summary rows (30 chunk rows) wait: mapped still
+        await asyncio.to_thread(store._database.ann.flush)
+        assert h is not None and h.frozen and not yields  # type: ignore[attr-defined]
+        assert h.covered == 150  # type: ignore[attr-defined]
+        await same_routes(exact, store, unit(rng, 4))  # the waiting rows are found exactly
+        for s in (store, exact):
+            await s.apply_save(more)  # 45 (90) wait: thawed in the background
         await asyncio.to_thread(store._database.ann.flush)
         assert not h.frozen  # type: ignore[attr-defined]
         assert yields and set(yields) == {0}  # one sleep(0) per node at a 0 s interval
         seqs = store._database.events.seqs[: store._database.events.n]
-        assert len(seqs) == 180 and len(h.index) == 180  # type: ignore[attr-defined]
+        assert len(seqs) == 195 and len(h.index) == 195  # type: ignore[attr-defined]
         assert all(h.index.contains(int(s)) for s in seqs)  # type: ignore[attr-defined]
         await same_routes(exact, store, unit(rng, 4))
     finally:
