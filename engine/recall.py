@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
 
-from engine.models import Event, SavePlan, SaveResult, TopicDraft, epoch_ms
+from engine.models import Binding, Event, SavePlan, SaveResult, Topic, TopicDraft, epoch_ms
 from engine.store.base import Store
 from engine.topics import (
     ActivationProfile,
@@ -116,6 +116,14 @@ class Recall:
     async def _load(self) -> TopicRecall:
         topics, bindings = await self.store.topic_rows()
         dates = await self.store.event_dates()
+        # a million events make a million references: built in a thread, so the event loop
+        # keeps answering meanwhile (on the loop it answered nothing for ~1 s at 1M events)
+        index, self._bound = await asyncio.to_thread(self._build, topics, bindings, dates)
+        return index
+
+    def _build(
+        self, topics: Sequence[Topic], bindings: Sequence[Binding], dates: Sequence[tuple[str, str]]
+    ) -> tuple[TopicRecall, dict[str, str]]:
         index = TopicRecall()
         for topic in topics:
             index.topics.ensure(topic.path)
@@ -125,13 +133,19 @@ class Recall:
             index.topics.record_binding(b.path, self._ref(b.event_id), b.timestamp, b.related,
                                         profile)  # fmt: skip
             bound[b.event_id] = b.path
-        for event_id, day in dates:
-            try:
-                index.dates.record(self._ref(event_id), date.fromisoformat(day))
-            except ValueError:
-                log.warning("event %s has no usable create_date (%r); not dated", event_id, day)
-        self._bound = bound
-        return index
+        days: dict[str, date | None] = {}  # each distinct day parsed once
+        for event_id, text in dates:
+            day = days.get(text, ...)
+            if day is ...:
+                try:
+                    day = days[text] = date.fromisoformat(text)
+                except ValueError:
+                    day = days[text] = None
+            if day is None:
+                log.warning("event %s has no usable create_date (%r); not dated", event_id, text)
+                continue
+            index.dates.record(self._ref(event_id), day)
+        return index, bound
 
     def _ref(self, event_id: str) -> SliceRef:
         return SliceRef(self.store.space, event_id)

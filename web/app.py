@@ -69,9 +69,10 @@ from web.guards import (
     within_deadline,
 )
 from web.mcp.mount import McpMount
-from web.service import limit_blas_threads, open_store, warm_up
+from web.service import limit_blas_threads, open_store, warm_recall, warm_up
 
 if TYPE_CHECKING:
+    from engine.memory import Memory
     from engine.providers.factory import Providers
 
 log = logging.getLogger("mnemoql")
@@ -254,8 +255,9 @@ class MemoryGraphQL(GraphQL[RequestContext, None]):
         return FileResponse(STATIC / "graphiql.html")
 
 
-async def _warm_and_freeze(providers: Providers, warmed: asyncio.Event) -> None:
+async def _warm_and_freeze(providers: Providers, warmed: asyncio.Event, memory: Memory) -> None:
     await warm_up(providers, warmed)
+    await warm_recall(memory)  # before the freeze: a large memory's index is start-up heap too
     freeze_heap()  # what start-up loaded is never collected again (guards.freeze_heap)
 
 
@@ -309,7 +311,9 @@ def create_app(
             app.state.warmed = warmed = asyncio.Event()
             if getattr(providers.embedder, "warm_up", None) is None:
                 warmed.set()  # nothing to load (hashing, a remote model): ready at once
-            app.state.warming = warming = asyncio.create_task(_warm_and_freeze(providers, warmed))
+            app.state.warming = warming = asyncio.create_task(
+                _warm_and_freeze(providers, warmed, app.state.memory)
+            )
             stack.callback(thaw_heap)  # after the warm-up task has stopped
             stack.push_async_callback(_cancel, warming)
             log.info("mnemoql ready: %s", providers.describe())

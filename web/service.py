@@ -12,6 +12,7 @@ from engine.spaces import DEFAULT_SPACE
 from engine.store.base import Store
 
 if TYPE_CHECKING:
+    from engine.memory import Memory
     from engine.providers.factory import Providers
 
 log = logging.getLogger("mnemoql")
@@ -71,6 +72,17 @@ async def warm_up(providers: Providers, warmed: asyncio.Event) -> None:
     finally:
         warmed.set()
     await _warm(providers.extractor)
+
+
+async def warm_recall(memory: Memory) -> None:
+    """Load the memory's topic and date index (SPEC §2) now rather than in its first save or
+    recall: at 1M events it holds a million references (~3 s to read and build), which the
+    first save after start-up paid before. Under the save lock, like any first use; a store
+    that fails here is logged and its first real use raises as it always did."""
+    try:
+        await memory.recall.index()
+    except Exception:
+        log.warning("loading the topic and date index failed; its first use will", exc_info=True)
 
 
 async def _warm(provider: object) -> None:

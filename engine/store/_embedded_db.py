@@ -697,7 +697,7 @@ class Database(OwnThread):
         return [row_topic(r) for r in topics], [row_binding(r) for r in bindings]
 
     def event_dates(self) -> list[tuple[str, str]]:
-        rows = self.conn.execute(
+        rows: list[tuple[str, str]] = self.conn.execute(
             "SELECT id, COALESCE(create_date, '') FROM nodes WHERE label = 'Event' ORDER BY seq"
-        )
-        return [(r[0], r[1]) for r in rows]
+        ).fetchall()
+        return rows

@@ -88,3 +88,18 @@ async def test_the_start_up_heap_is_frozen_until_shutdown(tmp_path: Path) -> Non
         assert "errors" not in await _post(api, body)
         assert gc.get_freeze_count() > frozen // 2  # (frozen objects still die by refcount)
     assert gc.get_freeze_count() == 0
+
+
+async def test_a_saved_memory_s_topic_and_date_index_loads_at_start_up(tmp_path: Path) -> None:
+    """The topic and date index is built by the start-up warm-up, before the heap freezes, not
+    by the first save (at 1M events that save waited ~3 s and the loop stalled ~1 s)."""
+    save = 'mutation($c: String!) { save(input: {content: $c}) { eventIds } }'
+    async with running(offline_settings(tmp_path)) as api:
+        for text in ("Alice: I moved to Berlin.", "Bob: I stayed in Paris."):
+            r = await api.client.post("/graphql", json={"query": save, "variables": {"c": text}})
+            assert r.json()["data"]["save"]["eventIds"], r.text
+    async with running(offline_settings(tmp_path)) as api:
+        await _warmed(api)
+        recall = api.app.state.memory.recall
+        assert recall._index is not None  # loaded without any save or recall
+        assert recall._index.dates.size() == 2

@@ -18,6 +18,7 @@ import secrets
 import signal
 import sys
 from importlib.metadata import version
+from typing import TYPE_CHECKING
 
 import httpx
 from mcp.server.stdio import stdio_server
@@ -27,13 +28,17 @@ from engine.errors import MnemoError
 from engine.spaces import Spaces
 from web.mcp.server import Caller, build_server
 
+if TYPE_CHECKING:
+    from engine.memory import Memory
+    from engine.providers.factory import Providers
+
 log = logging.getLogger("mnemoql.mcp")
 
 
 async def serve(settings: Settings) -> int:
     """Serve until the client closes stdin (or SIGTERM); 1 when the store cannot be opened."""
     from engine.providers.factory import build_providers
-    from web.service import limit_blas_threads, open_store, warm_up
+    from web.service import limit_blas_threads, open_store
 
     limit_blas_threads(settings.retrieval.blas_threads)
     space = settings.mcp.space
@@ -51,7 +56,7 @@ async def serve(settings: Settings) -> int:
         except MnemoError as exc:
             print(f"mnemoql mcp: {exc.code}: {exc.message}", file=sys.stderr)
             return 1
-        warming = asyncio.create_task(warm_up(providers, asyncio.Event()))
+        warming = asyncio.create_task(_warm(providers, await spaces.get(space)))
         stack.callback(warming.cancel)
         scopes = frozenset({"read"} if settings.mcp.read_only else {"read", "write"})
         caller = Caller(space, scopes, "mcp-stdio-" + secrets.token_hex(8), "read-only server")
@@ -82,3 +87,10 @@ def run(settings: Settings, log_level: str = "warning") -> int:
             return 0
 
     return asyncio.run(main())
+
+
+async def _warm(providers: Providers, memory: Memory) -> None:
+    from web.service import warm_recall, warm_up
+
+    await warm_up(providers, asyncio.Event())
+    await warm_recall(memory)
