@@ -135,12 +135,12 @@ class Recall:
             bound[b.event_id] = b.path
         days: dict[str, date | None] = {}  # each distinct day parsed once
         for event_id, text in dates:
-            day = days.get(text, ...)
-            if day is ...:
+            if text not in days:
                 try:
-                    day = days[text] = date.fromisoformat(text)
+                    days[text] = date.fromisoformat(text)
                 except ValueError:
-                    day = days[text] = None
+                    days[text] = None
+            day = days[text]
             if day is None:
                 log.warning("event %s has no usable create_date (%r); not dated", event_id, text)
                 continue

@@ -69,7 +69,7 @@ from web.guards import (
     within_deadline,
 )
 from web.mcp.mount import McpMount
-from web.service import limit_blas_threads, open_store, warm_recall, warm_up
+from web.service import limit_blas_threads, open_store, warm_up
 
 if TYPE_CHECKING:
     from engine.memory import Memory
@@ -256,8 +256,7 @@ class MemoryGraphQL(GraphQL[RequestContext, None]):
 
 
 async def _warm_and_freeze(providers: Providers, warmed: asyncio.Event, memory: Memory) -> None:
-    await warm_up(providers, warmed)
-    await warm_recall(memory)  # before the freeze: a large memory's index is start-up heap too
+    await warm_up(providers, warmed, memory)  # a large memory's recall index is start-up heap too
     freeze_heap()  # what start-up loaded is never collected again (guards.freeze_heap)
 
 

@@ -62,23 +62,18 @@ def open_store(settings: Settings, space: str = DEFAULT_SPACE) -> Store:
     return EmbeddedStore(settings.data_dir / "memory.db", space=space, ann=ann)
 
 
-async def warm_up(providers: Providers, warmed: asyncio.Event) -> None:
+async def warm_up(providers: Providers, warmed: asyncio.Event, memory: Memory) -> None:
     """Load the local embedding model, then set ``warmed`` (``/readyz`` waits for it: ~30 ms
     with the model file in the page cache), then jieba's dictionary (~1 s; nobody waits for it),
-    so that neither the first search nor the first save pays for loading them. A provider
-    that fails to load is logged; its first real use raises as it always did."""
+    then the memory's topic and date index (SPEC §2; ~3.5 s at 1M events, under the save lock
+    like any first use), so that neither the first search nor the first save pays for loading
+    them. A provider or store that fails to load is logged; its first real use raises as it
+    always did."""
     try:
         await _warm(providers.embedder)
     finally:
         warmed.set()
     await _warm(providers.extractor)
-
-
-async def warm_recall(memory: Memory) -> None:
-    """Load the memory's topic and date index (SPEC §2) now rather than in its first save or
-    recall: at 1M events it holds a million references (~3 s to read and build), which the
-    first save after start-up paid before. Under the save lock, like any first use; a store
-    that fails here is logged and its first real use raises as it always did."""
     try:
         await memory.recall.index()
     except Exception:

@@ -18,7 +18,6 @@ import secrets
 import signal
 import sys
 from importlib.metadata import version
-from typing import TYPE_CHECKING
 
 import httpx
 from mcp.server.stdio import stdio_server
@@ -28,17 +27,13 @@ from engine.errors import MnemoError
 from engine.spaces import Spaces
 from web.mcp.server import Caller, build_server
 
-if TYPE_CHECKING:
-    from engine.memory import Memory
-    from engine.providers.factory import Providers
-
 log = logging.getLogger("mnemoql.mcp")
 
 
 async def serve(settings: Settings) -> int:
     """Serve until the client closes stdin (or SIGTERM); 1 when the store cannot be opened."""
     from engine.providers.factory import build_providers
-    from web.service import limit_blas_threads, open_store
+    from web.service import limit_blas_threads, open_store, warm_up
 
     limit_blas_threads(settings.retrieval.blas_threads)
     space = settings.mcp.space
@@ -52,11 +47,11 @@ async def serve(settings: Settings) -> int:
         spaces = Spaces(settings, providers, lambda name: open_store(settings, name))
         stack.push_async_callback(spaces.close)
         try:
-            await spaces.get(space)
+            memory = await spaces.get(space)
         except MnemoError as exc:
             print(f"mnemoql mcp: {exc.code}: {exc.message}", file=sys.stderr)
             return 1
-        warming = asyncio.create_task(_warm(providers, await spaces.get(space)))
+        warming = asyncio.create_task(warm_up(providers, asyncio.Event(), memory))
         stack.callback(warming.cancel)
         scopes = frozenset({"read"} if settings.mcp.read_only else {"read", "write"})
         caller = Caller(space, scopes, "mcp-stdio-" + secrets.token_hex(8), "read-only server")
@@ -88,9 +83,3 @@ def run(settings: Settings, log_level: str = "warning") -> int:
 
     return asyncio.run(main())
 
-
-async def _warm(providers: Providers, memory: Memory) -> None:
-    from web.service import warm_recall, warm_up
-
-    await warm_up(providers, asyncio.Event())
-    await warm_recall(memory)
