@@ -27,12 +27,12 @@ import httpx
 import numpy as np
 import numpy.typing as npt
 
-from engine.config import load_settings
-from engine.memory import Memory
-from engine.providers.base import Embedder, EmbedKind
-from engine.providers.factory import Providers, build_providers
-from engine.retrieval.terms import normalise
-from engine.store.embedded import EmbeddedStore
+from mnemoql.engine.config import load_settings
+from mnemoql.engine.memory import Memory
+from mnemoql.engine.providers.base import Embedder, EmbedKind
+from mnemoql.engine.providers.factory import Providers, build_providers
+from mnemoql.engine.retrieval.terms import normalise
+from mnemoql.engine.store.embedded import EmbeddedStore
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"

@@ -28,8 +28,8 @@ from concurrent.futures import Future
 from typing import Any
 
 from bench._common import data_dir
-from engine.providers.enginepool import EnginePool
-from engine.providers.local import LocalEmbedder
+from mnemoql.engine.providers.enginepool import EnginePool
+from mnemoql.engine.providers.local import LocalEmbedder
 
 PAUSE_S = 0.3
 

@@ -258,8 +258,9 @@ async def run(args: argparse.Namespace) -> list[Phase]:
         port = free_port()
         base = f"http://{HOST}:{port}"
         log = Path(tmp) / "server.log"
-        cmd = [sys.executable, "-m", "web.cli", "serve", "--host", HOST, "--port", str(port),
-               "--data-dir", str(Path(tmp) / "data"), "--log-level", "warning"]  # fmt: skip
+        cmd = [sys.executable, "-m", "mnemoql.web.cli", "serve", "--host", HOST,
+               "--port", str(port), "--data-dir", str(Path(tmp) / "data"),
+               "--log-level", "warning"]  # fmt: skip
         with log.open("wb") as out:
             proc = subprocess.Popen(cmd, cwd=tree, env=env, stdout=out, stderr=subprocess.STDOUT)
         pool = hostile_pool()

@@ -45,9 +45,9 @@ from bench._common import (
 )
 from bench.retrieval_quality import units_of
 from bench.search_latency import DIMS, Corpus, StubEmbedder, grow, unit
-from engine.models import EMPTY_FILTERS, Chunk, EventDraft, MemoryMeta, SavePlan
-from engine.retrieval.pipeline import ROUTE_LIMIT, SearchRequest
-from engine.text import chunk_ranges, content_hash, text_hash
+from mnemoql.engine.models import EMPTY_FILTERS, Chunk, EventDraft, MemoryMeta, SavePlan
+from mnemoql.engine.retrieval.pipeline import ROUTE_LIMIT, SearchRequest
+from mnemoql.engine.text import chunk_ranges, content_hash, text_hash
 
 
 def pct(xs: Sequence[float], p: float) -> float:

@@ -151,7 +151,7 @@ def start_server(data: Path, port: int, env: dict[str, str], log: Path) -> subpr
     cmd = [
         sys.executable,
         "-m",
-        "web.cli",
+        "mnemoql.web.cli",
         "serve",
         "--host",
         HOST,
@@ -687,7 +687,7 @@ def model_batches(sizes: list[int], queries: int = 240, seed: int = 7) -> str:
     on two engines at once (the server's two workers), twice over. A markdown table."""
     import threading
 
-    from engine.providers.local import LocalEmbedder
+    from mnemoql.engine.providers.local import LocalEmbedder
 
     emb = LocalEmbedder(threads=1, workers=2)
     rng = random.Random(seed)

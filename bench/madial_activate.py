@@ -44,10 +44,10 @@ from zoneinfo import ZoneInfo
 
 from bench._common import data_dir, open_memory, top_k
 from bench.retrieval_quality import madial_content, read_jsonl, utterance
-from engine.activation import ACTIVATE_LIMIT
-from engine.ingest import SaveInput
-from engine.providers.local import LocalEmbedder
-from engine.topics.when import find_days
+from mnemoql.engine.activation import ACTIVATE_LIMIT
+from mnemoql.engine.ingest import SaveInput
+from mnemoql.engine.providers.local import LocalEmbedder
+from mnemoql.engine.topics.when import find_days
 
 KS = (1, 3, 5)
 DAY_LINE = {"zh": "我记得那是{day}的事。", "en": "I think that was on {day}."}

@@ -91,14 +91,14 @@ from bench.search_latency import (
     pct,
     queries,
 )
-from engine.memory import Memory
-from engine.models import EMPTY_FILTERS, ID_PREFIX, RoutePool, SavePlan
-from engine.retrieval.pipeline import ROUTE_LIMIT, SearchRequest
-from engine.store.neo4j import _cypher as q
-from engine.store.neo4j import _records as rec
-from engine.store.neo4j import _routes as routes
-from engine.store.neo4j._routes import INDEX_MAX_FETCH
-from engine.store.neo4j.store import Neo4jStore
+from mnemoql.engine.memory import Memory
+from mnemoql.engine.models import EMPTY_FILTERS, ID_PREFIX, RoutePool, SavePlan
+from mnemoql.engine.retrieval.pipeline import ROUTE_LIMIT, SearchRequest
+from mnemoql.engine.store.neo4j import _cypher as q
+from mnemoql.engine.store.neo4j import _records as rec
+from mnemoql.engine.store.neo4j import _routes as routes
+from mnemoql.engine.store.neo4j._routes import INDEX_MAX_FETCH
+from mnemoql.engine.store.neo4j.store import Neo4jStore
 
 K = ROUTE_LIMIT
 

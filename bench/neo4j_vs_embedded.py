@@ -68,18 +68,18 @@ from bench.search_latency import (
     pct,
     queries,
 )
-from engine.config import Settings, load_settings
-from engine.ingest import SaveInput
-from engine.memory import Memory
-from engine.models import EMPTY_FILTERS
-from engine.providers.factory import Providers, build_providers
-from engine.retrieval.pipeline import ROUTE_LIMIT, SearchRequest
-from engine.store.base import Store
-from engine.store.embedded import EmbeddedStore
-from engine.store.neo4j import _cypher as q
-from engine.store.neo4j import _records as rec
-from engine.store.neo4j._routes import INDEX_OVERFETCH
-from engine.store.neo4j.store import Neo4jStore
+from mnemoql.engine.config import Settings, load_settings
+from mnemoql.engine.ingest import SaveInput
+from mnemoql.engine.memory import Memory
+from mnemoql.engine.models import EMPTY_FILTERS
+from mnemoql.engine.providers.factory import Providers, build_providers
+from mnemoql.engine.retrieval.pipeline import ROUTE_LIMIT, SearchRequest
+from mnemoql.engine.store.base import Store
+from mnemoql.engine.store.embedded import EmbeddedStore
+from mnemoql.engine.store.neo4j import _cypher as q
+from mnemoql.engine.store.neo4j import _records as rec
+from mnemoql.engine.store.neo4j._routes import INDEX_OVERFETCH
+from mnemoql.engine.store.neo4j.store import Neo4jStore
 
 K = ROUTE_LIMIT
 S = TypeVar("S", bound=Store)
@@ -118,7 +118,7 @@ async def neo4j_endpoint(args: argparse.Namespace) -> AsyncIterator[tuple[str, s
     if args.neo4j_uri:
         yield args.neo4j_uri, args.neo4j_user, args.neo4j_password
         return
-    from engine.store.neo4j.managed import ManagedNeo4j
+    from mnemoql.engine.store.neo4j.managed import ManagedNeo4j
 
     with tempfile.TemporaryDirectory(prefix="mnemoql-bench-neo4j-") as home:
         server = ManagedNeo4j(Path(home), heap=args.heap, page_cache=args.page_cache)

@@ -88,25 +88,25 @@ from bench._common import (
     table,
     top_k,
 )
-from engine.errors import MnemoError
-from engine.ingest import SaveInput
-from engine.memory import Memory
-from engine.models import EMPTY_FILTERS
-from engine.providers.local import HashingEmbedder, LocalEmbedder
-from engine.providers.offline import OfflineExtractor
-from engine.retrieval import scoring
-from engine.retrieval.evidence import EvidencePage
-from engine.retrieval.pipeline import (
+from mnemoql.engine.errors import MnemoError
+from mnemoql.engine.ingest import SaveInput
+from mnemoql.engine.memory import Memory
+from mnemoql.engine.models import EMPTY_FILTERS
+from mnemoql.engine.providers.local import HashingEmbedder, LocalEmbedder
+from mnemoql.engine.providers.offline import OfflineExtractor
+from mnemoql.engine.retrieval import scoring
+from mnemoql.engine.retrieval.evidence import EvidencePage
+from mnemoql.engine.retrieval.pipeline import (
     ROUTE_LIMIT,
     Outcome,
     SearchRequest,
     lexical_fade,
     lexical_route_for,
 )
-from engine.retrieval.render import render
-from engine.retrieval.terms import coverage, is_cjk_term, query_terms
-from engine.text import chunk_ranges
-from prompts.extraction import EntityItem, EventItem, Extraction
+from mnemoql.engine.retrieval.render import render
+from mnemoql.engine.retrieval.terms import coverage, is_cjk_term, query_terms
+from mnemoql.engine.text import chunk_ranges
+from mnemoql.prompts.extraction import EntityItem, EventItem, Extraction
 
 SUMMARY_CHARS = 150
 CONCEPTS_PER_SAVE = 3

@@ -34,14 +34,14 @@ from typing import Any
 
 import httpx
 
-from engine.config import load_settings
-from engine.ingest import SaveInput
-from engine.memory import Memory
-from engine.providers.factory import build_providers
-from engine.providers.local import EmbedderUse, LocalEmbedder
-from engine.store.embedded import EmbeddedStore
-from engine.text import chunk_ranges
-from web.imports import read_lines, save_lines
+from mnemoql.engine.config import load_settings
+from mnemoql.engine.ingest import SaveInput
+from mnemoql.engine.memory import Memory
+from mnemoql.engine.providers.factory import build_providers
+from mnemoql.engine.providers.local import EmbedderUse, LocalEmbedder
+from mnemoql.engine.store.embedded import EmbeddedStore
+from mnemoql.engine.text import chunk_ranges
+from mnemoql.web.imports import read_lines, save_lines
 
 LME = Path(__file__).resolve().parents[2] / "shared" / "bench" / "longmemeval_s_dev40.json"
 

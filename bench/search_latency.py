@@ -63,9 +63,9 @@ from bench._common import (
     rss_bytes,
     table,
 )
-from engine.config import LOCAL_DIMENSIONS, LOCAL_EMBEDDING_MODEL
-from engine.memory import Memory
-from engine.models import (
+from mnemoql.engine.config import LOCAL_DIMENSIONS, LOCAL_EMBEDDING_MODEL
+from mnemoql.engine.memory import Memory
+from mnemoql.engine.models import (
     EMPTY_FILTERS,
     Chunk,
     EntityDraft,
@@ -74,17 +74,17 @@ from engine.models import (
     RelationDraft,
     SavePlan,
 )
-from engine.providers.base import EmbedKind
-from engine.providers.factory import Providers, build_providers
-from engine.retrieval.pipeline import ROUTE_LIMIT, SearchRequest
-from engine.store._embedded_ann import (
+from mnemoql.engine.providers.base import EmbedKind
+from mnemoql.engine.providers.factory import Providers, build_providers
+from mnemoql.engine.retrieval.pipeline import ROUTE_LIMIT, SearchRequest
+from mnemoql.engine.store._embedded_ann import (
     CONNECTIVITY,
     EXPANSION_ADD,
     EXPANSION_SEARCH,
     AnnSettings,
 )
-from engine.store.embedded import EmbeddedStore
-from engine.text import chunk_ranges, content_hash, text_hash
+from mnemoql.engine.store.embedded import EmbeddedStore
+from mnemoql.engine.text import chunk_ranges, content_hash, text_hash
 
 DIMS = LOCAL_DIMENSIONS
 PLAN_EVENTS = 1000
@@ -585,7 +585,8 @@ def readyz_once(path: Path) -> float:
 
     port = free_port()
     env = {**base_env(), "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
-    cmd = [sys.executable, "-m", "web.cli", "serve", "--data-dir", str(path), "--port", str(port)]
+    cmd = [sys.executable, "-m", "mnemoql.web.cli", "serve", "--data-dir", str(path)]
+    cmd += ["--port", str(port)]
     t0 = time.perf_counter()
     proc = subprocess.Popen(
         [*cmd, "--log-level", "warning"], env=env, stdout=subprocess.DEVNULL, stderr=sys.stderr
@@ -952,7 +953,7 @@ def cli(argv: Sequence[str] | None = None) -> None:
     if args.build_only or args.write_only:
         asyncio.run(build_all(args))
         return
-    from web.service import limit_blas_threads
+    from mnemoql.web.service import limit_blas_threads
 
     limit_blas_threads(args.blas_threads)  # the floor and the store alike, as served
     publish(asyncio.run(main(args)), args.out, write=not args.no_write)

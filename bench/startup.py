@@ -1,11 +1,12 @@
 """Start-up time of ``mnemoql serve`` on the embedded store, from spawn to answers.
 
-Every run starts ``python -m web.cli serve`` (what the ``mnemoql`` script runs) on an empty data
-directory and a free loopback port, with no model keys (local embedder, offline extractor), and
-polls ``/healthz`` every 10 ms, then ``/readyz`` every 50 ms (``--poll-ms``; answering polls
-costs a server that is still loading, so a tighter interval delays what it measures):
+Every run starts ``python -m mnemoql.web.cli serve`` (what the ``mnemoql`` script runs) on an
+empty data directory and a free loopback port, with no model keys (local embedder, offline
+extractor), and polls ``/healthz`` every 10 ms, then ``/readyz`` every 50 ms (``--poll-ms``;
+answering polls costs a server that is still loading, so a tighter interval delays what it
+measures):
 
-- *import*: ``python -c "import web.app"`` on its own (a separate process, same bytecode state);
+- *import*: ``python -c "import mnemoql.web.app"`` alone (a separate process, same bytecode state);
 - */healthz*, */readyz*: time from spawn to the first 200 of each;
 - *first search*: the request time of the first ``search`` right after /readyz (it embeds the
   query, so it pays for loading the model when nobody loaded it yet), then a *second search*;
@@ -156,7 +157,7 @@ def mode_env(mode: str, tree: Path, work: Path) -> Callable[[], dict[str, str]]:
 
 def import_time(env: dict[str, str]) -> float:
     t = time.perf_counter()
-    cmd = [sys.executable, "-c", "import web.app"]
+    cmd = [sys.executable, "-c", "import mnemoql.web.app"]
     subprocess.run(cmd, env=env, check=True, cwd=tempfile.gettempdir())
     return time.perf_counter() - t
 
@@ -172,7 +173,7 @@ def serve_once(
         sys.executable,
         *flags,
         "-m",
-        "web.cli",
+        "mnemoql.web.cli",
         "serve",
         "--data-dir",
         str(data),
@@ -330,7 +331,7 @@ def main() -> None:
         table(
             [
                 "bytecode",
-                "import web.app",
+                "import mnemoql.web.app",
                 "/healthz 200 after spawn",
                 "/readyz 200 after spawn",
                 "first search request",
@@ -352,8 +353,9 @@ def main() -> None:
     if imports:
         lines += [
             "",
-            "Costliest top-level imports of one warm start (`python -X importtime -m web.cli "
-            "serve`, cumulative ms, importtime's own overhead included):",
+            "Costliest top-level imports of one warm start "
+            "(`python -X importtime -m mnemoql.web.cli serve`, cumulative ms, "
+            "importtime's own overhead included):",
             "",
             table(["module", "ms"], [[f"`{name}`", f"{v:.0f}"] for name, v in imports]),
         ]

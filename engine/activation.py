@@ -35,10 +35,10 @@ from typing import Literal
 
 from pydantic import ValidationError
 
-from engine import evaluator
-from engine.errors import InvalidInput, MnemoError, out_of_range
-from engine.evaluator import EVALUATE_CONCURRENCY, why
-from engine.models import (
+from mnemoql.engine import evaluator
+from mnemoql.engine.errors import InvalidInput, MnemoError, out_of_range
+from mnemoql.engine.evaluator import EVALUATE_CONCURRENCY, why
+from mnemoql.engine.models import (
     ENTITY_LABELS,
     TOPIC_SEPARATOR,
     Event,
@@ -47,16 +47,16 @@ from engine.models import (
     Vector,
     epoch_ms,
 )
-from engine.providers.base import ChatModel, Embedder
-from engine.recall import Recall, RecalledMemory
-from engine.retrieval.evidence import Quote
-from engine.retrieval.quotes import QUOTE_CAP, choose_window
-from engine.retrieval.terms import QUOTE_SCOPE, coverage, query_terms
-from engine.text import normalise_name
-from engine.topics import LookupMiss, TopicRecall, fix_cues, offline_cues, parse_date
-from engine.topics.block import ActivatedSlice, content_messages
-from engine.topics.names import name_candidates
-from engine.topics.ranking import (
+from mnemoql.engine.providers.base import ChatModel, Embedder
+from mnemoql.engine.recall import Recall, RecalledMemory
+from mnemoql.engine.retrieval.evidence import Quote
+from mnemoql.engine.retrieval.quotes import QUOTE_CAP, choose_window
+from mnemoql.engine.retrieval.terms import QUOTE_SCOPE, coverage, query_terms
+from mnemoql.engine.text import normalise_name
+from mnemoql.engine.topics import LookupMiss, TopicRecall, fix_cues, offline_cues, parse_date
+from mnemoql.engine.topics.block import ActivatedSlice, content_messages
+from mnemoql.engine.topics.names import name_candidates
+from mnemoql.engine.topics.ranking import (
     COVERAGE_WEIGHT,
     CUE_BOOST,
     RECENCY_WEIGHT,
@@ -65,8 +65,8 @@ from engine.topics.ranking import (
     cue_specificity,
     rank,
 )
-from engine.topics.scoring import RECENCY_TABLE
-from prompts import cues as cue_prompt
+from mnemoql.engine.topics.scoring import RECENCY_TABLE
+from mnemoql.prompts import cues as cue_prompt
 
 __all__ = ["ActivatedMemory", "Activation", "ActivationCue", "Activator", "name_candidates"]
 

@@ -26,15 +26,15 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Literal
 
-from engine.models import TopicDraft
-from engine.topics import (
+from mnemoql.engine.models import TopicDraft
+from mnemoql.engine.topics import (
     ActivationProfile,
     fix_topic_path,
     normalise_related,
     offline_cues,
     stabilise_profile,
 )
-from prompts.extraction import Extraction, ProfileItem
+from mnemoql.prompts.extraction import Extraction, ProfileItem
 
 TopicSource = Literal["client", "model", "offline"]
 

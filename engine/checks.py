@@ -17,10 +17,10 @@ from collections.abc import Iterable, Iterator
 from datetime import date, datetime
 from typing import Any
 
-from engine.config import Limits
-from engine.errors import InvalidInput, InvalidText, OutOfRange, limit_exceeded
-from engine.models import CALLER_ID, AllOf, AnyOf, Cond, Not, Where
-from prompts.extraction import Extraction, ProfileItem
+from mnemoql.engine.config import Limits
+from mnemoql.engine.errors import InvalidInput, InvalidText, OutOfRange, limit_exceeded
+from mnemoql.engine.models import CALLER_ID, AllOf, AnyOf, Cond, Not, Where
+from mnemoql.prompts.extraction import Extraction, ProfileItem
 
 # A UTF-16 surrogate code point on its own: JSON decodes a valid pair into one astral
 # character, so any surrogate left in a str is lone.

@@ -18,7 +18,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from engine.redact import check_url
+from mnemoql.engine.redact import check_url
 
 LOCAL_EMBEDDING_MODEL = "multilingual-e5-small-q4"
 HASHING_EMBEDDING_MODEL = "hashing-bigram-v1"

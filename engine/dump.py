@@ -57,8 +57,8 @@ from typing import Any, Final
 
 import numpy as np
 
-from engine.errors import InvalidInput
-from engine.models import (
+from mnemoql.engine.errors import InvalidInput
+from mnemoql.engine.models import (
     CALLER_ID,
     ID_PREFIX,
     NODE_LABELS,
@@ -69,8 +69,8 @@ from engine.models import (
     Vector,
     label_of,
 )
-from engine.revectorize import RevectorizeReport
-from engine.store.base import Store
+from mnemoql.engine.revectorize import RevectorizeReport
+from mnemoql.engine.store.base import Store
 
 FORMAT: Final = "mnemoql-memory"
 VERSION: Final = 2  # 2: the ``ids`` record

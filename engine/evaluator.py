@@ -15,13 +15,13 @@ from collections.abc import Sequence
 
 from pydantic import ValidationError
 
-from engine.errors import MnemoError
-from engine.models import Event
-from engine.providers.base import ChatModel
-from engine.retrieval.terms import QUOTE_SCOPE
-from engine.topics import Omitted
-from engine.topics import window_messages as window
-from prompts import evaluator as evaluator_prompt
+from mnemoql.engine.errors import MnemoError
+from mnemoql.engine.models import Event
+from mnemoql.engine.providers.base import ChatModel
+from mnemoql.engine.retrieval.terms import QUOTE_SCOPE
+from mnemoql.engine.topics import Omitted
+from mnemoql.engine.topics import window_messages as window
+from mnemoql.prompts import evaluator as evaluator_prompt
 
 log = logging.getLogger(__name__)
 

@@ -19,10 +19,10 @@ from zoneinfo import ZoneInfo
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from engine import checks
-from engine.binding import TopicChoice, choose_topic
-from engine.config import Limits
-from engine.errors import (
+from mnemoql.engine import checks
+from mnemoql.engine.binding import TopicChoice, choose_topic
+from mnemoql.engine.config import Limits
+from mnemoql.engine.errors import (
     Conflict,
     ExtractionInvalid,
     Forgotten,
@@ -31,7 +31,7 @@ from engine.errors import (
     MetaMismatch,
     MnemoError,
 )
-from engine.models import (
+from mnemoql.engine.models import (
     CALLER_ID,
     Chunk,
     Entity,
@@ -44,10 +44,10 @@ from engine.models import (
     SaveResult,
     Vector,
 )
-from engine.providers.base import ConceptJudge, Embedder, Extractor
-from engine.store.base import Store
-from engine.text import chunk_ranges, content_hash, normalise_name, text_hash
-from prompts.extraction import EntityItem, EventItem, Extraction, ProfileItem
+from mnemoql.engine.providers.base import ConceptJudge, Embedder, Extractor
+from mnemoql.engine.store.base import Store
+from mnemoql.engine.text import chunk_ranges, content_hash, normalise_name, text_hash
+from mnemoql.prompts.extraction import EntityItem, EventItem, Extraction, ProfileItem
 
 log = logging.getLogger(__name__)
 

@@ -12,14 +12,14 @@ from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from engine import checks, dump
-from engine.activation import DEFAULT_LIMIT, Activation, Activator
-from engine.binding import as_profile
-from engine.changes import Changes
-from engine.config import Settings
-from engine.errors import InvalidInput, NotFound, out_of_range
-from engine.ingest import Ingestor, SaveInput, SaveOutcome
-from engine.models import (
+from mnemoql.engine import checks, dump
+from mnemoql.engine.activation import DEFAULT_LIMIT, Activation, Activator
+from mnemoql.engine.binding import as_profile
+from mnemoql.engine.changes import Changes
+from mnemoql.engine.config import Settings
+from mnemoql.engine.errors import InvalidInput, NotFound, out_of_range
+from mnemoql.engine.ingest import Ingestor, SaveInput, SaveOutcome
+from mnemoql.engine.models import (
     Counts,
     Direction,
     GraphSnapshot,
@@ -35,16 +35,16 @@ from engine.models import (
     Where,
     epoch_ms,
 )
-from engine.recall import Recall, Recollection, TopicTree
-from engine.retrieval.pipeline import Outcome, Retriever, SearchRequest, TargetedPage
-from engine.revectorize import Progress, RevectorizeReport, revectorize
-from engine.sessions import Clock, CursorStore, SessionStore
-from engine.store.base import Store
-from engine.topics import TopicNode, fix_topic_path, normalise_related
+from mnemoql.engine.recall import Recall, Recollection, TopicTree
+from mnemoql.engine.retrieval.pipeline import Outcome, Retriever, SearchRequest, TargetedPage
+from mnemoql.engine.revectorize import Progress, RevectorizeReport, revectorize
+from mnemoql.engine.sessions import Clock, CursorStore, SessionStore
+from mnemoql.engine.store.base import Store
+from mnemoql.engine.topics import TopicNode, fix_topic_path, normalise_related
 
 if TYPE_CHECKING:
-    from engine.providers.factory import Providers
-    from prompts.extraction import ProfileItem
+    from mnemoql.engine.providers.factory import Providers
+    from mnemoql.prompts.extraction import ProfileItem
 
 GRAPH_MAX_NODES = 5000
 GRAPH_MAX_RELATIONS = 30000
@@ -228,7 +228,7 @@ class Memory:
         gate = asyncio.Semaphore(concurrency)
 
         async def one(i: int, item: SaveInput) -> None:
-            from engine.errors import MnemoError
+            from mnemoql.engine.errors import MnemoError
 
             async with gate:
                 try:

@@ -16,7 +16,7 @@ from typing import Any, Final, Literal
 import numpy as np
 import numpy.typing as npt
 
-from engine.errors import InvalidInput
+from mnemoql.engine.errors import InvalidInput
 
 Vector = npt.NDArray[np.float32]
 

@@ -24,9 +24,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
 
-from engine.models import Binding, Event, SavePlan, SaveResult, Topic, TopicDraft, epoch_ms
-from engine.store.base import Store
-from engine.topics import (
+from mnemoql.engine.models import Binding, Event, SavePlan, SaveResult, Topic, TopicDraft, epoch_ms
+from mnemoql.engine.store.base import Store
+from mnemoql.engine.topics import (
     ActivationProfile,
     LookupMiss,
     ScoredCandidate,

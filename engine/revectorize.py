@@ -13,11 +13,11 @@ from datetime import datetime
 
 import numpy as np
 
-from engine.errors import MnemoError, RevectorizeFailed
-from engine.models import Chunk, MemoryMeta, Vector, VectorSet
-from engine.providers.base import Embedder
-from engine.store.base import Store
-from engine.text import chunk_ranges, text_hash
+from mnemoql.engine.errors import MnemoError, RevectorizeFailed
+from mnemoql.engine.models import Chunk, MemoryMeta, Vector, VectorSet
+from mnemoql.engine.providers.base import Embedder
+from mnemoql.engine.store.base import Store
+from mnemoql.engine.text import chunk_ranges, text_hash
 
 STEP = 50  # texts per embed call: progress granularity (providers batch further themselves)
 

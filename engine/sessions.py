@@ -25,9 +25,9 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from engine.errors import ChainBroken, ChainExhausted, CursorInvalid, CursorSession
-from engine.models import Filters, Vector
-from engine.retrieval.evidence import CHAIN_LIMIT, Excerpt
+from mnemoql.engine.errors import ChainBroken, ChainExhausted, CursorInvalid, CursorSession
+from mnemoql.engine.models import Filters, Vector
+from mnemoql.engine.retrieval.evidence import CHAIN_LIMIT, Excerpt
 
 TTL_SECONDS = 15 * 60
 MAX_SESSIONS = 32

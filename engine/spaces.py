@@ -17,14 +17,14 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from engine.config import SPACE_NAME, Settings
-from engine.errors import InvalidInput, MnemoError
-from engine.memory import Memory
-from engine.sessions import Clock
-from engine.store.base import Store
+from mnemoql.engine.config import SPACE_NAME, Settings
+from mnemoql.engine.errors import InvalidInput, MnemoError
+from mnemoql.engine.memory import Memory
+from mnemoql.engine.sessions import Clock
+from mnemoql.engine.store.base import Store
 
 if TYPE_CHECKING:
-    from engine.providers.factory import Providers
+    from mnemoql.engine.providers.factory import Providers
 
 log = logging.getLogger(__name__)
 

@@ -16,8 +16,8 @@ import unicodedata
 from collections.abc import Callable
 from datetime import date, timedelta
 
-from engine.checks import clip
-from engine.errors import TimeHintInvalid
+from mnemoql.engine.checks import clip
+from mnemoql.engine.errors import TimeHintInvalid
 
 DateRange = tuple[date, date]
 

@@ -12,8 +12,8 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from prompts._xml import escape
-from prompts.extraction import tree_lines
+from mnemoql.prompts._xml import escape
+from mnemoql.prompts.extraction import tree_lines
 
 PROMPT_VERSION = "recall-cues-v1"
 

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, StrictBool
 
-from prompts._xml import escape
+from mnemoql.prompts._xml import escape
 
 PROMPT_VERSION = "recall-evaluator-v1"
 

@@ -12,14 +12,14 @@ from strawberry.extensions import (
     SchemaExtension,
 )
 
-from resolvers.context import ScopeGuard
-from resolvers.documents import DEFAULT_SIZE, DocumentCache, cached_documents
-from resolvers.evidence import EvidenceQuery
-from resolvers.mutation import MemoryMutation, MemorySubscription
-from resolvers.query import GraphQuery
-from resolvers.topics import TopicMutation, TopicQuery
-from schema.errors import CodedErrors, MemorySchema, OneOperation
-from schema.graph import Concept, Event, Location, Person
+from mnemoql.resolvers.context import ScopeGuard
+from mnemoql.resolvers.documents import DEFAULT_SIZE, DocumentCache, cached_documents
+from mnemoql.resolvers.evidence import EvidenceQuery
+from mnemoql.resolvers.mutation import MemoryMutation, MemorySubscription
+from mnemoql.resolvers.query import GraphQuery
+from mnemoql.resolvers.topics import TopicMutation, TopicQuery
+from mnemoql.schema.errors import CodedErrors, MemorySchema, OneOperation
+from mnemoql.schema.graph import Concept, Event, Location, Person
 
 
 @strawberry.type

@@ -12,9 +12,9 @@ from strawberry.extensions import SchemaExtension
 from strawberry.types import ExecutionContext
 from strawberry.types.graphql import OperationType
 
-from engine.errors import Forbidden, MnemoError, Unauthorized
-from engine.memory import Memory
-from engine.models import Chunk, Direction, Neighbour, Node, RelType
+from mnemoql.engine.errors import Forbidden, MnemoError, Unauthorized
+from mnemoql.engine.memory import Memory
+from mnemoql.engine.models import Chunk, Direction, Neighbour, Node, RelType
 
 _NGroup = tuple[RelType, Direction, int, str | None, str | None, bool]  # after, before, backward
 _NKey = tuple[str, RelType, Direction, int, str | None, str | None, bool]

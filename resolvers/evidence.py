@@ -6,10 +6,10 @@ from typing import Annotated
 
 import strawberry
 
-from engine.errors import ResetSeenMisuse
-from engine.retrieval.pipeline import SearchRequest
-from schema.context import Info
-from schema.evidence import EvidencePage, SearchTarget
+from mnemoql.engine.errors import ResetSeenMisuse
+from mnemoql.engine.retrieval.pipeline import SearchRequest
+from mnemoql.schema.context import Info
+from mnemoql.schema.evidence import EvidencePage, SearchTarget
 
 Session = Annotated[
     str | None,

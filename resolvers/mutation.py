@@ -9,17 +9,17 @@ from typing import Annotated
 
 import strawberry
 
-from engine import ingest
-from schema.context import Info
-from schema.inputs import SaveInput
-from schema.payloads import (
+from mnemoql.engine import ingest
+from mnemoql.schema.context import Info
+from mnemoql.schema.inputs import SaveInput
+from mnemoql.schema.payloads import (
     ForgetPayload,
     RevectorizeProgress,
     RevectorizeReport,
     SaveManyPayload,
     SavePayload,
 )
-from schema.snapshot import MemoryChange
+from mnemoql.schema.snapshot import MemoryChange
 
 
 def to_domain(item: SaveInput) -> ingest.SaveInput:

@@ -7,11 +7,11 @@ from typing import Annotated, Any
 
 import strawberry
 
-from engine.errors import CursorInvalid, out_of_range
-from engine.memory import GRAPH_MAX_NODES, GRAPH_MAX_RELATIONS, READ_DEFAULT
-from engine.models import NodeLabel, NodePage, Page, SortSpec, Where
-from schema.context import Info
-from schema.graph import (
+from mnemoql.engine.errors import CursorInvalid, out_of_range
+from mnemoql.engine.memory import GRAPH_MAX_NODES, GRAPH_MAX_RELATIONS, READ_DEFAULT
+from mnemoql.engine.models import NodeLabel, NodePage, Page, SortSpec, Where
+from mnemoql.schema.context import Info
+from mnemoql.schema.graph import (
     Concept,
     Connection,
     Edge,
@@ -23,10 +23,10 @@ from schema.graph import (
     from_node,
     node_by_id,
 )
-from schema.inputs import EntitySort, EntityWhere, EventSort, EventWhere
-from schema.payloads import MemoryIndex
-from schema.relay import After, Before, First, Last, digest, window
-from schema.snapshot import GraphSnapshot
+from mnemoql.schema.inputs import EntitySort, EntityWhere, EventSort, EventWhere
+from mnemoql.schema.payloads import MemoryIndex
+from mnemoql.schema.relay import After, Before, First, Last, digest, window
+from mnemoql.schema.snapshot import GraphSnapshot
 
 EventFilter = Annotated[
     EventWhere | None, strawberry.argument(description="Only the events that match.")

@@ -7,11 +7,11 @@ from typing import Annotated
 
 import strawberry
 
-from engine.activation import DEFAULT_LIMIT
-from engine.models import TOPIC_ID_PREFIX
-from schema.context import Info
-from schema.inputs import ActivationProfileInput
-from schema.topics import Activation, Recollection, Topic, TopicTree
+from mnemoql.engine.activation import DEFAULT_LIMIT
+from mnemoql.engine.models import TOPIC_ID_PREFIX
+from mnemoql.schema.context import Info
+from mnemoql.schema.inputs import ActivationProfileInput
+from mnemoql.schema.topics import Activation, Recollection, Topic, TopicTree
 
 TopicPath = Annotated[
     str, strawberry.argument(description="A topic path, segments joined by '->'.")

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Protocol
 from strawberry.types import Info as _Info
 
 if TYPE_CHECKING:
-    from engine.memory import Memory
-    from engine.models import Chunk, Direction, Neighbour, Node, RelType
+    from mnemoql.engine.memory import Memory
+    from mnemoql.engine.models import Chunk, Direction, Neighbour, Node, RelType
 
 
 class Loaders(Protocol):

@@ -30,7 +30,7 @@ from strawberry.extensions import MaskErrors, SchemaExtension
 from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOperationTypeError
 from strawberry.types import ExecutionContext
 
-from engine.errors import MnemoError
+from mnemoql.engine.errors import MnemoError
 
 log = logging.getLogger("mnemoql.errors")
 

@@ -12,13 +12,13 @@ from typing import Annotated, cast
 import strawberry
 from strawberry.scalars import JSON
 
-from engine.retrieval import evidence as ev
-from engine.retrieval.pipeline import Explain as ExplainDomain
-from engine.retrieval.pipeline import Outcome, TargetedPage
-from engine.retrieval.render import render, render_targeted
-from schema.context import Info
-from schema.graph import Concept, Event, Node, from_node
-from schema.locale import Locale, LocaleArg
+from mnemoql.engine.retrieval import evidence as ev
+from mnemoql.engine.retrieval.pipeline import Explain as ExplainDomain
+from mnemoql.engine.retrieval.pipeline import Outcome, TargetedPage
+from mnemoql.engine.retrieval.render import render, render_targeted
+from mnemoql.schema.context import Info
+from mnemoql.schema.graph import Concept, Event, Node, from_node
+from mnemoql.schema.locale import Locale, LocaleArg
 
 
 @strawberry.enum(description="What a search looks for.")
@@ -336,7 +336,7 @@ class EvidencePage:
 
 def _need_cursor(cursor: str | None) -> str:
     if cursor is None:
-        from engine.errors import CursorInvalid
+        from mnemoql.engine.errors import CursorInvalid
 
         raise CursorInvalid(
             "this page delivered nothing, so it has no cursor to follow",

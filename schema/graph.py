@@ -12,15 +12,15 @@ from typing import Annotated, Any, Generic, TypeVar
 
 import strawberry
 
-from engine import models as m
-from engine.errors import CursorInvalid
-from engine.memory import READ_DEFAULT
-from engine.memory import TextRange as TextRangeDomain
-from engine.retrieval.evidence import ReadResult
-from engine.retrieval.render import render_read
-from schema.context import Info
-from schema.locale import Locale, LocaleArg
-from schema.relay import After, Before, First, Last, PageInfo, Window, window
+from mnemoql.engine import models as m
+from mnemoql.engine.errors import CursorInvalid
+from mnemoql.engine.memory import READ_DEFAULT
+from mnemoql.engine.memory import TextRange as TextRangeDomain
+from mnemoql.engine.retrieval.evidence import ReadResult
+from mnemoql.engine.retrieval.render import render_read
+from mnemoql.schema.context import Info
+from mnemoql.schema.locale import Locale, LocaleArg
+from mnemoql.schema.relay import After, Before, First, Last, PageInfo, Window, window
 
 T = TypeVar("T")
 
@@ -415,7 +415,7 @@ def from_node(n: m.Node) -> Any:
 async def node_by_id(info: Info, node_id: str) -> Node | None:
     """Any node by id -- a Topic too -- through the request's DataLoader."""
     if node_id.startswith(m.TOPIC_ID_PREFIX):
-        from schema.topics import Topic
+        from mnemoql.schema.topics import Topic
 
         found_topic = await info.context.memory.topic(node_id[len(m.TOPIC_ID_PREFIX) :])
         return Topic.from_domain(found_topic) if found_topic is not None else None

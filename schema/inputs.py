@@ -10,8 +10,8 @@ import strawberry
 from strawberry.scalars import JSON
 from strawberry.utils.str_converters import to_camel_case
 
-from engine import models as m
-from prompts.extraction import ProfileItem
+from mnemoql.engine import models as m
+from mnemoql.prompts.extraction import ProfileItem
 
 
 @strawberry.input(description="Conditions on one text field; several set here are ANDed.")

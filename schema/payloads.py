@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import strawberry
 
-from engine import memory as mem
-from engine.ingest import SaveOutcome
-from engine.models import Counts as CountsDomain
-from schema.context import Info
-from schema.graph import Node, node_by_id
+from mnemoql.engine import memory as mem
+from mnemoql.engine.ingest import SaveOutcome
+from mnemoql.engine.models import Counts as CountsDomain
+from mnemoql.schema.context import Info
+from mnemoql.schema.graph import Node, node_by_id
 
 
 @strawberry.type(description="An extraction ref (e.g. p1) and the node id it became.")

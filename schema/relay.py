@@ -18,7 +18,7 @@ from typing import Annotated, Any
 
 import strawberry
 
-from engine.errors import CursorInvalid, InvalidInput, out_of_range
+from mnemoql.engine.errors import CursorInvalid, InvalidInput, out_of_range
 
 DEFAULT_FIRST = 20
 

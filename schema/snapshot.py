@@ -15,10 +15,10 @@ from typing import Any, cast
 import strawberry
 from strawberry.scalars import JSON
 
-from engine import changes as ch
-from engine import models as m
-from schema.context import Info
-from schema.graph import Node, node_by_id
+from mnemoql.engine import changes as ch
+from mnemoql.engine import models as m
+from mnemoql.schema.context import Info
+from mnemoql.schema.graph import Node, node_by_id
 
 # relations of the saved events a change lists (a save extracts a few dozen at most)
 CHANGE_RELATIONS = 1000

@@ -12,16 +12,16 @@ from typing import Annotated, cast
 
 import strawberry
 
-from engine import activation as act
-from engine import recall as rc
-from engine.errors import CursorInvalid
-from engine.models import topic_id
-from engine.topics import LookupMiss, Omitted, Projection, TopicNode, block
-from engine.topics.block import ActivatedSlice, render_block
-from schema.context import Info
-from schema.evidence import Quote
-from schema.graph import Event, Node, SourceRange
-from schema.relay import After, Before, First, Last, PageInfo, window
+from mnemoql.engine import activation as act
+from mnemoql.engine import recall as rc
+from mnemoql.engine.errors import CursorInvalid
+from mnemoql.engine.models import topic_id
+from mnemoql.engine.topics import LookupMiss, Omitted, Projection, TopicNode, block
+from mnemoql.engine.topics.block import ActivatedSlice, render_block
+from mnemoql.schema.context import Info
+from mnemoql.schema.evidence import Quote
+from mnemoql.schema.graph import Event, Node, SourceRange
+from mnemoql.schema.relay import After, Before, First, Last, PageInfo, window
 
 
 @strawberry.type(

@@ -19,7 +19,7 @@ home=$2
 py=${PYTHON:-python}
 
 managed() {
-  "$py" -m engine.store.neo4j.managed "$1" --home "$home" \
+  "$py" -m mnemoql.engine.store.neo4j.managed "$1" --home "$home" \
     --version "${NEO4J_VERSION:-5.26.23}" --heap "${NEO4J_HEAP:-1g}" \
     --page-cache "${NEO4J_PAGE_CACHE:-512m}" "${@:2}"
 }

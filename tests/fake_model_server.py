@@ -31,9 +31,9 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 
-from engine.providers.local import HashingEmbedder
-from engine.providers.offline import OfflineExtractor
-from prompts.extraction import Extraction
+from mnemoql.engine.providers.local import HashingEmbedder
+from mnemoql.engine.providers.offline import OfflineExtractor
+from mnemoql.prompts.extraction import Extraction
 
 Endpoint = Literal["embeddings", "chat", "judge"]
 FaultMode = Literal[

@@ -64,14 +64,14 @@ class Place:
         space = ["--space", self.space] if args[0] in {"import", "export", "restore",
                                                        "revectorize"} else []  # fmt: skip
         return subprocess.run(
-            [sys.executable, "-m", "web.cli", *args, *space],
+            [sys.executable, "-m", "mnemoql.web.cli", *args, *space],
             cwd=ROOT, env=self.env(**env), capture_output=True, text=True, timeout=timeout,
         )  # fmt: skip
 
     def popen(self, *args: str, **env: str) -> subprocess.Popen[str]:
         space = ["--space", self.space] if args[0] != "serve" else []
         return subprocess.Popen(
-            [sys.executable, "-m", "web.cli", *args, *space],
+            [sys.executable, "-m", "mnemoql.web.cli", *args, *space],
             cwd=ROOT, env=self.env(**env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
             text=True,
         )  # fmt: skip

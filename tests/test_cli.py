@@ -20,7 +20,7 @@ def _run(*args: str, data_dir: Path) -> subprocess.CompletedProcess[str]:
     }
     env.pop("DEEPSEEK_API_KEY", None)
     return subprocess.run(
-        [sys.executable, "-m", "web.cli", *args],
+        [sys.executable, "-m", "mnemoql.web.cli", *args],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -62,7 +62,7 @@ def test_revectorize_command_switches_the_model_with_progress(tmp_path: Path) ->
     assert _run("import", str(src), data_dir=data).returncode == 0
     env = {**os.environ, "MNEMOQL_EMBEDDING__PROVIDER": "hashing", "MNEMOQL_DATA_DIR": str(data)}
     out = subprocess.run(
-        [sys.executable, "-m", "web.cli", "revectorize"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "mnemoql.web.cli", "revectorize"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
     )
     assert out.returncode == 0, out.stderr
     assert "embedding" in out.stderr and "revectorized with hashing-bigram-v1/384: 2 events" in out.stderr
@@ -71,7 +71,7 @@ def test_revectorize_command_switches_the_model_with_progress(tmp_path: Path) ->
 def test_a_wrong_setting_is_refused_with_its_variable_not_a_traceback(tmp_path: Path) -> None:
     env = {**os.environ, "MNEMOQL_DATA_DIR": str(tmp_path), "MNEMOQL_EMBEDDING__THREADS": "0"}
     out = subprocess.run(
-        [sys.executable, "-m", "web.cli", "serve", "--port", "1"], cwd=ROOT, env=env,
+        [sys.executable, "-m", "mnemoql.web.cli", "serve", "--port", "1"], cwd=ROOT, env=env,
         capture_output=True, text=True, timeout=120,
     )
     assert out.returncode == 2
@@ -80,13 +80,13 @@ def test_a_wrong_setting_is_refused_with_its_variable_not_a_traceback(tmp_path: 
     env["MNEMOQL_EMBEDDING__THREADS"] = "2"
     env["MNEMOQL_PORT"] = "not-a-port"
     out = subprocess.run(
-        [sys.executable, "-m", "web.cli", "serve"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "mnemoql.web.cli", "serve"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
     )
     assert out.returncode == 2 and "port (MNEMOQL_PORT)" in out.stderr and "Traceback" not in out.stderr
 
 
 def test_eta_reads_hours_minutes_seconds() -> None:
-    from web.progress import eta
+    from mnemoql.web.progress import eta
 
     assert eta(0, 5.0) == "0:00:00"
     assert eta(10, 0.0) == "?"

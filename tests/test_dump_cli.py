@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from engine.config import load_settings
-from engine.memory import Memory
-from engine.retrieval.pipeline import SearchRequest
-from engine.store.embedded import EmbeddedStore
+from mnemoql.engine.config import load_settings
+from mnemoql.engine.memory import Memory
+from mnemoql.engine.retrieval.pipeline import SearchRequest
+from mnemoql.engine.store.embedded import EmbeddedStore
 from tests.store import factory_neo4j
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,7 +38,7 @@ def mnemoql(*args: str, data_dir: Path, **env: str) -> subprocess.CompletedProce
     }
     full.pop("DEEPSEEK_API_KEY", None)
     return subprocess.run(
-        [sys.executable, "-m", "web.cli", *args],
+        [sys.executable, "-m", "mnemoql.web.cli", *args],
         cwd=ROOT,
         env=full,
         capture_output=True,
@@ -103,7 +103,7 @@ async def search(data: Path, query: str) -> list[str]:
     try:
         import httpx
 
-        from engine.providers.factory import build_providers
+        from mnemoql.engine.providers.factory import build_providers
 
         async with httpx.AsyncClient() as client:
             memory = Memory(settings, store, build_providers(settings, client))
@@ -134,7 +134,7 @@ def test_stdin_and_stdout_pipe_a_memory(source: Path, tmp_path: Path) -> None:
     env = {**os.environ, "MNEMOQL_EMBEDDING__PROVIDER": "hashing",
            "MNEMOQL_DATA_DIR": str(tmp_path / "piped")}  # fmt: skip
     restored = subprocess.run(
-        [sys.executable, "-m", "web.cli", "restore", "-"],
+        [sys.executable, "-m", "mnemoql.web.cli", "restore", "-"],
         cwd=ROOT, env=env, input=dumped.stdout, capture_output=True, text=True, timeout=180,
     )  # fmt: skip
     assert restored.returncode == 0, restored.stderr

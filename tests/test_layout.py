@@ -7,9 +7,8 @@ import ast
 import os
 from pathlib import Path
 
-import prompts
-import schema
-from resolvers import schema as gql_schema
+from mnemoql import prompts, schema
+from mnemoql.resolvers import schema as gql_schema
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -17,6 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_schema_and_prompts_are_our_packages() -> None:
     # PyPI has packages called `schema` and `prompts`; make sure ours win.
     assert Path(schema.__file__).resolve().parent == ROOT / "schema"
+    assert schema.__name__ == "mnemoql.schema"
     assert Path(prompts.__file__).resolve().parent == ROOT / "prompts"
 
 
@@ -37,10 +37,32 @@ def _imports(folder: Path) -> list[tuple[Path, str]]:
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
-                found += [(path, a.name) for a in node.names]
+                found += [(path, _ours(a.name)) for a in node.names]
             elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                found.append((path, node.module))
+                found.append((path, _ours(node.module)))
     return found
+
+
+def _ours(module: str) -> str:
+    """`mnemoql.engine.x` -> `engine.x`: the card's folder names, for the rules below."""
+    return module.removeprefix("mnemoql.")
+
+
+def test_every_import_of_ours_goes_through_the_mnemoql_namespace() -> None:
+    card = ("engine", "schema", "resolvers", "prompts", "web")
+    for folder in (*card, "tests", "bench", "mnemoql"):
+        for path in (ROOT / folder).rglob("*.py"):
+            if path.is_relative_to(ROOT / "mnemoql") and path.parent != ROOT / "mnemoql":
+                continue  # the symlinked folders are checked under their own names
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            for node in ast.walk(tree):
+                names = (
+                    [a.name for a in node.names] if isinstance(node, ast.Import)
+                    else [node.module] if isinstance(node, ast.ImportFrom) and node.module
+                    and node.level == 0 else []
+                )
+                for name in names:
+                    assert name.split(".")[0] not in card, f"{path}: imports {name}"
 
 
 def test_engine_never_imports_graphql_or_http_layers() -> None:

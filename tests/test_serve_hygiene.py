@@ -62,7 +62,7 @@ def test_client_errors_log_one_bounded_line_and_secrets_never_show(tmp_path: Pat
 def _cli(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
     base = {k: v for k, v in __import__("os").environ.items() if not k.startswith("MNEMOQL_")}
     return subprocess.run(
-        [sys.executable, "-m", "web.cli", *args], cwd=ROOT, env={**base, **env},
+        [sys.executable, "-m", "mnemoql.web.cli", *args], cwd=ROOT, env={**base, **env},
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
 

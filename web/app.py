@@ -38,15 +38,15 @@ from strawberry.types import ExecutionResult
 from strawberry.types.graphql import OperationType
 from strawberry.types.unset import UNSET, UnsetType
 
-from engine.config import Settings
-from engine.errors import MnemoError
-from engine.providers.base import Embedder
-from engine.spaces import DEFAULT_SPACE, Spaces
-from engine.store.base import Store
-from resolvers import build_schema
-from resolvers.context import RequestContext
-from web.auth import BearerAuth, Grant, TokenTable, grant_of, token_from_params
-from web.graphql_http import (
+from mnemoql.engine.config import Settings
+from mnemoql.engine.errors import MnemoError
+from mnemoql.engine.providers.base import Embedder
+from mnemoql.engine.spaces import DEFAULT_SPACE, Spaces
+from mnemoql.engine.store.base import Store
+from mnemoql.resolvers import build_schema
+from mnemoql.resolvers.context import RequestContext
+from mnemoql.web.auth import BearerAuth, Grant, TokenTable, grant_of, token_from_params
+from mnemoql.web.graphql_http import (
     JSON,
     MethodRefused,
     content_type,
@@ -56,7 +56,7 @@ from web.graphql_http import (
     unknown_operation,
     websocket_required,
 )
-from web.guards import (
+from mnemoql.web.guards import (
     BodyLimit,
     MutationDeadline,
     ParseBudget,
@@ -68,12 +68,12 @@ from web.guards import (
     thaw_heap,
     within_deadline,
 )
-from web.mcp.mount import McpMount
-from web.service import limit_blas_threads, open_store, warm_up
+from mnemoql.web.mcp.mount import McpMount
+from mnemoql.web.service import limit_blas_threads, open_store, warm_up
 
 if TYPE_CHECKING:
-    from engine.memory import Memory
-    from engine.providers.factory import Providers
+    from mnemoql.engine.memory import Memory
+    from mnemoql.engine.providers.factory import Providers
 
 log = logging.getLogger("mnemoql")
 STATIC = Path(__file__).parent / "static"
@@ -289,12 +289,12 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        from engine.providers.factory import build_providers
+        from mnemoql.engine.providers.factory import build_providers
 
         limit_blas_threads(settings.retrieval.blas_threads)
         async with contextlib.AsyncExitStack() as stack:
             if settings.store == "neo4j":  # last out: after every store has closed
-                from web.neo4j_boot import stop_started
+                from mnemoql.web.neo4j_boot import stop_started
 
                 stack.push_async_callback(asyncio.to_thread, stop_started)
             client = http_client or await stack.enter_async_context(httpx.AsyncClient())

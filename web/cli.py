@@ -22,10 +22,10 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic_settings import SettingsError
 
-from engine.config import Settings, load_settings
-from engine.errors import MnemoError
-from engine.redact import mask_text
-from web import datacmds
+from mnemoql.engine.config import Settings, load_settings
+from mnemoql.engine.errors import MnemoError
+from mnemoql.engine.redact import mask_text
+from mnemoql.web import datacmds
 
 KEEP_ALIVE_S = 75
 
@@ -78,7 +78,7 @@ def _bad_json_setting() -> str | None:
 def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from web.auth import TokenTable, check_bind
+    from mnemoql.web.auth import TokenTable, check_bind
 
     settings = _settings(args)
     try:
@@ -89,7 +89,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return 2
 
     def build() -> Any:
-        from web.app import create_app
+        from mnemoql.web.app import create_app
 
         return create_app(settings)
 
@@ -98,8 +98,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         f"(store: {settings.store}, data: {settings.data_dir})",
         file=sys.stderr,
     )
-    from web.logs import serve_log_config
-    from web.starting import StartingApp
+    from mnemoql.web.logs import serve_log_config
+    from mnemoql.web.starting import StartingApp
 
     app = StartingApp(build, on_failure=_interrupt)
     uvicorn.run(
@@ -153,13 +153,13 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from web.demo import serve_demo
+    from mnemoql.web.demo import serve_demo
 
     return serve_demo(args)
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
-    from web.mcp.stdio import run
+    from mnemoql.web.mcp.stdio import run
 
     flags = {"space": args.space, "locale": args.locale, "read_only": args.read_only or None}
     settings = _settings(args, mcp={k: v for k, v in flags.items() if v is not None})
@@ -167,7 +167,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 
 
 def cmd_neo4j(args: argparse.Namespace) -> int:
-    from engine.store.neo4j.managed import main as managed_main
+    from mnemoql.engine.store.neo4j.managed import main as managed_main
 
     settings = _settings(args)
     home = Path(args.home) if args.home else settings.data_dir / "neo4j"

@@ -12,18 +12,18 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from engine.config import Settings
-from web.progress import Progress, phase_bars
+from mnemoql.engine.config import Settings
+from mnemoql.web.progress import Progress, phase_bars
 
 
 async def import_file(settings: Settings, path: Path, concurrency: int, space: str) -> int:
     """Save every line of ``path`` (``web.imports``: resumable, with a summary)."""
     import httpx
 
-    from engine.memory import Memory
-    from engine.providers.factory import build_providers
-    from web.imports import BadLines, read_lines, save_lines
-    from web.service import open_store
+    from mnemoql.engine.memory import Memory
+    from mnemoql.engine.providers.factory import build_providers
+    from mnemoql.web.imports import BadLines, read_lines, save_lines
+    from mnemoql.web.service import open_store
 
     try:
         lines = read_lines(path)
@@ -54,10 +54,10 @@ async def import_file(settings: Settings, path: Path, concurrency: int, space: s
 async def revectorize(settings: Settings, space: str) -> int:
     import httpx
 
-    from engine.errors import MnemoError
-    from engine.memory import Memory
-    from engine.providers.factory import build_providers
-    from web.service import open_store
+    from mnemoql.engine.errors import MnemoError
+    from mnemoql.engine.memory import Memory
+    from mnemoql.engine.providers.factory import build_providers
+    from mnemoql.web.service import open_store
 
     store = open_store(settings, space)
     await store.open()
@@ -81,9 +81,9 @@ async def revectorize(settings: Settings, space: str) -> int:
 
 
 async def export(settings: Settings, target: str, space: str, vectors: bool) -> int:
-    from engine import dump
-    from engine.errors import MnemoError
-    from web.service import open_store
+    from mnemoql.engine import dump
+    from mnemoql.engine.errors import MnemoError
+    from mnemoql.web.service import open_store
 
     out = None if target == "-" else Path(target)
     partial = None if out is None else out.with_name(out.name + ".partial")
@@ -125,11 +125,11 @@ async def export(settings: Settings, target: str, space: str, vectors: bool) -> 
 async def restore(settings: Settings, source: Path, space: str, revectorize: bool) -> int:
     import httpx
 
-    from engine import dump
-    from engine.errors import MnemoError
-    from engine.memory import Memory
-    from engine.providers.factory import build_providers
-    from web.service import open_store
+    from mnemoql.engine import dump
+    from mnemoql.engine.errors import MnemoError
+    from mnemoql.engine.memory import Memory
+    from mnemoql.engine.providers.factory import build_providers
+    from mnemoql.web.service import open_store
 
     try:  # a first pass checks every line: a bad dump is refused before anything is written
         with source.open(encoding="utf-8") as f:

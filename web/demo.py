@@ -23,10 +23,10 @@ from typing import Any
 
 from starlette.applications import Starlette
 
-from engine.config import Settings, load_settings
-from engine.errors import MnemoError
-from engine.ingest import SaveInput, parse_extraction
-from engine.memory import Memory
+from mnemoql.engine.config import Settings, load_settings
+from mnemoql.engine.errors import MnemoError
+from mnemoql.engine.ingest import SaveInput, parse_extraction
+from mnemoql.engine.memory import Memory
 
 DEMO_DATA = Path(__file__).with_name("demo_data.jsonl")
 KEY_PREFIX = "demo:"
@@ -169,8 +169,8 @@ def serve_demo(args: argparse.Namespace) -> int:
     """``mnemoql demo [--data-dir DIR] [--port P]``: load the sample, print the URLs, serve."""
     import uvicorn
 
-    from web.app import create_app
-    from web.progress import Progress
+    from mnemoql.web.app import create_app
+    from mnemoql.web.progress import Progress
 
     settings = demo_settings(getattr(args, "data_dir", None), getattr(args, "port", None))
     bars: list[Progress] = []

@@ -26,7 +26,7 @@ from starlette.responses import Response
 from strawberry.types import ExecutionResult
 from strawberry.types.graphql import OperationType
 
-from schema.errors import BAD_REQUEST, PARSE_FAILED, VALIDATION_FAILED, request_error
+from mnemoql.schema.errors import BAD_REQUEST, PARSE_FAILED, VALIDATION_FAILED, request_error
 
 GRAPHQL_RESPONSE = "application/graphql-response+json"
 JSON = "application/json"

@@ -37,9 +37,9 @@ from strawberry.extensions import SchemaExtension
 from strawberry.types import ExecutionResult
 from strawberry.types.graphql import OperationType
 
-from engine import checks
-from engine.config import Limits
-from engine.errors import MnemoError
+from mnemoql.engine import checks
+from mnemoql.engine.config import Limits
+from mnemoql.engine.errors import MnemoError
 
 log = logging.getLogger("mnemoql.guards")
 

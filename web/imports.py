@@ -26,9 +26,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from engine.errors import Forgotten, MnemoError
-from engine.ingest import SaveInput, parse_extraction
-from engine.memory import Memory
+from mnemoql.engine.errors import Forgotten, MnemoError
+from mnemoql.engine.ingest import SaveInput, parse_extraction
+from mnemoql.engine.memory import Memory
 
 KEY_PREFIX = "import:"
 MAX_SHOWN = 20  # bad lines reported before giving up

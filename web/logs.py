@@ -20,9 +20,9 @@ from typing import Any
 
 from graphql import GraphQLError
 
-from engine.checks import clip
-from engine.errors import MnemoError
-from engine.redact import mask_text
+from mnemoql.engine.checks import clip
+from mnemoql.engine.errors import MnemoError
+from mnemoql.engine.redact import mask_text
 
 MAX_CHARS = 2000
 PATH_CHARS = 300
@@ -80,7 +80,7 @@ def serve_log_config(level: str) -> dict[str, Any]:
 
     config: dict[str, Any] = {
         **LOGGING_CONFIG,
-        "filters": {"hygiene": {"()": "web.logs.Hygiene"}},
+        "filters": {"hygiene": {"()": "mnemoql.web.logs.Hygiene"}},
         "formatters": dict(LOGGING_CONFIG["formatters"]),
         "handlers": {
             name: {**handler, "filters": ["hygiene"]}

@@ -15,12 +15,12 @@ import logging
 import threading
 from typing import TYPE_CHECKING
 
-from engine.config import Settings
-from engine.errors import StoreUnavailable
-from engine.store.base import Store
+from mnemoql.engine.config import Settings
+from mnemoql.engine.errors import StoreUnavailable
+from mnemoql.engine.store.base import Store
 
 if TYPE_CHECKING:
-    from engine.store.neo4j.managed import ManagedNeo4j
+    from mnemoql.engine.store.neo4j.managed import ManagedNeo4j
 
 log = logging.getLogger("mnemoql.neo4j")
 MIN_VERSION = (5, 23)
@@ -31,7 +31,7 @@ _lock = threading.Lock()
 
 def managed_endpoint(settings: Settings) -> tuple[str, str, str]:
     """(uri, user, password) of the managed server, installing and starting it if needed."""
-    from engine.store.neo4j.managed import ManagedNeo4j
+    from mnemoql.engine.store.neo4j.managed import ManagedNeo4j
 
     home = settings.data_dir / "neo4j"
     with _lock:
@@ -60,7 +60,7 @@ def stop_started() -> None:
 
 def neo4j_store(settings: Settings, space: str = "default") -> Store:
     """The Neo4j store of one memory space, not yet opened."""
-    from engine.store.neo4j.store import Neo4jStore
+    from mnemoql.engine.store.neo4j.store import Neo4jStore
 
     cfg = settings.neo4j
 

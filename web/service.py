@@ -7,13 +7,13 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING
 
-from engine.config import Settings
-from engine.spaces import DEFAULT_SPACE
-from engine.store.base import Store
+from mnemoql.engine.config import Settings
+from mnemoql.engine.spaces import DEFAULT_SPACE
+from mnemoql.engine.store.base import Store
 
 if TYPE_CHECKING:
-    from engine.memory import Memory
-    from engine.providers.factory import Providers
+    from mnemoql.engine.memory import Memory
+    from mnemoql.engine.providers.factory import Providers
 
 log = logging.getLogger("mnemoql")
 
@@ -41,11 +41,11 @@ def limit_blas_threads(threads: int) -> None:
 def open_store(settings: Settings, space: str = DEFAULT_SPACE) -> Store:
     """The configured store of one memory space, not yet opened."""
     if settings.store == "neo4j":
-        from web.neo4j_boot import neo4j_store
+        from mnemoql.web.neo4j_boot import neo4j_store
 
         return neo4j_store(settings, space=space)
-    from engine.store._embedded_ann import AnnSettings
-    from engine.store.embedded import EmbeddedStore
+    from mnemoql.engine.store._embedded_ann import AnnSettings
+    from mnemoql.engine.store.embedded import EmbeddedStore
 
     e = settings.embedded
     ann = AnnSettings(

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal, Protocol
 
-from engine.models import Vector
-from prompts.extraction import Extraction
+from mnemoql.engine.models import Vector
+from mnemoql.prompts.extraction import Extraction
 
 EmbedKind = Literal["query", "passage"]
 

@@ -14,12 +14,12 @@ from dataclasses import dataclass
 import httpx
 from pydantic import SecretStr
 
-from engine.config import Settings
-from engine.providers.base import ChatModel, ConceptJudge, Embedder, Extractor
-from engine.providers.local import HashingEmbedder, LocalEmbedder, local_available
-from engine.providers.offline import OfflineExtractor
-from engine.providers.openai import ChatExtractor, ChatJson, JevJudge, OpenAIEmbedder
-from engine.redact import mask_url
+from mnemoql.engine.config import Settings
+from mnemoql.engine.providers.base import ChatModel, ConceptJudge, Embedder, Extractor
+from mnemoql.engine.providers.local import HashingEmbedder, LocalEmbedder, local_available
+from mnemoql.engine.providers.offline import OfflineExtractor
+from mnemoql.engine.providers.openai import ChatExtractor, ChatJson, JevJudge, OpenAIEmbedder
+from mnemoql.engine.redact import mask_url
 
 
 @dataclass(frozen=True, slots=True)

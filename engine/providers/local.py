@@ -43,7 +43,7 @@ from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
-from engine.config import (
+from mnemoql.engine.config import (
     DEFAULT_EMBEDDING_THREADS,
     DEFAULT_EMBEDDING_WORKERS,
     HASHING_EMBEDDING_MODEL,
@@ -51,11 +51,11 @@ from engine.config import (
     LOCAL_EMBEDDING_MODEL,
     check_embedding_threads,
 )
-from engine.models import Vector
-from engine.providers.base import EmbedKind
-from engine.providers.enginepool import QUERY_SHARE, EnginePool
-from engine.providers.querycache import DEFAULT_SIZE as QUERY_CACHE_SIZE
-from engine.providers.querycache import QueryVectors
+from mnemoql.engine.models import Vector
+from mnemoql.engine.providers.base import EmbedKind
+from mnemoql.engine.providers.enginepool import QUERY_SHARE, EnginePool
+from mnemoql.engine.providers.querycache import DEFAULT_SIZE as QUERY_CACHE_SIZE
+from mnemoql.engine.providers.querycache import QueryVectors
 
 log = logging.getLogger(__name__)
 

@@ -20,9 +20,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from engine.providers import _english as english
-from engine.providers.local import ENGLISH_STOPWORDS, wordset
-from prompts.extraction import Extraction
+from mnemoql.engine.providers import _english as english
+from mnemoql.engine.providers.local import ENGLISH_STOPWORDS, wordset
+from mnemoql.prompts.extraction import Extraction
 
 MAX_EVENTS = 8
 MAX_CONCEPTS_PER_EVENT = 8

@@ -25,11 +25,16 @@ import httpx
 import numpy as np
 from pydantic import SecretStr, ValidationError
 
-from engine.errors import EmbeddingDimension, ExtractionInvalid, MissingApiKey, UpstreamFailed
-from engine.models import Vector
-from engine.providers.base import EmbedKind
-from engine.redact import mask_url
-from prompts.extraction import SYSTEM_PROMPT, Extraction, user_message
+from mnemoql.engine.errors import (
+    EmbeddingDimension,
+    ExtractionInvalid,
+    MissingApiKey,
+    UpstreamFailed,
+)
+from mnemoql.engine.models import Vector
+from mnemoql.engine.providers.base import EmbedKind
+from mnemoql.engine.redact import mask_url
+from mnemoql.prompts.extraction import SYSTEM_PROMPT, Extraction, user_message
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable, Sequence
 
 import numpy as np
 
-from engine.models import Vector
+from mnemoql.engine.models import Vector
 
 DEFAULT_SIZE = 4096  # ~6 MB of 384-d float32 vectors
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Literal
 
-from engine.models import POSITIONAL_ID
+from mnemoql.engine.models import POSITIONAL_ID
 
 Operation = Literal["search", "expand", "nearby"]
 Locale = Literal["zh", "en"]

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
-from engine.errors import NoPosition, out_of_range
-from engine.models import POSITIONAL_ID
+from mnemoql.engine.errors import NoPosition, out_of_range
+from mnemoql.engine.models import POSITIONAL_ID
 
 MAX_SPAN = 10  # before/after range 0..10
 

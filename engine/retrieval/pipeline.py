@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Literal
 
-from engine.errors import ConceptNotOffered, CursorError, InvalidInput, out_of_range
-from engine.models import (
+from mnemoql.engine.errors import ConceptNotOffered, CursorError, InvalidInput, out_of_range
+from mnemoql.engine.models import (
     Entity,
     EntityLabel,
     Event,
@@ -26,9 +26,9 @@ from engine.models import (
     Neighbour,
     Vector,
 )
-from engine.providers.base import Embedder
-from engine.retrieval import scoring
-from engine.retrieval.evidence import (
+from mnemoql.engine.providers.base import Embedder
+from mnemoql.engine.retrieval import scoring
+from mnemoql.engine.retrieval.evidence import (
     CHAIN_LIMIT,
     ConceptRef,
     EvidenceItem,
@@ -39,13 +39,13 @@ from engine.retrieval.evidence import (
     continuations,
     shared_concepts,
 )
-from engine.retrieval.nearby import parse_position, pick_neighbours
-from engine.retrieval.quotes import QuoteBudget, best_chunk
-from engine.retrieval.terms import coverage, is_cjk_term, query_terms
-from engine.sessions import CursorState, CursorStore, Session, SessionStore
-from engine.store.base import Store
-from engine.text import normalise_name
-from engine.timehint import parse_time_hint
+from mnemoql.engine.retrieval.nearby import parse_position, pick_neighbours
+from mnemoql.engine.retrieval.quotes import QuoteBudget, best_chunk
+from mnemoql.engine.retrieval.terms import coverage, is_cjk_term, query_terms
+from mnemoql.engine.sessions import CursorState, CursorStore, Session, SessionStore
+from mnemoql.engine.store.base import Store
+from mnemoql.engine.text import normalise_name
+from mnemoql.engine.timehint import parse_time_hint
 
 ROUTE_LIMIT = 40
 PER_CALL = 4
@@ -315,7 +315,7 @@ class Retriever:
             self.embedder.model,
             self.embedder.dimensions,
         )):
-            from engine.ingest import meta_mismatch
+            from mnemoql.engine.ingest import meta_mismatch
 
             raise meta_mismatch(meta, self.embedder.model, self.embedder.dimensions)
         return meta

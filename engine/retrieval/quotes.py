@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from engine.models import Chunk
-from engine.retrieval.evidence import Excerpt, Note, NoteCode, Quote, QuoteRef
-from engine.retrieval.terms import QUOTE_SCOPE, term_spans
+from mnemoql.engine.models import Chunk
+from mnemoql.engine.retrieval.evidence import Excerpt, Note, NoteCode, Quote, QuoteRef
+from mnemoql.engine.retrieval.terms import QUOTE_SCOPE, term_spans
 
 QUOTE_CAP = 120
 PACKAGE_BUDGET = 1000

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from engine.models import Entity
-from engine.retrieval.evidence import (
+from mnemoql.engine.models import Entity
+from mnemoql.engine.retrieval.evidence import (
     ConceptRef,
     EvidenceItem,
     EvidencePage,
@@ -20,7 +20,7 @@ from engine.retrieval.evidence import (
 )
 
 if TYPE_CHECKING:
-    from engine.retrieval.pipeline import TargetedPage
+    from mnemoql.engine.retrieval.pipeline import TargetedPage
 
 
 @dataclass(frozen=True, slots=True)

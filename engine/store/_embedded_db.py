@@ -14,8 +14,8 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from engine.errors import InvalidInput
-from engine.models import (
+from mnemoql.engine.errors import InvalidInput
+from mnemoql.engine.models import (
     ENTITY_LABELS,
     REL_TYPES,
     Binding,
@@ -44,9 +44,9 @@ from engine.models import (
     VectorSet,
     Where,
 )
-from engine.store import _embedded_lexical as lexical
-from engine.store import _embedded_write as write
-from engine.store._embedded_ann import (
+from mnemoql.engine.store import _embedded_lexical as lexical
+from mnemoql.engine.store import _embedded_write as write
+from mnemoql.engine.store._embedded_ann import (
     FOREIGN_INLINE_ROWS,
     AnnIndexes,
     AnnSettings,
@@ -54,7 +54,7 @@ from engine.store._embedded_ann import (
     new_epoch,
     record_forgotten,
 )
-from engine.store._embedded_index import (
+from mnemoql.engine.store._embedded_index import (
     EntityView,
     EventView,
     append_entities,
@@ -65,15 +65,15 @@ from engine.store._embedded_index import (
     drop_event_rows,
     event_mask,
 )
-from engine.store._embedded_load import Loaded, advance, load_all, max_seq
-from engine.store._embedded_mirror import MirrorFiles
-from engine.store._embedded_query import (
+from mnemoql.engine.store._embedded_load import Loaded, advance, load_all, max_seq
+from mnemoql.engine.store._embedded_mirror import MirrorFiles
+from mnemoql.engine.store._embedded_query import (
     IN_SET,
     event_filter_sql,
     json_set,
 )
-from engine.store._embedded_reader import OwnThread, list_nodes
-from engine.store._embedded_schema import (
+from mnemoql.engine.store._embedded_reader import OwnThread, list_nodes
+from mnemoql.engine.store._embedded_schema import (
     BINDING_COLS,
     CHUNK_COLS,
     ENTITY_COLS,
@@ -92,8 +92,8 @@ from engine.store._embedded_schema import (
     row_node,
     row_topic,
 )
-from engine.store._embedded_warm import PageWarmer
-from engine.text import normalise_name
+from mnemoql.engine.store._embedded_warm import PageWarmer
+from mnemoql.engine.text import normalise_name
 
 log = logging.getLogger(__name__)
 # read from the covering index chunks_hash, never from the chunk rows (_embedded_schema)

@@ -20,18 +20,18 @@ from typing import Any
 
 import numpy as np
 
-from engine.errors import Conflict
-from engine.models import ID_PREFIX, NodeLabel
-from engine.store import _embedded_lexical as lexical
-from engine.store._embedded_db import Database
-from engine.store._embedded_schema import (
+from mnemoql.engine.errors import Conflict
+from mnemoql.engine.models import ID_PREFIX, NodeLabel
+from mnemoql.engine.store import _embedded_lexical as lexical
+from mnemoql.engine.store._embedded_db import Database
+from mnemoql.engine.store._embedded_schema import (
     BINDING_COLS,
     CATCH_UP_MARKS,
     LABEL_RANK,
     MARK_STALE,
     allocation_key,
 )
-from engine.text import normalise_name
+from mnemoql.engine.text import normalise_name
 
 Record = dict[str, Any]
 PAGE = 500

@@ -18,7 +18,7 @@ from typing import Any, TypeVar, cast
 import numpy as np
 import numpy.typing as npt
 
-from engine.models import Filters, Hit
+from mnemoql.engine.models import Filters, Hit
 
 F32 = npt.NDArray[np.float32]
 I64 = npt.NDArray[np.int64]

@@ -25,9 +25,9 @@ import json
 import sqlite3
 from collections.abc import Iterable, Sequence
 
-from engine.models import EventDraft, Hit
-from engine.retrieval import lexical
-from engine.store._embedded_index import EventView, Mask
+from mnemoql.engine.models import EventDraft, Hit
+from mnemoql.engine.retrieval import lexical
+from mnemoql.engine.store._embedded_index import EventView, Mask
 
 DDL = """
 CREATE TABLE IF NOT EXISTS lexical_rows (

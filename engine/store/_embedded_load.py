@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from engine.models import ENTITY_LABELS, EntityLabel
-from engine.store._embedded_index import (
+from mnemoql.engine.models import ENTITY_LABELS, EntityLabel
+from mnemoql.engine.store._embedded_index import (
     F32,
     I64,
     EntityView,
@@ -32,8 +32,8 @@ from engine.store._embedded_index import (
     drop_event_rows,
     event_view_from_arrays,
 )
-from engine.store._embedded_query import IN_SET, json_set
-from engine.store._embedded_schema import blob_vec
+from mnemoql.engine.store._embedded_query import IN_SET, json_set
+from mnemoql.engine.store._embedded_schema import blob_vec
 
 BLOCK = 20_000
 

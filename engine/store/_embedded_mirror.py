@@ -47,9 +47,9 @@ from typing import Any, BinaryIO
 import numpy as np
 import numpy.typing as npt
 
-from engine.models import ENTITY_LABELS, EntityLabel
-from engine.store._embedded_index import EntityView, EventView, capacity
-from engine.store._embedded_load import Loaded
+from mnemoql.engine.models import ENTITY_LABELS, EntityLabel
+from mnemoql.engine.store._embedded_index import EntityView, EventView, capacity
+from mnemoql.engine.store._embedded_load import Loaded
 
 log = logging.getLogger(__name__)
 

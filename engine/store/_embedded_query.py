@@ -10,8 +10,8 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from engine.errors import InvalidInput
-from engine.models import (
+from mnemoql.engine.errors import InvalidInput
+from mnemoql.engine.models import (
     ADJACENCY,
     QUERYABLE_FIELDS,
     AllOf,

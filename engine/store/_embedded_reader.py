@@ -20,10 +20,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from engine.errors import InvalidInput
-from engine.models import NODE_LABELS, NodeLabel, NodePage, Page, SortSpec, Where
-from engine.store._embedded_query import check_page, compile_where, flip, sort_key
-from engine.store._embedded_schema import NODE_COLS, row_node
+from mnemoql.engine.errors import InvalidInput
+from mnemoql.engine.models import NODE_LABELS, NodeLabel, NodePage, Page, SortSpec, Where
+from mnemoql.engine.store._embedded_query import check_page, compile_where, flip, sort_key
+from mnemoql.engine.store._embedded_schema import NODE_COLS, row_node
 
 T = TypeVar("T")
 

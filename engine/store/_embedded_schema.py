@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from engine.models import (
+from mnemoql.engine.models import (
     ID_PREFIX,
     NODE_LABELS,
     Binding,
@@ -31,7 +31,7 @@ from engine.models import (
     Topic,
     Vector,
 )
-from engine.store._embedded_index import normalise
+from mnemoql.engine.store._embedded_index import normalise
 
 LAYOUT_VERSION = 2  # 2: id_marks
 

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from engine.models import Filters, Hit, RouteName
-from engine.store._embedded_ann import AnnIndexes, Hnsw, rows_of_keys
-from engine.store._embedded_index import (
+from mnemoql.engine.models import Filters, Hit, RouteName
+from mnemoql.engine.store._embedded_ann import AnnIndexes, Hnsw, rows_of_keys
+from mnemoql.engine.store._embedded_index import (
     F32,
     I64,
     EntityView,

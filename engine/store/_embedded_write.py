@@ -10,8 +10,8 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from engine.errors import Conflict, InvalidId, InvalidInput, NotFound
-from engine.models import (
+from mnemoql.engine.errors import Conflict, InvalidId, InvalidInput, NotFound
+from mnemoql.engine.models import (
     CALLER_ID,
     ID_PREFIX,
     REL_TYPES,
@@ -29,10 +29,10 @@ from engine.models import (
     epoch_ms,
     label_of,
 )
-from engine.store import _embedded_lexical as lexical
-from engine.store._embedded_index import F32, NewEvent, normalise
-from engine.store._embedded_query import IN_SET, json_set
-from engine.store._embedded_schema import (
+from mnemoql.engine.store import _embedded_lexical as lexical
+from mnemoql.engine.store._embedded_index import F32, NewEvent, normalise
+from mnemoql.engine.store._embedded_query import IN_SET, json_set
+from mnemoql.engine.store._embedded_schema import (
     LABEL_RANK,
     META_SQL,
     allocation_key,
@@ -40,7 +40,7 @@ from engine.store._embedded_schema import (
     result_json,
     row_meta,
 )
-from engine.text import normalise_name
+from mnemoql.engine.text import normalise_name
 
 # SPEC §1.2: which labels each relationship type may connect.
 REL_ENDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {

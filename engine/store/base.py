@@ -31,7 +31,7 @@ import asyncio
 from collections.abc import AsyncIterator, Iterable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from engine.models import (
+from mnemoql.engine.models import (
     Binding,
     Chunk,
     Counts,

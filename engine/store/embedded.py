@@ -32,8 +32,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, ParamSpec, Protocol, TypeVar
 
-from engine.errors import InvalidInput, StoreUnavailable
-from engine.models import (
+from mnemoql.engine.errors import InvalidInput, StoreUnavailable
+from mnemoql.engine.models import (
     ENTITY_LABELS,
     Binding,
     Chunk,
@@ -63,14 +63,14 @@ from engine.models import (
     VectorSet,
     Where,
 )
-from engine.retrieval.lexical import query_terms as lexical_terms
-from engine.store import _embedded_dump as dump
-from engine.store._embedded_ann import AnnSettings
-from engine.store._embedded_db import Database
-from engine.store._embedded_index import normalise
-from engine.store._embedded_reader import Reader
-from engine.store._embedded_search import entity_hits, pool_hits, route_hits
-from engine.store.base import no_hits
+from mnemoql.engine.retrieval.lexical import query_terms as lexical_terms
+from mnemoql.engine.store import _embedded_dump as dump
+from mnemoql.engine.store._embedded_ann import AnnSettings
+from mnemoql.engine.store._embedded_db import Database
+from mnemoql.engine.store._embedded_index import normalise
+from mnemoql.engine.store._embedded_reader import Reader
+from mnemoql.engine.store._embedded_search import entity_hits, pool_hits, route_hits
+from mnemoql.engine.store.base import no_hits
 
 __all__ = ["EmbeddedStore"]
 

@@ -12,17 +12,17 @@
 No I/O and no clocks: callers pass ``now_ms`` and a time zone, and persist the state dicts.
 """
 
-from engine.topics.codec import from_state, load_state, to_state
-from engine.topics.cues import Cue, CueType, fix_cues, offline_cues
-from engine.topics.dates import DateMemoryIndex, local_date
-from engine.topics.profile import (
+from mnemoql.engine.topics.codec import from_state, load_state, to_state
+from mnemoql.engine.topics.cues import Cue, CueType, fix_cues, offline_cues
+from mnemoql.engine.topics.dates import DateMemoryIndex, local_date
+from mnemoql.engine.topics.profile import (
     DEFAULT_PROFILE,
     ActivationProfile,
     SliceRef,
     normalise_profile,
     stabilise_profile,
 )
-from engine.topics.runtime import (
+from mnemoql.engine.topics.runtime import (
     DateLookup,
     LookupMiss,
     LookupTarget,
@@ -30,7 +30,7 @@ from engine.topics.runtime import (
     TopicRecall,
     parse_date,
 )
-from engine.topics.scoring import (
+from mnemoql.engine.topics.scoring import (
     MS_PER_DAY,
     CandidateSource,
     ScoredCandidate,
@@ -40,8 +40,8 @@ from engine.topics.scoring import (
     recency_score,
     score,
 )
-from engine.topics.slices import Omitted, Projection, slice_messages, window_messages
-from engine.topics.tree import (
+from mnemoql.engine.topics.slices import Omitted, Projection, slice_messages, window_messages
+from mnemoql.engine.topics.tree import (
     TopicBinding,
     TopicMemoryIndex,
     TopicNode,

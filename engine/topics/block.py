@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from engine.topics.slices import Omitted, Projection, window_messages
+from mnemoql.engine.topics.slices import Omitted, Projection, window_messages
 
 BLOCK_NAME = "activated_memory_slices"
 BLOCK_SOURCE = "memory_selector"

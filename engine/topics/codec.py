@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from engine.topics.dates import DateMemoryIndex
-from engine.topics.profile import ActivationProfile, SliceRef
-from engine.topics.tree import TopicBinding, TopicMemoryIndex, normalise_related
+from mnemoql.engine.topics.dates import DateMemoryIndex
+from mnemoql.engine.topics.profile import ActivationProfile, SliceRef
+from mnemoql.engine.topics.tree import TopicBinding, TopicMemoryIndex, normalise_related
 
 log = logging.getLogger(__name__)
 

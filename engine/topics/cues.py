@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Literal
 
-from engine.topics.tree import fix_topic_path, is_blank, split_path
-from engine.topics.when import find_days
+from mnemoql.engine.topics.tree import fix_topic_path, is_blank, split_path
+from mnemoql.engine.topics.when import find_days
 
 CueType = Literal["topic", "date"]
 

@@ -7,8 +7,8 @@ from datetime import UTC, date, datetime, timedelta
 from types import MappingProxyType
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from engine.errors import InvalidInput
-from engine.topics.profile import SliceRef
+from mnemoql.engine.errors import InvalidInput
+from mnemoql.engine.topics.profile import SliceRef
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from engine.text import normalise_name
+from mnemoql.engine.text import normalise_name
 
 NAME_CANDIDATES = 8_000
 NAME_MAX_WORDS = 4

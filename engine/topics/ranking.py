@@ -30,7 +30,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from engine.topics.scoring import RECENCY_TABLE, recency_score
+from mnemoql.engine.topics.scoring import RECENCY_TABLE, recency_score
 
 CUE_BOOST = 0.01
 COVERAGE_WEIGHT = 0.01

@@ -15,12 +15,12 @@ from datetime import date
 from typing import Any, Literal
 from zoneinfo import ZoneInfo
 
-from engine.errors import InvalidInput
-from engine.topics.codec import load_state, to_state
-from engine.topics.dates import DateMemoryIndex, local_date
-from engine.topics.profile import ActivationProfile, SliceRef
-from engine.topics.scoring import ScoredCandidate, TopicRecallCollector
-from engine.topics.tree import (
+from mnemoql.engine.errors import InvalidInput
+from mnemoql.engine.topics.codec import load_state, to_state
+from mnemoql.engine.topics.dates import DateMemoryIndex, local_date
+from mnemoql.engine.topics.profile import ActivationProfile, SliceRef
+from mnemoql.engine.topics.scoring import ScoredCandidate, TopicRecallCollector
+from mnemoql.engine.topics.tree import (
     TopicBinding,
     TopicMemoryIndex,
     fix_topic_path,

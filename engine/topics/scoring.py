@@ -17,8 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from engine.topics.profile import SliceRef, f32
-from engine.topics.tree import TopicBinding, TopicMemoryIndex, TopicNode
+from mnemoql.engine.topics.profile import SliceRef, f32
+from mnemoql.engine.topics.tree import TopicBinding, TopicMemoryIndex, TopicNode
 
 MS_PER_DAY = 86_400_000
 

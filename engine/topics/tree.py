@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from types import MappingProxyType
 
-from engine.topics.profile import ActivationProfile, SliceRef, normalise_profile
+from mnemoql.engine.topics.profile import ActivationProfile, SliceRef, normalise_profile
 
 SEPARATOR = "->"
 

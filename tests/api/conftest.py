@@ -10,8 +10,8 @@ from typing import Any
 import httpx
 import pytest
 
-from engine.config import Settings, load_settings
-from web.app import create_app
+from mnemoql.engine.config import Settings, load_settings
+from mnemoql.web.app import create_app
 
 
 class Api:

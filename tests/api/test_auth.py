@@ -17,11 +17,11 @@ import pytest
 from pydantic import ValidationError
 from starlette.websockets import WebSocketDisconnect
 
-from engine.config import Settings, load_settings
+from mnemoql.engine.config import Settings, load_settings
+from mnemoql.web.app import create_app
+from mnemoql.web.auth import is_loopback
 from tests.api.conftest import Api, offline_settings, running
 from tests.api.test_save import COUNTS, EXTRACTION, SAVE, TEXT
-from web.app import create_app
-from web.auth import is_loopback
 
 with warnings.catch_warnings():  # starlette suggests another client; httpx's works
     warnings.simplefilter("ignore")

@@ -10,10 +10,10 @@ import pytest
 from pydantic import ValidationError
 from threadpoolctl import threadpool_info, threadpool_limits
 
-from engine.config import load_settings
+from mnemoql.engine.config import load_settings
+from mnemoql.web.app import create_app
+from mnemoql.web.service import limit_blas_threads
 from tests.api.conftest import offline_settings
-from web.app import create_app
-from web.service import limit_blas_threads
 
 
 def blas_threads() -> int:

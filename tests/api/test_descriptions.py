@@ -11,7 +11,7 @@ from graphql import (
     GraphQLSchema,
 )
 
-from resolvers import schema
+from mnemoql.resolvers import schema
 
 ROOTS = {"Query", "Mutation", "Subscription"}  # described by their fields
 

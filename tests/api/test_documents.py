@@ -11,7 +11,7 @@ import pytest
 import strawberry.schema.schema as strawberry_schema
 from graphql import parse
 
-from resolvers.documents import DocumentCache
+from mnemoql.resolvers.documents import DocumentCache
 from tests.api.conftest import Api, running
 from tests.api.test_auth import READ, WRITE, Caller, token_settings
 from tests.api.test_save import SAVE, TEXT

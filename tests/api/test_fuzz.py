@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis_graphql import nodes
 
-from resolvers import schema as gql_schema
+from mnemoql.resolvers import schema as gql_schema
 from tests.api.conftest import Api, offline_settings, running
 
 SDL = gql_schema.as_str()

@@ -14,8 +14,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from mnemoql.web import guards
 from tests.api.conftest import Api, offline_settings, running
-from web import guards
 
 EVENTS_WHERE = "query($w: EventWhere) { events(first: 5, where: $w) { edges { node { id } } } }"
 MARK = "garbage-probe-"

@@ -12,10 +12,10 @@ from typing import Any
 import httpx
 import pytest
 
-from engine.providers.base import EmbedKind
-from engine.providers.local import HashingEmbedder
-from engine.providers.openai import OpenAIEmbedder
-from engine.spaces import Spaces
+from mnemoql.engine.providers.base import EmbedKind
+from mnemoql.engine.providers.local import HashingEmbedder
+from mnemoql.engine.providers.openai import OpenAIEmbedder
+from mnemoql.engine.spaces import Spaces
 from tests.api.conftest import Api, fake_model_settings, offline_settings, running
 from tests.api.test_auth import Caller, token_settings
 from tests.api.test_save import COUNTS, EXTRACTION, SAVE, TEXT
@@ -241,8 +241,8 @@ async def test_requests_alone_revive_a_store(tmp_path: Path) -> None:
 async def test_a_store_that_cannot_open_at_start_up_stops_the_app(tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("x", encoding="utf-8")
-    from engine.errors import StoreUnavailable
-    from engine.store.embedded import EmbeddedStore
+    from mnemoql.engine.errors import StoreUnavailable
+    from mnemoql.engine.store.embedded import EmbeddedStore
 
     store = EmbeddedStore(blocker / "memory.db")
     with pytest.raises(StoreUnavailable):
@@ -402,7 +402,7 @@ async def test_a_large_body_is_parsed_with_the_collector_paused_and_resumed(
 ) -> None:
     import gc
 
-    from web import guards
+    from mnemoql.web import guards
 
     seen: list[bool] = []
     real_loads = guards.json.loads  # strawberry parses with the json module too
@@ -429,7 +429,7 @@ async def test_a_large_body_is_parsed_with_the_collector_paused_and_resumed(
 async def test_large_bodies_take_turns_and_small_ones_never_wait() -> None:
     """guards.ParseBudget: a large body books its parse time / share of wall time; the next
     large one waits for it, a small one does not."""
-    from web.guards import ParseBudget
+    from mnemoql.web.guards import ParseBudget
 
     budget = ParseBudget(share=0.25, min_bytes=1000)
     loop = asyncio.get_running_loop()

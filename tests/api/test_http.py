@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from mnemoql.web.graphql_http import GRAPHQL_RESPONSE, negotiate
 from tests.api.conftest import Api, offline_settings, running
-from web.graphql_http import GRAPHQL_RESPONSE, negotiate
 
 GQL = {"accept": GRAPHQL_RESPONSE, "content-type": "application/json"}
 OK = "{ memoryIndex { counts { events } } }"

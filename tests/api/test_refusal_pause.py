@@ -8,9 +8,9 @@ import time
 
 from starlette.routing import Route
 
+from mnemoql.web.app import MemoryGraphQL
+from mnemoql.web.guards import RefusalPause
 from tests.api.conftest import Api
-from web.app import MemoryGraphQL
-from web.guards import RefusalPause
 
 EVENTS_WHERE = "query($w: EventWhere) { events(first: 5, where: $w) { edges { node { id } } } }"
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from graphql import GraphQLObjectType
 
-from resolvers import schema
+from mnemoql.resolvers import schema
 from tests.api.conftest import Api
 
 SAVE = "mutation($input: SaveInput!) { save(input: $input) { eventIds } }"

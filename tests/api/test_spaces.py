@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from engine.errors import InvalidInput
-from engine.spaces import Spaces
+from mnemoql.engine.errors import InvalidInput
+from mnemoql.engine.spaces import Spaces
 from tests.api.conftest import Api, running
 from tests.api.test_auth import Caller, token_settings
 from tests.api.test_evidence import EXPAND, NEARBY, SEARCH, extraction

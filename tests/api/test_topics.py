@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from engine.topics.profile import ActivationProfile, SliceRef, f32
-from engine.topics.scoring import CandidateSource, score
-from engine.topics.tree import TopicBinding
+from mnemoql.engine.topics.profile import ActivationProfile, SliceRef, f32
+from mnemoql.engine.topics.scoring import CandidateSource, score
+from mnemoql.engine.topics.tree import TopicBinding
 from tests.api.conftest import Api, fake_model_settings, offline_settings, running
 from tests.fake_model_server import FakeModelServer
 from tests.store.factories import STORE_FACTORIES, StoreFactory, load_factory_modules

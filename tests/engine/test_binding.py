@@ -6,10 +6,10 @@ from __future__ import annotations
 from datetime import date
 from typing import Any
 
-from engine.activation import name_candidates
-from engine.binding import choose_topic, message_count, offline_topic
-from engine.topics.profile import f32
-from prompts.extraction import Extraction, ProfileItem
+from mnemoql.engine.activation import name_candidates
+from mnemoql.engine.binding import choose_topic, message_count, offline_topic
+from mnemoql.engine.topics.profile import f32
+from mnemoql.prompts.extraction import Extraction, ProfileItem
 
 TODAY = date(2026, 3, 1)
 

@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from engine.changes import Changes
+from mnemoql.engine.changes import Changes
 
 
 async def test_ready_then_every_change_in_order() -> None:

@@ -7,12 +7,12 @@ import logging
 import pytest
 from graphql import GraphQLError
 
-from engine import checks
-from engine.errors import InvalidText, LimitExceeded, NotFound
-from engine.models import AllOf, AnyOf, Cond, Not
-from engine.redact import check_url, mask_text, mask_url
-from web.guards import may_hold_lone_surrogates, where_size
-from web.logs import MAX_CHARS, Hygiene
+from mnemoql.engine import checks
+from mnemoql.engine.errors import InvalidText, LimitExceeded, NotFound
+from mnemoql.engine.models import AllOf, AnyOf, Cond, Not
+from mnemoql.engine.redact import check_url, mask_text, mask_url
+from mnemoql.web.guards import may_hold_lone_surrogates, where_size
+from mnemoql.web.logs import MAX_CHARS, Hygiene
 
 
 def test_clip_bounds_echoed_input_and_shows_surrogates() -> None:

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engine.config import load_settings
+from mnemoql.engine.config import load_settings
 
 
 def test_original_variable_names_are_aliases() -> None:
@@ -67,7 +67,7 @@ def test_the_neo4j_route_strategy_settings_reach_the_store() -> None:
     import pytest
     from pydantic import ValidationError
 
-    from web.neo4j_boot import neo4j_store
+    from mnemoql.web.neo4j_boot import neo4j_store
 
     base = {"MNEMOQL_NEO4J__MODE": "external", "MNEMOQL_NEO4J__URI": "bolt://127.0.0.1:1"}
     store = neo4j_store(load_settings(base))._inner  # type: ignore[attr-defined]

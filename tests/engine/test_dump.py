@@ -10,8 +10,8 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from engine import dump
-from engine.errors import InvalidInput
+from mnemoql.engine import dump
+from mnemoql.engine.errors import InvalidInput
 
 META = '{"dimensions":2,"kind":"meta","model":"m","schema_version":1,"updated_at":"t"}'
 EVENT = (

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from engine.config import load_settings
-from engine.providers.enginepool import EnginePool
-from engine.providers.local import LocalEmbedder, _Loaded
+from mnemoql.engine.config import load_settings
+from mnemoql.engine.providers.enginepool import EnginePool
+from mnemoql.engine.providers.local import LocalEmbedder, _Loaded
 
 WAIT = 10  # seconds any handshake below may take before the test fails
 

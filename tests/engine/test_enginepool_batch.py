@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from engine.providers.enginepool import EnginePool
-from engine.providers.local import LocalEmbedder, _Loaded
+from mnemoql.engine.providers.enginepool import EnginePool
+from mnemoql.engine.providers.local import LocalEmbedder, _Loaded
 
 WAIT = 10  # seconds any handshake below may take before the test fails
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from engine.retrieval.pipeline import LONG_QUERY_POWER, LONG_QUERY_TERMS, lexical_fade
-from engine.retrieval.terms import query_terms
+from mnemoql.engine.retrieval.pipeline import LONG_QUERY_POWER, LONG_QUERY_TERMS, lexical_fade
+from mnemoql.engine.retrieval.terms import query_terms
 
 
 def test_questions_keep_spec_weights() -> None:
@@ -49,7 +49,7 @@ def test_a_three_utterance_cue_is_long_and_a_question_is_not() -> None:
     ],
 )
 def test_auto_lexical_route_joins_for_identifiers_and_quotes(query: str, joins: bool) -> None:
-    from engine.retrieval.pipeline import lexical_route_for
+    from mnemoql.engine.retrieval.pipeline import lexical_route_for
 
     assert lexical_route_for(query, "auto") is joins
     assert lexical_route_for(query, True) is True
@@ -57,7 +57,7 @@ def test_auto_lexical_route_joins_for_identifiers_and_quotes(query: str, joins: 
 
 
 def test_cjk_terms_do_not_count_towards_the_fade() -> None:
-    from engine.retrieval.terms import is_cjk_term
+    from mnemoql.engine.retrieval.terms import is_cjk_term
 
     cue = "我昨天和妈妈一起去公园散步，看到很多花开了，心情特别好，想起小时候的事情。"
     terms = query_terms(cue)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.retrieval.lexical import (
+from mnemoql.engine.retrieval.lexical import (
     MAX_QUERY_TERMS,
     doc_terms,
     fts5_match,

@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from engine.config import DEFAULT_EMBEDDING_THREADS, check_embedding_threads, load_settings
-from engine.providers.factory import build_embedder
-from engine.providers.local import (
+from mnemoql.engine.config import DEFAULT_EMBEDDING_THREADS, check_embedding_threads, load_settings
+from mnemoql.engine.providers.factory import build_embedder
+from mnemoql.engine.providers.local import (
     _LOCAL_BATCH,
     _LOCAL_CALL_CHARS,
     LocalEmbedder,
@@ -201,7 +201,7 @@ _COUNT_THREADS = """
 import asyncio, os, sys
 if sys.argv[1] == "usearch-first":
     import usearch.index  # loads numkong, and its own libgomp, with RTLD_GLOBAL
-from engine.providers.local import LocalEmbedder
+from mnemoql.engine.providers.local import LocalEmbedder
 embedder = LocalEmbedder(threads=1)
 asyncio.run(embedder.embed(["a graph database stores memories " * 8] * 4))
 print(len(os.listdir("/proc/self/task")))

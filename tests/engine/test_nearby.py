@@ -2,8 +2,13 @@ from __future__ import annotations
 
 import pytest
 
-from engine.errors import NoPosition, OutOfRange
-from engine.retrieval.nearby import neighbour_ids, parse_position, pick_neighbours, position_of
+from mnemoql.engine.errors import NoPosition, OutOfRange
+from mnemoql.engine.retrieval.nearby import (
+    neighbour_ids,
+    parse_position,
+    pick_neighbours,
+    position_of,
+)
 
 CHAPTER = [f"event_ch33_e{r:02d}" for r in range(1, 13)]
 

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from engine.config import load_settings
-from web.neo4j_boot import neo4j_store
+from mnemoql.engine.config import load_settings
+from mnemoql.web.neo4j_boot import neo4j_store
 
 BASE = {"MNEMOQL_NEO4J__MODE": "external", "MNEMOQL_NEO4J__URI": "bolt://127.0.0.1:1"}
 

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from engine.providers.offline import (
+from mnemoql.engine.providers.offline import (
     MAX_CONCEPTS_PER_SAVE,
     MAX_EVENTS,
     SUMMARY_MAX,
     OfflineExtractor,
     summarise,
 )
-from prompts.extraction import Extraction
+from mnemoql.prompts.extraction import Extraction
 
 # From shared/seeds/001 (the original plugin's README), a few lines.
 SEED_README = """记忆按“事件 + 实体 + 关系”组织，不是聊天记录切片。只有显式调用保存工具的内容才会被写入；插件不扫描聊天记录。

@@ -13,30 +13,30 @@ import pytest
 import pytest_asyncio
 from pydantic import SecretStr
 
-from engine.config import HASHING_EMBEDDING_MODEL, LOCAL_EMBEDDING_MODEL, load_settings
-from engine.errors import (
+from mnemoql.engine.config import HASHING_EMBEDDING_MODEL, LOCAL_EMBEDDING_MODEL, load_settings
+from mnemoql.engine.errors import (
     EmbeddingDimension,
     ExtractionInvalid,
     MissingApiKey,
     MnemoError,
     UpstreamFailed,
 )
-from engine.providers.factory import build_providers
-from engine.providers.local import (
+from mnemoql.engine.providers.factory import build_providers
+from mnemoql.engine.providers.local import (
     HashingEmbedder,
     LocalEmbedder,
     cpu_supports_local,
     local_available,
 )
-from engine.providers.offline import OfflineExtractor
-from engine.providers.openai import (
+from mnemoql.engine.providers.offline import OfflineExtractor
+from mnemoql.engine.providers.openai import (
     BACKOFF_START_S,
     ChatExtractor,
     JevJudge,
     OpenAIEmbedder,
     strip_fences,
 )
-from prompts.extraction import SYSTEM_PROMPT
+from mnemoql.prompts.extraction import SYSTEM_PROMPT
 from tests import fake_model_fixtures
 from tests.fake_model_server import FakeModelServer
 

@@ -7,9 +7,9 @@ import asyncio
 import numpy as np
 import pytest
 
-from engine.models import Vector
-from engine.providers.local import HashingEmbedder
-from engine.providers.querycache import QueryVectors
+from mnemoql.engine.models import Vector
+from mnemoql.engine.providers.local import HashingEmbedder
+from mnemoql.engine.providers.querycache import QueryVectors
 
 DIMS = 16
 

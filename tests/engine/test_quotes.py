@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from engine.models import Chunk
-from engine.retrieval.evidence import Excerpt, Note, NoteCode, Quote, QuoteRef
-from engine.retrieval.quotes import (
+from mnemoql.engine.models import Chunk
+from mnemoql.engine.retrieval.evidence import Excerpt, Note, NoteCode, Quote, QuoteRef
+from mnemoql.engine.retrieval.quotes import (
     QuoteBudget,
     QuoteSource,
     best_chunk,
@@ -12,7 +12,7 @@ from engine.retrieval.quotes import (
     package_quotes,
     quote_region,
 )
-from engine.retrieval.terms import query_terms
+from mnemoql.engine.retrieval.terms import query_terms
 
 
 def _naive_window(

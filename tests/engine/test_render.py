@@ -3,8 +3,8 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from engine.models import Entity, Event, Neighbour, Relation
-from engine.retrieval.evidence import (
+from mnemoql.engine.models import Entity, Event, Neighbour, Relation
+from mnemoql.engine.retrieval.evidence import (
     ConceptRef,
     EvidenceItem,
     EvidencePage,
@@ -16,8 +16,8 @@ from engine.retrieval.evidence import (
     continuations,
     shared_concepts,
 )
-from engine.retrieval.pipeline import TargetedHit, TargetedPage
-from engine.retrieval.render import render, render_empty, render_read, render_targeted
+from mnemoql.engine.retrieval.pipeline import TargetedHit, TargetedPage
+from mnemoql.engine.retrieval.render import render, render_empty, render_read, render_targeted
 
 NEO4J = ConceptRef("concept_3", "Neo4j")
 DEPLOY = ConceptRef("concept_7", "部署")

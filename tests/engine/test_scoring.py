@@ -3,7 +3,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engine.retrieval.scoring import (
+from mnemoql.engine.retrieval.scoring import (
     Scored,
     dedup_by_hash,
     fuse,
@@ -119,7 +119,7 @@ def test_mmr_rejects_vectors_of_mixed_dimensions() -> None:
 
 
 def test_rrf_weights_each_route() -> None:
-    from engine.retrieval.scoring import rrf
+    from mnemoql.engine.retrieval.scoring import rrf
 
     plain = rrf([["a", "b"], ["b"]], k=60)
     weighted = rrf([["a", "b"], ["b"]], k=60, weights=(1.0, 0.5))

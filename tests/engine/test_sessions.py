@@ -6,10 +6,10 @@ import re
 import numpy as np
 import pytest
 
-from engine.errors import ChainBroken, ChainExhausted, CursorInvalid, CursorSession
-from engine.models import Filters
-from engine.retrieval.evidence import Excerpt
-from engine.sessions import CursorState, CursorStore, SessionStore
+from mnemoql.engine.errors import ChainBroken, ChainExhausted, CursorInvalid, CursorSession
+from mnemoql.engine.models import Filters
+from mnemoql.engine.retrieval.evidence import Excerpt
+from mnemoql.engine.sessions import CursorState, CursorStore, SessionStore
 
 
 class FakeClock:

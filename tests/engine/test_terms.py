@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.retrieval.terms import (
+from mnemoql.engine.retrieval.terms import (
     _LATIN,
     DocTerms,
     coverage,

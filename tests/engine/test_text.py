@@ -4,7 +4,7 @@ import itertools
 
 import pytest
 
-from engine.text import chunk_ranges, content_hash, normalise_name, text_hash
+from mnemoql.engine.text import chunk_ranges, content_hash, normalise_name, text_hash
 
 
 @pytest.mark.parametrize(

@@ -4,8 +4,8 @@ from datetime import date
 
 import pytest
 
-from engine.errors import TimeHintInvalid
-from engine.timehint import parse_time_hint
+from mnemoql.engine.errors import TimeHintInvalid
+from mnemoql.engine.timehint import parse_time_hint
 
 TODAY = date(2026, 3, 5)  # a Thursday
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.topics.block import (
+from mnemoql.engine.topics.block import (
     ActivatedSlice,
     SliceMessage,
     content_messages,

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from engine.topics import (
+from mnemoql.engine.topics import (
     ActivationProfile,
     SliceRef,
     TopicRecall,
@@ -109,7 +109,7 @@ def test_tolerant_load_skips_bad_entries_with_warnings(caplog: pytest.LogCapture
             {"date": "1970-01-03"},
         ],
     }
-    with caplog.at_level(logging.WARNING, logger="engine.topics.codec"):
+    with caplog.at_level(logging.WARNING, logger="mnemoql.engine.topics.codec"):
         topics, dates, warnings = from_state(state)
 
     assert topics.paths() == ["t", "r"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date
 
-from engine.topics import Cue, fix_cues, offline_cues
+from mnemoql.engine.topics import Cue, fix_cues, offline_cues
 
 TODAY = date(2026, 3, 4)
 KNOWN = [

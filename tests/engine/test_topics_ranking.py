@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.topics.ranking import (
+from mnemoql.engine.topics.ranking import (
     COVERAGE_WEIGHT,
     CUE_BOOST,
     RECENCY_WEIGHT,
@@ -13,7 +13,7 @@ from engine.topics.ranking import (
     rank,
     specificity,
 )
-from engine.topics.scoring import MS_PER_DAY
+from mnemoql.engine.topics.scoring import MS_PER_DAY
 
 NOW = 1_000 * MS_PER_DAY
 

@@ -8,8 +8,8 @@ from datetime import date
 
 import pytest
 
-from engine.errors import InvalidInput
-from engine.topics import (
+from mnemoql.engine.errors import InvalidInput
+from mnemoql.engine.topics import (
     MS_PER_DAY,
     ActivationProfile,
     SliceRef,

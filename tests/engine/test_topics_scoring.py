@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engine.topics import (
+from mnemoql.engine.topics import (
     MS_PER_DAY,
     ActivationProfile,
     CandidateSource,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.topics import Omitted, Projection, window_messages
+from mnemoql.engine.topics import Omitted, Projection, window_messages
 
 
 def msgs(n: int) -> list[str]:

@@ -7,7 +7,7 @@ from datetime import date
 import numpy as np
 import pytest
 
-from engine.topics import (
+from mnemoql.engine.topics import (
     ActivationProfile,
     DateMemoryIndex,
     SliceRef,

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from engine.models import (
+from mnemoql.engine.models import (
     Chunk,
     EntityDraft,
     EntityLabel,
@@ -18,8 +18,8 @@ from engine.models import (
     SavePlan,
     Vector,
 )
-from engine.store.base import Store
-from engine.text import content_hash, text_hash
+from mnemoql.engine.store.base import Store
+from mnemoql.engine.text import content_hash, text_hash
 
 DIMS = 8
 META = MemoryMeta(model="test-embedder", dimensions=DIMS, updated_at="2026-03-01T09:00:00+08:00")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.store.base import Store
+from mnemoql.engine.store.base import Store
 from tests.store.factories import STORE_FACTORIES, StoreFactory, load_factory_modules
 
 load_factory_modules()

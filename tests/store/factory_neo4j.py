@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.store.neo4j.store import Neo4jStore
+from mnemoql.engine.store.neo4j.store import Neo4jStore
 from tests.store.factories import StoreFactory, register_store_factory
 
 CONNECT_TIMEOUT = 3.0

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.errors import Conflict, InvalidInput, NotFound
-from engine.models import (
+from mnemoql.engine.errors import Conflict, InvalidInput, NotFound
+from mnemoql.engine.models import (
     EMPTY_FILTERS,
     Chunk,
     Entity,
@@ -18,8 +18,8 @@ from engine.models import (
     MemoryMeta,
     VectorSet,
 )
-from engine.store.base import Store, route_pool_by_parts
-from engine.text import text_hash
+from mnemoql.engine.store.base import Store, route_pool_by_parts
+from mnemoql.engine.text import text_hash
 from tests.store._builders import (
     DIMS,
     META,

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from engine.errors import InvalidInput
-from engine.models import (
+from mnemoql.engine.errors import InvalidInput
+from mnemoql.engine.models import (
     AllOf,
     AnyOf,
     Cond,
@@ -21,7 +21,7 @@ from engine.models import (
     SortSpec,
     Where,
 )
-from engine.store.base import Store
+from mnemoql.engine.store.base import Store
 from tests.store._builders import axis, concept, event, location, person, plan, rel
 
 # ---------------------------------------------------------------- a small world

@@ -7,8 +7,8 @@ import uuid
 
 import pytest
 
-from engine.models import EMPTY_FILTERS, Filters
-from engine.store.base import Store
+from mnemoql.engine.models import EMPTY_FILTERS, Filters
+from mnemoql.engine.store.base import Store
 from tests.store._builders import at_cosine, axis, concept, event, person, plan, rel
 from tests.store.conftest import StoreLocation
 
@@ -150,7 +150,7 @@ async def test_forget_removes_an_event_from_the_lexical_route(store: Store) -> N
 async def test_lexical_route_survives_replace_vectors_and_reopen(
     store: Store, store_location: StoreLocation
 ) -> None:
-    from engine.models import Chunk, MemoryMeta, VectorSet
+    from mnemoql.engine.models import Chunk, MemoryMeta, VectorSet
 
     r = await _world(store)
     events = await store.get_events(list(r.values()), with_vectors=True)

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engine.models import EMPTY_FILTERS, Filters
-from engine.store.base import Store
-from engine.text import normalise_name
+from mnemoql.engine.models import EMPTY_FILTERS, Filters
+from mnemoql.engine.store.base import Store
+from mnemoql.engine.text import normalise_name
 from tests.store._builders import (
     at_cosine,
     axis,

@@ -19,11 +19,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine import dump
-from engine.errors import Conflict, InvalidInput
-from engine.models import EMPTY_FILTERS, Filters, TopicDraft, VectorSet, epoch_ms
-from engine.store.base import Store
-from engine.text import content_hash
+from mnemoql.engine import dump
+from mnemoql.engine.errors import Conflict, InvalidInput
+from mnemoql.engine.models import EMPTY_FILTERS, Filters, TopicDraft, VectorSet, epoch_ms
+from mnemoql.engine.store.base import Store
+from mnemoql.engine.text import content_hash
 from tests.store._builders import (
     DIMS,
     META,

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from engine.errors import InvalidInput, StoreUnavailable
-from engine.models import EMPTY_FILTERS
-from engine.store._embedded_db import CHUNK_HASHES_SQL
-from engine.store.embedded import EmbeddedStore
+from mnemoql.engine.errors import InvalidInput, StoreUnavailable
+from mnemoql.engine.models import EMPTY_FILTERS
+from mnemoql.engine.store._embedded_db import CHUNK_HASHES_SQL
+from mnemoql.engine.store.embedded import EmbeddedStore
 from tests.store._builders import axis, save_one
 
 
@@ -115,7 +115,7 @@ async def test_a_caller_that_stops_waiting_stops_the_statement(tmp_path: Path) -
     free for the next call at once."""
     import asyncio
 
-    from engine.models import AnyOf, Cond, Page
+    from mnemoql.engine.models import AnyOf, Cond, Page
     store = EmbeddedStore(tmp_path)
     await store.open()
     try:
@@ -140,7 +140,7 @@ async def test_a_costly_listing_does_not_hold_the_database_thread(tmp_path: Path
     while it is still running, and the listing sees every committed save."""
     import asyncio
 
-    from engine.models import AnyOf, Cond, Page
+    from mnemoql.engine.models import AnyOf, Cond, Page
     store = EmbeddedStore(tmp_path)
     await store.open()
     try:

@@ -6,9 +6,9 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from engine.models import EMPTY_FILTERS
-from engine.store._embedded_lexical import unindex_event
-from engine.store.embedded import EmbeddedStore
+from mnemoql.engine.models import EMPTY_FILTERS
+from mnemoql.engine.store._embedded_lexical import unindex_event
+from mnemoql.engine.store.embedded import EmbeddedStore
 from tests.store._builders import axis, event, plan
 
 ONE = {"chunk_vectors": [axis(0)]}

@@ -15,10 +15,10 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from engine.models import EMPTY_FILTERS, MemoryMeta, SavePlan, VectorSet
-from engine.store._embedded_ann import AnnSettings
-from engine.store._embedded_db import Database
-from engine.store.embedded import EmbeddedStore
+from mnemoql.engine.models import EMPTY_FILTERS, MemoryMeta, SavePlan, VectorSet
+from mnemoql.engine.store._embedded_ann import AnnSettings
+from mnemoql.engine.store._embedded_db import Database
+from mnemoql.engine.store.embedded import EmbeddedStore
 from tests.store._builders import chunks_for, concept, event, plan, rel
 
 D = 16
@@ -413,8 +413,8 @@ async def test_a_delete_the_files_cannot_know_of_costs_a_full_load(tmp_path: Pat
 async def test_the_mirror_file_settings_reach_the_store(
     tmp_path: Path, environ: dict[str, str], files_written: bool
 ) -> None:
-    from engine.config import load_settings
-    from web.service import open_store
+    from mnemoql.engine.config import load_settings
+    from mnemoql.web.service import open_store
 
     settings = load_settings({"MNEMOQL_DATA_DIR": str(tmp_path), **environ})
     store = open_store(settings)

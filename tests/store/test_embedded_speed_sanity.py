@@ -12,7 +12,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from engine.models import (
+from mnemoql.engine.models import (
     EMPTY_FILTERS,
     Chunk,
     EntityDraft,
@@ -24,7 +24,7 @@ from engine.models import (
     SavePlan,
     VectorSet,
 )
-from engine.store.embedded import EmbeddedStore
+from mnemoql.engine.store.embedded import EmbeddedStore
 
 N_EVENTS = 20_000
 N_PERSONS = 40

@@ -10,12 +10,12 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
-from engine.config import load_settings
-from engine.errors import Conflict, Forgotten
-from engine.ingest import SaveInput
-from engine.memory import Memory
-from engine.providers.factory import build_providers
-from engine.store.base import Store
+from mnemoql.engine.config import load_settings
+from mnemoql.engine.errors import Conflict, Forgotten
+from mnemoql.engine.ingest import SaveInput
+from mnemoql.engine.memory import Memory
+from mnemoql.engine.providers.factory import build_providers
+from mnemoql.engine.store.base import Store
 
 
 @pytest.fixture

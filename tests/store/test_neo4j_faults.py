@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
-from engine.spaces import Spaces
-from engine.store.neo4j import _write
-from engine.store.neo4j.managed import ManagedNeo4j
+from mnemoql.engine.spaces import Spaces
+from mnemoql.engine.store.neo4j import _write
+from mnemoql.engine.store.neo4j.managed import ManagedNeo4j
 from tests.api.conftest import Api, offline_settings, running
 from tests.api.test_save import COUNTS, EXTRACTION, SAVE, TEXT
 

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from neo4j import GraphDatabase
 
-from engine.errors import StoreUnavailable
-from engine.store.neo4j.managed import ManagedNeo4j, main
-from engine.store.neo4j.store import Neo4jStore
+from mnemoql.engine.errors import StoreUnavailable
+from mnemoql.engine.store.neo4j.managed import ManagedNeo4j, main
+from mnemoql.engine.store.neo4j.store import Neo4jStore
 
 MANAGED = os.environ.get("MNEMOQL_TEST_NEO4J_MANAGED") == "1" or os.environ.get("CI") == "true"
 needs_server = pytest.mark.skipif(

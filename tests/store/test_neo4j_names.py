@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from engine.store.neo4j import _cypher as q
-from engine.store.neo4j.store import Neo4jStore
+from mnemoql.engine.store.neo4j import _cypher as q
+from mnemoql.engine.store.neo4j.store import Neo4jStore
 from tests.store import factory_neo4j
 from tests.store._builders import concept, person, plan
 

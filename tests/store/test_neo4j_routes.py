@@ -16,10 +16,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from engine.models import EMPTY_FILTERS, Filters, Hit, MemoryMeta, RouteName
-from engine.store.base import route_pool_by_parts
-from engine.store.neo4j import _cypher as q
-from engine.store.neo4j.store import Neo4jStore
+from mnemoql.engine.models import EMPTY_FILTERS, Filters, Hit, MemoryMeta, RouteName
+from mnemoql.engine.store.base import route_pool_by_parts
+from mnemoql.engine.store.neo4j import _cypher as q
+from mnemoql.engine.store.neo4j.store import Neo4jStore
 from tests.store import factory_neo4j
 from tests.store._builders import concept, event, plan, rel
 

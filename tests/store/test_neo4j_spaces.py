@@ -18,10 +18,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from engine.models import EMPTY_FILTERS, MemoryMeta, RouteName, VectorSet
-from engine.store.neo4j import _cypher as q
-from engine.store.neo4j._routes import INDEX_STATE_TTL
-from engine.store.neo4j.store import Neo4jStore
+from mnemoql.engine.models import EMPTY_FILTERS, MemoryMeta, RouteName, VectorSet
+from mnemoql.engine.store.neo4j import _cypher as q
+from mnemoql.engine.store.neo4j._routes import INDEX_STATE_TTL
+from mnemoql.engine.store.neo4j.store import Neo4jStore
 from tests.store import factory_neo4j
 from tests.store._builders import event, plan
 

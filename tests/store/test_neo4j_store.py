@@ -13,13 +13,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from engine.errors import InvalidInput, StoreUnavailable
-from engine.models import EMPTY_FILTERS, AllOf, Cond, MemoryMeta, Not, Page, VectorSet
-from engine.store.base import Store
-from engine.store.neo4j import _cypher as q
-from engine.store.neo4j import _records as rec
-from engine.store.neo4j.managed import free_port
-from engine.store.neo4j.store import Neo4jStore
+from mnemoql.engine.errors import InvalidInput, StoreUnavailable
+from mnemoql.engine.models import EMPTY_FILTERS, AllOf, Cond, MemoryMeta, Not, Page, VectorSet
+from mnemoql.engine.store.base import Store
+from mnemoql.engine.store.neo4j import _cypher as q
+from mnemoql.engine.store.neo4j import _records as rec
+from mnemoql.engine.store.neo4j.managed import free_port
+from mnemoql.engine.store.neo4j.store import Neo4jStore
 from tests.store import factory_neo4j
 from tests.store._builders import axis, concept, event, person, plan, rel, save_one
 

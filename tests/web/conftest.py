@@ -23,9 +23,9 @@ import httpx
 import pytest
 import uvicorn
 
+from mnemoql.web.app import create_app
+from mnemoql.web.demo import DemoReport, load_demo, with_demo
 from tests.api.conftest import Api, offline_settings, running
-from web.app import create_app
-from web.demo import DemoReport, load_demo, with_demo
 
 ROOT = Path(__file__).resolve().parents[2]
 OUTPUT = ROOT / "test-output"

@@ -49,7 +49,7 @@ TOOLS = {
 def mnemoql() -> list[str]:
     """The installed ``mnemoql`` command (what a desktop agent runs), else the module."""
     script = Path(sys.executable).parent / "mnemoql"
-    return [str(script)] if script.exists() else [sys.executable, "-m", "web.cli"]
+    return [str(script)] if script.exists() else [sys.executable, "-m", "mnemoql.web.cli"]
 
 
 def stdio_client(

@@ -19,7 +19,8 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from engine.providers.offline import OfflineExtractor
+from mnemoql.engine.providers.offline import OfflineExtractor
+from mnemoql.web.demo import demo_inputs
 from tests.web.conftest import (
     CHROMIUM,
     CHROMIUM_ARGS,
@@ -28,7 +29,6 @@ from tests.web.conftest import (
     need_browser,
     record_screenshot,
 )
-from web.demo import demo_inputs
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, BrowserContext, Page, Request, Route, ViewportSize

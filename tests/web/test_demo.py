@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from mnemoql.web.cli import build_parser
+from mnemoql.web.demo import DEMO_DATA, DemoReport, banner, demo_inputs, demo_settings, load_demo
 from tests.web.conftest import demo_api
-from web.cli import build_parser
-from web.demo import DEMO_DATA, DemoReport, banner, demo_inputs, demo_settings, load_demo
 
 COUNTS = "{ memoryIndex { counts { events persons concepts locations chunks } } }"
 GRAPH = "{ graph { nodes { id: nodeId label } relationships { type source target } truncatedNodes } }"

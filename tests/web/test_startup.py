@@ -29,12 +29,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from engine.config import LOCAL_DIMENSIONS
-from engine.models import Vector
-from engine.providers.base import EmbedKind
-from engine.providers.local import HashingEmbedder
+from mnemoql.engine.config import LOCAL_DIMENSIONS
+from mnemoql.engine.models import Vector
+from mnemoql.engine.providers.base import EmbedKind
+from mnemoql.engine.providers.local import HashingEmbedder
+from mnemoql.web.starting import StartingApp
 from tests.api.conftest import offline_settings, running
-from web.starting import StartingApp
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -221,7 +221,7 @@ async def test_a_model_that_fails_to_warm_up_does_not_block_readiness(
 
 
 async def test_the_offline_extractor_warms_jieba_after_the_model(tmp_path: Path) -> None:
-    from engine.providers import offline
+    from mnemoql.engine.providers import offline
 
     model = SlowModel()
     async with running(offline_settings(tmp_path), embedder=model) as api:
@@ -247,7 +247,7 @@ def _free_port() -> int:
 def serve(data_dir: Path, port: int) -> Iterator[subprocess.Popen[str]]:
     env = {**os.environ, "MNEMOQL_EMBEDDING__PROVIDER": "hashing"}
     env.pop("DEEPSEEK_API_KEY", None)
-    cmd = [sys.executable, "-m", "web.cli", "serve", "--data-dir", str(data_dir), "--port", str(port)]
+    cmd = [sys.executable, "-m", "mnemoql.web.cli", "serve", "--data-dir", str(data_dir), "--port", str(port)]
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         yield proc

@@ -13,11 +13,11 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from engine import ingest
-from engine.activation import DEFAULT_LIMIT as DEFAULT_ACTIVATE_LIMIT
-from engine.errors import ExtractionInvalid, InvalidInput, ResetSeenMisuse
-from engine.memory import READ_DEFAULT, READ_MAX
-from prompts.extraction import Extraction
+from mnemoql.engine import ingest
+from mnemoql.engine.activation import DEFAULT_LIMIT as DEFAULT_ACTIVATE_LIMIT
+from mnemoql.engine.errors import ExtractionInvalid, InvalidInput, ResetSeenMisuse
+from mnemoql.engine.memory import READ_DEFAULT, READ_MAX
+from mnemoql.prompts.extraction import Extraction
 
 SESSION = (
     "Evidence history to use. Leave it out: a stdio server or an MCP session keeps one for "

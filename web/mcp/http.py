@@ -27,12 +27,12 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.datastructures import Headers
 from starlette.types import Receive, Scope, Send
 
-from engine.config import Settings
-from engine.errors import Unauthorized
-from engine.spaces import Spaces
-from web.auth import OPEN_GRANT, Grant, TokenTable, bearer, grant_of, is_loopback
-from web.mcp.mount import send_error
-from web.mcp.server import Caller, build_server
+from mnemoql.engine.config import Settings
+from mnemoql.engine.errors import Unauthorized
+from mnemoql.engine.spaces import Spaces
+from mnemoql.web.auth import OPEN_GRANT, Grant, TokenTable, bearer, grant_of, is_loopback
+from mnemoql.web.mcp.mount import send_error
+from mnemoql.web.mcp.server import Caller, build_server
 
 SESSION_HEADER = "mcp-session-id"
 _LOOPBACK_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*"]

@@ -18,12 +18,12 @@ from typing import TYPE_CHECKING
 
 from starlette.types import Receive, Scope, Send
 
-from engine.config import Settings
-from engine.spaces import Spaces
-from web.auth import TokenTable
+from mnemoql.engine.config import Settings
+from mnemoql.engine.spaces import Spaces
+from mnemoql.web.auth import TokenTable
 
 if TYPE_CHECKING:
-    from web.mcp.http import McpHttp
+    from mnemoql.web.mcp.http import McpHttp
 
 log = logging.getLogger("mnemoql.mcp")
 
@@ -71,7 +71,7 @@ class McpMount:
             settled.set()
 
     def _load(self, spaces: Spaces) -> McpHttp:
-        from web.mcp.http import McpHttp
+        from mnemoql.web.mcp.http import McpHttp
 
         return McpHttp(self.settings, self.tokens, spaces)
 

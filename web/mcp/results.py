@@ -11,15 +11,15 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from engine.activation import Activation
-from engine.ingest import SaveOutcome
-from engine.memory import MemoryIndex, TextRange
-from engine.models import Entity
-from engine.recall import RecalledMemory, Recollection, TopicTree
-from engine.retrieval import evidence as ev
-from engine.retrieval.pipeline import Outcome, TargetedPage
-from engine.topics import LookupMiss, Projection
-from engine.topics.block import render_block
+from mnemoql.engine.activation import Activation
+from mnemoql.engine.ingest import SaveOutcome
+from mnemoql.engine.memory import MemoryIndex, TextRange
+from mnemoql.engine.models import Entity
+from mnemoql.engine.recall import RecalledMemory, Recollection, TopicTree
+from mnemoql.engine.retrieval import evidence as ev
+from mnemoql.engine.retrieval.pipeline import Outcome, TargetedPage
+from mnemoql.engine.topics import LookupMiss, Projection
+from mnemoql.engine.topics.block import render_block
 
 
 class Quote(BaseModel):

@@ -29,14 +29,14 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
-from engine.config import Limits
-from engine.errors import Forbidden, MnemoError, StoreUnavailable
-from engine.memory import Memory
-from engine.retrieval.evidence import Locale
-from web.guards import timeout_message
-from web.mcp import arguments, results
-from web.mcp import text as texts
-from web.mcp.tools import TOOLS, Call, Tool
+from mnemoql.engine.config import Limits
+from mnemoql.engine.errors import Forbidden, MnemoError, StoreUnavailable
+from mnemoql.engine.memory import Memory
+from mnemoql.engine.retrieval.evidence import Locale
+from mnemoql.web.guards import timeout_message
+from mnemoql.web.mcp import arguments, results
+from mnemoql.web.mcp import text as texts
+from mnemoql.web.mcp.tools import TOOLS, Call, Tool
 
 log = logging.getLogger("mnemoql.mcp")
 

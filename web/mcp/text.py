@@ -10,8 +10,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from engine.retrieval.evidence import Locale
-from web.mcp.results import Activated, Forgotten, Missing, Quote, Recall, Recalled, Saved, Topics
+from mnemoql.engine.retrieval.evidence import Locale
+from mnemoql.web.mcp.results import (
+    Activated,
+    Forgotten,
+    Missing,
+    Quote,
+    Recall,
+    Recalled,
+    Saved,
+    Topics,
+)
 
 _EN = {
     "written": "written",

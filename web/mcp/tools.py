@@ -17,13 +17,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from engine.memory import Memory
-from engine.retrieval.evidence import Locale
-from engine.retrieval.pipeline import Outcome, SearchRequest
-from engine.retrieval.render import render, render_read, render_targeted
-from web.mcp import arguments as a
-from web.mcp import results as r
-from web.mcp import text
+from mnemoql.engine.memory import Memory
+from mnemoql.engine.retrieval.evidence import Locale
+from mnemoql.engine.retrieval.pipeline import Outcome, SearchRequest
+from mnemoql.engine.retrieval.render import render, render_read, render_targeted
+from mnemoql.web.mcp import arguments as a
+from mnemoql.web.mcp import results as r
+from mnemoql.web.mcp import text
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,8 +21,8 @@ import re
 from functools import lru_cache
 from typing import Final, NamedTuple
 
-from engine.errors import InvalidInput
-from engine.models import (
+from mnemoql.engine.errors import InvalidInput
+from mnemoql.engine.models import (
     ADJACENCY,
     ENTITY_LABELS,
     ID_PREFIX,

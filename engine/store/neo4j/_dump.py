@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any, Final
 import numpy as np
 from neo4j import AsyncManagedTransaction
 
-from engine.errors import Conflict
-from engine.models import (
+from mnemoql.engine.errors import Conflict
+from mnemoql.engine.models import (
     ENTITY_LABELS,
     ID_PREFIX,
     NODE_LABELS,
@@ -39,12 +39,12 @@ from engine.models import (
     RelType,
     topic_id,
 )
-from engine.store.neo4j import _cypher as q
-from engine.store.neo4j import _records as rec
-from engine.store.neo4j._write import run
+from mnemoql.engine.store.neo4j import _cypher as q
+from mnemoql.engine.store.neo4j import _records as rec
+from mnemoql.engine.store.neo4j._write import run
 
 if TYPE_CHECKING:
-    from engine.store.neo4j.store import Neo4jStore
+    from mnemoql.engine.store.neo4j.store import Neo4jStore
 
 log = logging.getLogger(__name__)
 

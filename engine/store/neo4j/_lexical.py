@@ -18,13 +18,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Final
 
-from engine.models import Filters, Hit
-from engine.retrieval import lexical
-from engine.store.neo4j import _cypher as q
-from engine.store.neo4j import _records as rec
+from mnemoql.engine.models import Filters, Hit
+from mnemoql.engine.retrieval import lexical
+from mnemoql.engine.store.neo4j import _cypher as q
+from mnemoql.engine.store.neo4j import _records as rec
 
 if TYPE_CHECKING:
-    from engine.store.neo4j.store import Neo4jStore
+    from mnemoql.engine.store.neo4j.store import Neo4jStore
 
 INDEX: Final = "event_text"
 CREATE_INDEX: Final = (

@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from engine.errors import InvalidInput
-from engine.models import (
+from mnemoql.engine.errors import InvalidInput
+from mnemoql.engine.models import (
     ID_PREFIX,
     QUERYABLE_FIELDS,
     AllOf,
@@ -40,8 +40,8 @@ from engine.models import (
     Vector,
     Where,
 )
-from engine.store.neo4j import _cypher as q
-from engine.text import normalise_name
+from mnemoql.engine.store.neo4j import _cypher as q
+from mnemoql.engine.text import normalise_name
 
 _ALLOCATED = re.compile(r"^(" + "|".join(ID_PREFIX.values()) + r")_([0-9]+)$")
 BATCH = 500  # UNWIND rows per statement (vectors make rows large)

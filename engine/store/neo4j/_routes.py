@@ -27,13 +27,13 @@ from typing import TYPE_CHECKING, Any
 
 from neo4j.exceptions import ClientError
 
-from engine.models import Event, Filters, Hit, RouteName, RoutePool, Vector
-from engine.store.neo4j import _cypher as q
-from engine.store.neo4j import _lexical
-from engine.store.neo4j import _records as rec
+from mnemoql.engine.models import Event, Filters, Hit, RouteName, RoutePool, Vector
+from mnemoql.engine.store.neo4j import _cypher as q
+from mnemoql.engine.store.neo4j import _lexical
+from mnemoql.engine.store.neo4j import _records as rec
 
 if TYPE_CHECKING:
-    from engine.store.neo4j.store import Neo4jStore
+    from mnemoql.engine.store.neo4j.store import Neo4jStore
 
 log = logging.getLogger(__name__)
 

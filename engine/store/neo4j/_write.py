@@ -15,8 +15,8 @@ from typing import Any
 
 from neo4j import AsyncManagedTransaction
 
-from engine.errors import Conflict, InvalidId, InvalidInput, NotFound
-from engine.models import (
+from mnemoql.engine.errors import Conflict, InvalidId, InvalidInput, NotFound
+from mnemoql.engine.models import (
     CALLER_ID,
     ENTITY_LABELS,
     ID_PREFIX,
@@ -35,9 +35,9 @@ from engine.models import (
     label_of,
     topic_id,
 )
-from engine.store.neo4j import _cypher as q
-from engine.store.neo4j import _records as rec
-from engine.text import normalise_name
+from mnemoql.engine.store.neo4j import _cypher as q
+from mnemoql.engine.store.neo4j import _records as rec
+from mnemoql.engine.text import normalise_name
 
 _LABEL_RANK = {lbl: i for i, lbl in enumerate(NODE_LABELS)}
 

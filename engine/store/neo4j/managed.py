@@ -18,7 +18,7 @@ wrap it in ``asyncio.to_thread``.
 
 Command line (also behind ``scripts/neo4j-ci.sh``)::
 
-    python -m engine.store.neo4j.managed install|start|stop|status|env --home DIR
+    python -m mnemoql.engine.store.neo4j.managed install|start|stop|status|env --home DIR
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ from pathlib import Path
 
 from platformdirs import user_cache_dir
 
-from engine.errors import StoreUnavailable
+from mnemoql.engine.errors import StoreUnavailable
 
 DEFAULT_VERSION = "5.26.23"
 USER = "neo4j"
@@ -101,7 +101,8 @@ def default_cache_dir() -> Path:
 
 def pom_text() -> str:
     """The packaged pom.xml (artifacts neo4j-server and neo4j, version as a property)."""
-    return resources.files("engine.store.neo4j").joinpath("pom.xml").read_text(encoding="utf-8")
+    pom = resources.files("mnemoql.engine.store.neo4j").joinpath("pom.xml")
+    return pom.read_text(encoding="utf-8")
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -301,7 +302,7 @@ class ManagedNeo4j:
         if not self.installed():
             raise StoreUnavailable(
                 f"Neo4j {self.version} is not installed in {self.lib_dir}; run install() "
-                "(python -m engine.store.neo4j.managed install --home DIR) first"
+                "(python -m mnemoql.engine.store.neo4j.managed install --home DIR) first"
             )
         for sub in ("conf", "logs", "run", "data"):
             (self.home / sub).mkdir(parents=True, exist_ok=True)
@@ -565,7 +566,7 @@ def _env_lines(server: ManagedNeo4j, prefix: str) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m engine.store.neo4j.managed",
+        prog="python -m mnemoql.engine.store.neo4j.managed",
         description="Install, start and stop a local Neo4j Community server for mnemoql.",
     )
     parser.add_argument("command", choices=["install", "start", "stop", "status", "env"])

@@ -48,8 +48,8 @@ from neo4j import (
 )
 from neo4j.exceptions import AuthError, ClientError, ServiceUnavailable, SessionExpired
 
-from engine.errors import InvalidInput, StoreUnavailable
-from engine.models import (
+from mnemoql.engine.errors import InvalidInput, StoreUnavailable
+from mnemoql.engine.models import (
     Binding,
     Chunk,
     Counts,
@@ -78,14 +78,14 @@ from engine.models import (
     VectorSet,
     Where,
 )
-from engine.redact import mask_url
-from engine.store.neo4j import _cypher as q
-from engine.store.neo4j import _dump as dump
-from engine.store.neo4j import _lexical as lexical
-from engine.store.neo4j import _records as rec
-from engine.store.neo4j import _routes as routes
-from engine.store.neo4j import _write as write
-from engine.text import normalise_name
+from mnemoql.engine.redact import mask_url
+from mnemoql.engine.store.neo4j import _cypher as q
+from mnemoql.engine.store.neo4j import _dump as dump
+from mnemoql.engine.store.neo4j import _lexical as lexical
+from mnemoql.engine.store.neo4j import _records as rec
+from mnemoql.engine.store.neo4j import _routes as routes
+from mnemoql.engine.store.neo4j import _write as write
+from mnemoql.engine.text import normalise_name
 
 __all__ = ["Neo4jStore"]
 
