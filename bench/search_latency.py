@@ -77,13 +77,13 @@ from mnemoql.engine.models import (
 from mnemoql.engine.providers.base import EmbedKind
 from mnemoql.engine.providers.factory import Providers, build_providers
 from mnemoql.engine.retrieval.pipeline import ROUTE_LIMIT, SearchRequest
-from mnemoql.engine.store._embedded_ann import (
+from mnemoql.engine.store.embedded import EmbeddedStore
+from mnemoql.engine.store.embedded._ann import (
     CONNECTIVITY,
     EXPANSION_ADD,
     EXPANSION_SEARCH,
     AnnSettings,
 )
-from mnemoql.engine.store.embedded import EmbeddedStore
 from mnemoql.engine.text import chunk_ranges, content_hash, text_hash
 
 DIMS = LOCAL_DIMENSIONS

@@ -24,9 +24,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mnemoql.engine.store._embedded_ann import AnnSettings
 from mnemoql.engine.store.base import Store
 from mnemoql.engine.store.embedded import EmbeddedStore
+from mnemoql.engine.store.embedded._ann import AnnSettings
 
 
 def _always_available() -> str | None:

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from mnemoql.engine.models import EMPTY_FILTERS, Filters, MemoryMeta, SavePlan, VectorSet
-from mnemoql.engine.store._embedded_ann import AnnIndexes, AnnSettings
 from mnemoql.engine.store.embedded import EmbeddedStore
+from mnemoql.engine.store.embedded._ann import AnnIndexes, AnnSettings
 from tests.store._builders import chunks_for, concept, event, plan, rel
 
 D = 32
@@ -131,7 +131,7 @@ def copy_memory(src: EmbeddedStore, dst: Path) -> None:
 async def test_a_copy_made_mid_write_catches_up_and_drops_forgotten_keys(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from mnemoql.engine.store import _embedded_ann
+    from mnemoql.engine.store.embedded import _ann as _embedded_ann
 
     monkeypatch.setattr(_embedded_ann, "FROZEN_TAIL_ROWS", 0)  # thaw and catch up at once
     rng = np.random.default_rng(3)
@@ -355,7 +355,7 @@ async def test_a_frozen_saved_index_serves_and_takes_its_edits_when_thawed(
     """A saved index is mapped read-only at open and copied in the background: saves and
     forgets meanwhile wait (new rows scanned exactly, forgotten ones filtered), and the copy
     takes them. usearch would crash on an edit of the mapped file."""
-    from mnemoql.engine.store import _embedded_ann
+    from mnemoql.engine.store.embedded import _ann as _embedded_ann
 
     monkeypatch.setattr(_embedded_ann, "FROZEN_TAIL_ROWS", 0)  # every write thaws it
     rng = np.random.default_rng(12)
@@ -443,8 +443,8 @@ async def test_a_saved_index_of_other_graph_parameters_serves_until_rebuilt(
     The new files name their parameters."""
     import json
 
-    from mnemoql.engine.store import _embedded_ann
-    from mnemoql.engine.store._embedded_ann import GRAPH
+    from mnemoql.engine.store.embedded import _ann as _embedded_ann
+    from mnemoql.engine.store.embedded._ann import GRAPH
 
     rng = np.random.default_rng(12)
     store = await opened(tmp_path / "m")
@@ -515,7 +515,7 @@ async def test_a_saved_index_stays_mapped_until_rows_wait_and_thaws_handing_the_
     gives the GIL away while it loads, and the copy holds the file's rows and the new ones."""
     import types
 
-    from mnemoql.engine.store import _embedded_ann
+    from mnemoql.engine.store.embedded import _ann as _embedded_ann
 
     rng = np.random.default_rng(21)
     path = tmp_path / "a"

@@ -7,8 +7,8 @@ import sqlite3
 from pathlib import Path
 
 from mnemoql.engine.models import EMPTY_FILTERS
-from mnemoql.engine.store._embedded_lexical import unindex_event
 from mnemoql.engine.store.embedded import EmbeddedStore
+from mnemoql.engine.store.embedded._lexical import unindex_event
 from tests.store._builders import axis, event, plan
 
 ONE = {"chunk_vectors": [axis(0)]}

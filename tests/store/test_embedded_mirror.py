@@ -16,9 +16,9 @@ import numpy.typing as npt
 import pytest
 
 from mnemoql.engine.models import EMPTY_FILTERS, MemoryMeta, SavePlan, VectorSet
-from mnemoql.engine.store._embedded_ann import AnnSettings
-from mnemoql.engine.store._embedded_db import Database
 from mnemoql.engine.store.embedded import EmbeddedStore
+from mnemoql.engine.store.embedded._ann import AnnSettings
+from mnemoql.engine.store.embedded._db import Database
 from tests.store._builders import chunks_for, concept, event, plan, rel
 
 D = 16

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mnemoql.engine.store._embedded_ann import AnnSettings
-from mnemoql.engine.store._embedded_warm import PageWarmer, available_memory, files_under
 from mnemoql.engine.store.embedded import EmbeddedStore
+from mnemoql.engine.store.embedded._ann import AnnSettings
+from mnemoql.engine.store.embedded._warm import PageWarmer, available_memory, files_under
 
 MB = 1 << 20
 

@@ -43,7 +43,7 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from mnemoql.engine.store._embedded_index import F32, I64, EntityView, EventView
+from mnemoql.engine.store.embedded._index import F32, I64, EntityView, EventView
 
 log = logging.getLogger(__name__)
 

@@ -31,7 +31,7 @@ from mnemoql.engine.models import (
     Topic,
     Vector,
 )
-from mnemoql.engine.store._embedded_index import normalise
+from mnemoql.engine.store.embedded._index import normalise
 
 LAYOUT_VERSION = 2  # 2: id_marks
 

@@ -48,8 +48,8 @@ import numpy as np
 import numpy.typing as npt
 
 from mnemoql.engine.models import ENTITY_LABELS, EntityLabel
-from mnemoql.engine.store._embedded_index import EntityView, EventView, capacity
-from mnemoql.engine.store._embedded_load import Loaded
+from mnemoql.engine.store.embedded._index import EntityView, EventView, capacity
+from mnemoql.engine.store.embedded._load import Loaded
 
 log = logging.getLogger(__name__)
 

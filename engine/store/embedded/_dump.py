@@ -22,9 +22,9 @@ import numpy as np
 
 from mnemoql.engine.errors import Conflict
 from mnemoql.engine.models import ID_PREFIX, NodeLabel
-from mnemoql.engine.store import _embedded_lexical as lexical
-from mnemoql.engine.store._embedded_db import Database
-from mnemoql.engine.store._embedded_schema import (
+from mnemoql.engine.store.embedded import _lexical as lexical
+from mnemoql.engine.store.embedded._db import Database
+from mnemoql.engine.store.embedded._schema import (
     BINDING_COLS,
     CATCH_UP_MARKS,
     LABEL_RANK,

@@ -22,8 +22,8 @@ from typing import Any, TypeVar
 
 from mnemoql.engine.errors import InvalidInput
 from mnemoql.engine.models import NODE_LABELS, NodeLabel, NodePage, Page, SortSpec, Where
-from mnemoql.engine.store._embedded_query import check_page, compile_where, flip, sort_key
-from mnemoql.engine.store._embedded_schema import NODE_COLS, row_node
+from mnemoql.engine.store.embedded._query import check_page, compile_where, flip, sort_key
+from mnemoql.engine.store.embedded._schema import NODE_COLS, row_node
 
 T = TypeVar("T")
 

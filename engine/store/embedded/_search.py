@@ -18,8 +18,8 @@ from __future__ import annotations
 import numpy as np
 
 from mnemoql.engine.models import Filters, Hit, RouteName
-from mnemoql.engine.store._embedded_ann import AnnIndexes, Hnsw, rows_of_keys
-from mnemoql.engine.store._embedded_index import (
+from mnemoql.engine.store.embedded._ann import AnnIndexes, Hnsw, rows_of_keys
+from mnemoql.engine.store.embedded._index import (
     F32,
     I64,
     EntityView,

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from mnemoql.engine.models import ENTITY_LABELS, EntityLabel
-from mnemoql.engine.store._embedded_index import (
+from mnemoql.engine.store.embedded._index import (
     F32,
     I64,
     EntityView,
@@ -32,8 +32,8 @@ from mnemoql.engine.store._embedded_index import (
     drop_event_rows,
     event_view_from_arrays,
 )
-from mnemoql.engine.store._embedded_query import IN_SET, json_set
-from mnemoql.engine.store._embedded_schema import blob_vec
+from mnemoql.engine.store.embedded._query import IN_SET, json_set
+from mnemoql.engine.store.embedded._schema import blob_vec
 
 BLOCK = 20_000
 

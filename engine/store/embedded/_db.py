@@ -44,9 +44,9 @@ from mnemoql.engine.models import (
     VectorSet,
     Where,
 )
-from mnemoql.engine.store import _embedded_lexical as lexical
-from mnemoql.engine.store import _embedded_write as write
-from mnemoql.engine.store._embedded_ann import (
+from mnemoql.engine.store.embedded import _lexical as lexical
+from mnemoql.engine.store.embedded import _write as write
+from mnemoql.engine.store.embedded._ann import (
     FOREIGN_INLINE_ROWS,
     AnnIndexes,
     AnnSettings,
@@ -54,7 +54,7 @@ from mnemoql.engine.store._embedded_ann import (
     new_epoch,
     record_forgotten,
 )
-from mnemoql.engine.store._embedded_index import (
+from mnemoql.engine.store.embedded._index import (
     EntityView,
     EventView,
     append_entities,
@@ -65,15 +65,15 @@ from mnemoql.engine.store._embedded_index import (
     drop_event_rows,
     event_mask,
 )
-from mnemoql.engine.store._embedded_load import Loaded, advance, load_all, max_seq
-from mnemoql.engine.store._embedded_mirror import MirrorFiles
-from mnemoql.engine.store._embedded_query import (
+from mnemoql.engine.store.embedded._load import Loaded, advance, load_all, max_seq
+from mnemoql.engine.store.embedded._mirror import MirrorFiles
+from mnemoql.engine.store.embedded._query import (
     IN_SET,
     event_filter_sql,
     json_set,
 )
-from mnemoql.engine.store._embedded_reader import OwnThread, list_nodes
-from mnemoql.engine.store._embedded_schema import (
+from mnemoql.engine.store.embedded._reader import OwnThread, list_nodes
+from mnemoql.engine.store.embedded._schema import (
     BINDING_COLS,
     CHUNK_COLS,
     ENTITY_COLS,
@@ -92,7 +92,7 @@ from mnemoql.engine.store._embedded_schema import (
     row_node,
     row_topic,
 )
-from mnemoql.engine.store._embedded_warm import PageWarmer
+from mnemoql.engine.store.embedded._warm import PageWarmer
 from mnemoql.engine.text import normalise_name
 
 log = logging.getLogger(__name__)

@@ -29,10 +29,10 @@ from mnemoql.engine.models import (
     epoch_ms,
     label_of,
 )
-from mnemoql.engine.store import _embedded_lexical as lexical
-from mnemoql.engine.store._embedded_index import F32, NewEvent, normalise
-from mnemoql.engine.store._embedded_query import IN_SET, json_set
-from mnemoql.engine.store._embedded_schema import (
+from mnemoql.engine.store.embedded import _lexical as lexical
+from mnemoql.engine.store.embedded._index import F32, NewEvent, normalise
+from mnemoql.engine.store.embedded._query import IN_SET, json_set
+from mnemoql.engine.store.embedded._schema import (
     LABEL_RANK,
     META_SQL,
     allocation_key,

@@ -64,13 +64,13 @@ from mnemoql.engine.models import (
     Where,
 )
 from mnemoql.engine.retrieval.lexical import query_terms as lexical_terms
-from mnemoql.engine.store import _embedded_dump as dump
-from mnemoql.engine.store._embedded_ann import AnnSettings
-from mnemoql.engine.store._embedded_db import Database
-from mnemoql.engine.store._embedded_index import normalise
-from mnemoql.engine.store._embedded_reader import Reader
-from mnemoql.engine.store._embedded_search import entity_hits, pool_hits, route_hits
 from mnemoql.engine.store.base import no_hits
+from mnemoql.engine.store.embedded import _dump as dump
+from mnemoql.engine.store.embedded._ann import AnnSettings
+from mnemoql.engine.store.embedded._db import Database
+from mnemoql.engine.store.embedded._index import normalise
+from mnemoql.engine.store.embedded._reader import Reader
+from mnemoql.engine.store.embedded._search import entity_hits, pool_hits, route_hits
 
 __all__ = ["EmbeddedStore"]
 

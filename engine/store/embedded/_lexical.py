@@ -27,7 +27,7 @@ from collections.abc import Iterable, Sequence
 
 from mnemoql.engine.models import EventDraft, Hit
 from mnemoql.engine.retrieval import lexical
-from mnemoql.engine.store._embedded_index import EventView, Mask
+from mnemoql.engine.store.embedded._index import EventView, Mask
 
 DDL = """
 CREATE TABLE IF NOT EXISTS lexical_rows (
