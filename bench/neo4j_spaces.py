@@ -98,6 +98,7 @@ from mnemoql.engine.store.neo4j import _cypher as q
 from mnemoql.engine.store.neo4j import _records as rec
 from mnemoql.engine.store.neo4j import _routes as routes
 from mnemoql.engine.store.neo4j._routes import INDEX_MAX_FETCH
+from mnemoql.engine.store.neo4j._schema import Schema
 from mnemoql.engine.store.neo4j.store import Neo4jStore
 
 K = ROUTE_LIMIT
@@ -311,7 +312,7 @@ async def check_bulk(endpoint: tuple[str, str, str], events: int, model: VectorM
 
 async def drop_shared(store: Neo4jStore) -> None:
     for statement in [*q.DROP_VECTOR_INDEX.values(), q.DROP_CHUNK_VECTOR_INDEX]:
-        await store._schema(statement)
+        await store.runner.schema(statement)
 
 
 async def total_events(store: Neo4jStore) -> int:
@@ -466,7 +467,7 @@ def assist(store: Neo4jStore, vectors: SpaceVectors) -> None:
         if restrict is not None or exclude or filters != EMPTY_FILTERS or text is not None:
             return await inner(query, filters, exclude, limit, restrict, text)
         got = [
-            await routes.rows(store, route, query, filters, exclude, limit,  # type: ignore[arg-type]
+            await routes.rows(store.index, route, query, filters, exclude, limit,  # type: ignore[arg-type]
                               vectors.candidates(route, query, limit + MARGIN), True)
             for route in ("summary", "chunk")
         ]  # fmt: skip
@@ -561,14 +562,14 @@ async def variant_readers(
     return out
 
 
-async def _keep_none(self: Neo4jStore, dims: int) -> None:
+async def _keep_none(self: Schema, dims: int) -> None:
     """``--shared-indexes none``: stores of this bench process create no shared indexes."""
 
 
 async def main(args: argparse.Namespace) -> str:
     started = time.perf_counter()
     if args.shared_indexes == "none":
-        Neo4jStore._create_vector_indexes = _keep_none  # type: ignore[method-assign]
+        Schema.create_vector_indexes = _keep_none  # type: ignore[method-assign]
     model = VECTOR_MODELS[args.vectors]()
     stub = StubEmbedder()
     names = [f"{args.prefix}{i}" for i in range(args.spaces)]
@@ -656,7 +657,7 @@ async def main(args: argparse.Namespace) -> str:
             if bulk:  # the database-wide vector indexes are built after the load
                 await drop_shared(writers[todo[0]])
                 for w in writers.values():
-                    w._vector_indexes = True  # the importer would create them at once
+                    w.schema.vector_indexes = True  # the importer would create them at once
 
             async def one(n: str) -> None:
                 async with sem:
@@ -681,7 +682,7 @@ async def main(args: argparse.Namespace) -> str:
             save_report()
             if bulk and args.shared_indexes == "build":
                 t0 = time.perf_counter()
-                await writers[todo[0]]._create_vector_indexes(DIMS)
+                await writers[todo[0]].schema.create_vector_indexes(DIMS)
                 await writers[todo[0]]._run("CALL db.awaitIndexes(7200)")
                 write_rows.append([
                     "database-wide vector indexes (SPEC's four and the chunk index) created "
@@ -694,7 +695,7 @@ async def main(args: argparse.Namespace) -> str:
             t0 = time.perf_counter()
             for n in batch:
                 s = await opened_store(store_for(endpoint, n))  # creates them on open
-                assert s._space_indexed, f"{n}: no own indexes"
+                assert s.schema.space_indexed, f"{n}: no own indexes"
             await writers[batch[0]]._run("CALL db.awaitIndexes(7200)")
             write_rows.append([
                 f"own vector indexes of {len(batch)} space(s) created and populated",
@@ -755,13 +756,13 @@ async def main(args: argparse.Namespace) -> str:
             if args.answers_only:
                 return
             own = await opened_store(store_for(endpoint, target))
-            assert own._space_indexed
+            assert own.schema.space_indexed
             current = [*readers, Reader("own index (this store)", own,
                                         memory_on(own, settings, client, stub))]  # fmt: skip
             current += await variant_readers(args, endpoint, target, settings, client, stub,
                                              opened_store)  # fmt: skip
             for r in current:
-                r.store._index_seen = -1e9  # read the index state and the counts again
+                r.store.index.seen = -1e9  # read the index state and the counts again
             load = load_average()
             ref = exact_ref
             timed_exact = len(qs) if args.exact_timed < 0 else min(len(qs), 5 + args.exact_timed)

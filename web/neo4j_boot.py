@@ -1,7 +1,8 @@
 """Choosing and reaching Neo4j for ``--store neo4j``.
 
 - ``external`` (or ``auto`` with a URI): connect to ``MNEMOQL_NEO4J__URI`` with the configured
-  user and password; the server must be 5.23+ (vector functions), checked when the store opens.
+  user and password; the server must be 5.23+ (vector functions), checked when the store opens
+  (``Neo4jStore.open``).
 - ``managed`` (or ``auto`` without a URI): mnemoql installs Neo4j 5.26 Community from Maven
   Central into the user cache, and runs it under ``<data dir>/neo4j`` on a loopback port with a
   generated password (``mnemoql neo4j install|start|stop|status`` manage it by hand). A server
@@ -23,7 +24,6 @@ if TYPE_CHECKING:
     from mnemoql.engine.store.neo4j.managed import ManagedNeo4j
 
 log = logging.getLogger("mnemoql.neo4j")
-MIN_VERSION = (5, 23)
 _started: dict[str, tuple[str, str, str]] = {}
 _ours: dict[str, ManagedNeo4j] = {}  # the servers this process started, by home
 _lock = threading.Lock()
@@ -78,45 +78,6 @@ def neo4j_store(settings: Settings, space: str = "default") -> Store:
                 zh="外部 Neo4j 需要 URI",
             )
         password = cfg.password.get_secret_value() if cfg.password else ""
-        return VersionChecked(store(cfg.uri, cfg.user, password))
+        return store(cfg.uri, cfg.user, password)
     return store(*managed_endpoint(settings))
 
-
-class VersionChecked:
-    """A Neo4jStore that refuses servers older than 5.23 with a clear message when opened."""
-
-    def __init__(self, inner: Store) -> None:
-        self._inner = inner
-
-    def __getattr__(self, name: str) -> object:
-        return getattr(self._inner, name)
-
-    async def open(self) -> None:
-        await self._inner.open()
-        version = await server_version(self._inner)
-        if version is not None and version < MIN_VERSION:
-            await self._inner.close()
-            shown = ".".join(map(str, version))
-            raise StoreUnavailable(
-                f"Neo4j {shown} lacks vector support; mnemoql needs 5.23 or newer "
-                "(or use the managed Neo4j: unset MNEMOQL_NEO4J__URI)",
-                zh=f"Neo4j {shown} 不支持向量检索，需要 5.23+",
-            )
-
-
-async def server_version(store: object) -> tuple[int, int] | None:
-    """The server's (major, minor), or None when it cannot be read."""
-    run = getattr(store, "_run", None)
-    if run is None:
-        return None
-    try:
-        rows = await run("CALL dbms.components() YIELD versions RETURN versions[0] AS v")
-    except Exception:  # an unusual server still gets the chance to work
-        return None
-    if not rows:
-        return None
-    parts = str(rows[0]["v"]).split(".")
-    try:
-        return int(parts[0]), int(parts[1])
-    except (IndexError, ValueError):
-        return None

@@ -70,13 +70,13 @@ def test_the_neo4j_route_strategy_settings_reach_the_store() -> None:
     from mnemoql.web.neo4j_boot import neo4j_store
 
     base = {"MNEMOQL_NEO4J__MODE": "external", "MNEMOQL_NEO4J__URI": "bolt://127.0.0.1:1"}
-    store = neo4j_store(load_settings(base))._inner  # type: ignore[attr-defined]
+    store = neo4j_store(load_settings(base))
     assert (store.index_min_events, store.index_overfetch) == (2000, 15)
     tuned = {**base, "MNEMOQL_NEO4J__INDEX_MIN_EVENTS": "500", "MNEMOQL_NEO4J__INDEX_OVERFETCH": "20"}
-    store = neo4j_store(load_settings(tuned))._inner  # type: ignore[attr-defined]
+    store = neo4j_store(load_settings(tuned))
     assert (store.index_min_events, store.index_overfetch) == (500, 20)
     exact = neo4j_store(load_settings({**tuned, "MNEMOQL_NEO4J__ROUTES": "exact"}))
-    assert exact._inner.index_min_events is None  # type: ignore[attr-defined]
+    assert exact.index_min_events is None  # type: ignore[attr-defined]
     for bad in ({"MNEMOQL_NEO4J__ROUTES": "fast"}, {"MNEMOQL_NEO4J__INDEX_OVERFETCH": "0"}):
         with pytest.raises(ValidationError):
             load_settings({**base, **bad})

@@ -14,7 +14,7 @@ BASE = {"MNEMOQL_NEO4J__MODE": "external", "MNEMOQL_NEO4J__URI": "bolt://127.0.0
 
 
 def store_of(env: dict[str, str]) -> Any:
-    return neo4j_store(load_settings({**BASE, **env}))._inner  # type: ignore[attr-defined]
+    return neo4j_store(load_settings({**BASE, **env}))
 
 
 def test_space_indexes_default_to_auto_and_can_be_turned_off() -> None:

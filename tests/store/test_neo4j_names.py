@@ -58,17 +58,17 @@ def _hits(plan_: dict[str, Any]) -> int:
 async def db_hits_of_lookup(store: Neo4jStore, call: Callable[[], Awaitable[Any]]) -> int:
     """The db hits of the statements ``call`` sends (each profiled as sent)."""
     sent: list[tuple[str, dict[str, Any]]] = []
-    inner = store._run
+    inner = store.runner.run
 
     async def spy(query: str, params: dict[str, Any] | None = None, **kw: Any) -> Any:
         sent.append((query, params or {}))
         return await inner(query, params, **kw)
 
-    store._run = spy  # type: ignore[method-assign]
+    store.runner.run = spy  # type: ignore[method-assign]
     try:
         await call()
     finally:
-        store._run = inner  # type: ignore[method-assign]
+        store.runner.run = inner  # type: ignore[method-assign]
     total = 0
     for query, params in sent:
         result = await store.driver.execute_query(

@@ -67,13 +67,13 @@ async def spaces() -> AsyncIterator[tuple[Neo4jStore, Neo4jStore, list[str], int
 
 def record_queries(store: Neo4jStore) -> list[str]:
     seen: list[str] = []
-    run = store._run
+    run = store.runner.run
 
     async def spy(query: str, params: dict[str, Any] | None = None, **kw: Any) -> Any:
         seen.append(query)
         return await run(query, params, **kw)
 
-    store._run = spy  # type: ignore[method-assign]
+    store.runner.run = spy  # type: ignore[method-assign]
     return seen
 
 
@@ -146,14 +146,14 @@ async def test_the_exact_scan_answers_when_the_index_cannot(
     finally:
         indexed.index_min_events = small
     # an index that fails (dropped, rebuilt at another width) is a fallback, not an error
-    indexed._index_dims, indexed._index_seen = {"no_such_index": dims}, 1e18  # just read
+    indexed.index.dims, indexed.index.seen = {"no_such_index": dims}, 1e18  # just read
     broken = own._replace(events_index="no_such_index", chunks_index="no_such_index")
-    monkeypatch.setattr(indexed, "space_names", broken)
+    monkeypatch.setattr(indexed.index, "names", broken)
     same(
         await indexed.route(route, query, EMPTY_FILTERS, frozenset(), 40),
         await exact.route(route, query, EMPTY_FILTERS, frozenset(), 40),
     )
-    assert indexed._index_seen < 0  # the state is read again next time
+    assert indexed.index.seen < 0  # the state is read again next time
 
 
 @pytest.mark.parametrize("route", ["summary", "chunk"])

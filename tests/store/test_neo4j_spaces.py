@@ -96,13 +96,13 @@ async def fill(store: Neo4jStore, n: int, dims: int, seed: int, per_plan: int = 
 
 def spy(store: Neo4jStore) -> list[tuple[str, dict[str, Any]]]:
     seen: list[tuple[str, dict[str, Any]]] = []
-    run = store._run
+    run = store.runner.run
 
     async def _run(query: str, params: dict[str, Any] | None = None, **kw: Any) -> Any:
         seen.append((query, dict(params or {})))
         return await run(query, params, **kw)
 
-    store._run = _run  # type: ignore[method-assign]
+    store.runner.run = _run  # type: ignore[method-assign]
     return seen
 
 
@@ -120,7 +120,7 @@ async def routes_match_exact(
     store ran."""
     seen = spy(store)
     rng = np.random.default_rng(seed)
-    store._index_seen = -1e9
+    store.index.seen = -1e9
     for _ in range(queries):
         query = rng.standard_normal(dims).astype(np.float32)
         route: RouteName
@@ -187,7 +187,7 @@ async def test_the_shared_index_fetch_grows_with_its_crowding(
     used = index_queries(seen)
     assert used and {p["index"] for p in used} <= set(q.GLOBAL_ROUTE_INDEXES)
     total = (await shared._run(q.SPACE_SIZE))[0]["total"]
-    crowding = total / shared._space_size
+    crowding = total / shared.index.space_size
     assert crowding > 9  # the crowd and whatever else the test database holds
     first = math.ceil(LIMIT * shared.index_overfetch * crowding)
     assert [p["fetch"] for p in used][:2] == [first, first]
@@ -221,7 +221,7 @@ async def all_vector_indexes(store: Neo4jStore) -> set[str]:
 async def test_stores_with_own_indexes_keep_no_shared_chunk_index(make: MakeStore) -> None:
     space = f"t{uuid.uuid4().hex[:12]}"
     store = await make(space)
-    await store._schema(q.DROP_CHUNK_VECTOR_INDEX)  # a database only such stores write
+    await store.runner.schema(q.DROP_CHUNK_VECTOR_INDEX)  # a database only such stores write
     dims = await shared_width(store)
     await fill(store, 2 * MIN_EVENTS, dims, seed=7)
     await store._run("CALL db.awaitIndexes(300)")
@@ -229,7 +229,7 @@ async def test_stores_with_own_indexes_keep_no_shared_chunk_index(make: MakeStor
     assert set(q.VECTOR_INDEXES.values()) <= await all_vector_indexes(store)  # SPEC's four
     # While its own chunk index is not ONLINE (populating; here dropped) the chunk route
     # scans exactly, and the summary route still reads its own index: the exact hits.
-    await store._schema(f"DROP INDEX {store.space_names.chunks_index} IF EXISTS")
+    await store.runner.schema(f"DROP INDEX {store.space_names.chunks_index} IF EXISTS")
     exact = await make(space, index_min_events=None)
     seen = await routes_match_exact(store, exact, dims, seed=8, queries=4)
     assert {p["index"] for p in index_queries(seen)} == {store.space_names.events_index}
@@ -246,16 +246,16 @@ async def test_an_aged_index_state_is_read_again_beside_the_search(make: MakeSto
     await store._run("CALL db.awaitIndexes(300)")
     query = np.ones(dims, np.float32)
     await store.route("summary", query, EMPTY_FILTERS, frozenset(), 5)  # reads the state
-    store._index_seen = time.monotonic() - INDEX_STATE_TTL - 1  # aged, not invalidated
+    store.index.seen = time.monotonic() - INDEX_STATE_TTL - 1  # aged, not invalidated
     seen = spy(store)
     await store.route("summary", query, EMPTY_FILTERS, frozenset(), 5)
     assert seen[0][0] == q.POOL_BY_INDEX["summary"][1] or seen[0][0] == q.BY_INDEX["summary"][1]
-    assert store._state_task is not None
-    await store._state_task
+    assert store.index.task is not None
+    await store.index.task
     assert [text for text, _ in seen[1:]] == [q.ROUTE_INDEX_STATE, q.SPACE_SIZE]
-    assert time.monotonic() - store._index_seen < INDEX_STATE_TTL
+    assert time.monotonic() - store.index.seen < INDEX_STATE_TTL
     # an invalidated one (an index changed) is read before the route
-    store._index_seen = -INDEX_STATE_TTL
+    store.index.seen = -INDEX_STATE_TTL
     seen.clear()
     await store.route("summary", query, EMPTY_FILTERS, frozenset(), 5)
     assert [text for text, _ in seen[:2]] == [q.ROUTE_INDEX_STATE, q.SPACE_SIZE]
@@ -320,7 +320,7 @@ async def test_a_space_written_before_the_labels_is_labelled_at_open(make: MakeS
     # what an older version left: no space labels, no own indexes, no ``labelled`` mark
     s = store.space_names
     for statement in s.drop:
-        await store._schema(statement)
+        await store.runner.schema(statement)
     await store._run(
         f"MATCH (n) WHERE n.space = $space REMOVE n:{s.events_label}:{s.chunks_label}",
         writable=True,

@@ -242,3 +242,38 @@ async def test_an_unknown_database_is_store_unavailable(neo4j_available: None) -
     with pytest.raises(StoreUnavailable) as err:
         await store.open()
     assert "nosuchdb" in err.value.message
+
+
+async def test_open_refuses_a_server_without_vector_support(
+    neo4j_available: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The version check is the store's own (any way it is built), before any schema write."""
+    from mnemoql.engine.store.neo4j import _runner
+
+    target = factory_neo4j.target()
+    assert target is not None
+    monkeypatch.setattr(_runner, "MIN_VERSION", (99, 0))  # the running 5.26 is "too old"
+    store = Neo4jStore(target.uri, target.user, target.password, space=f"v{uuid.uuid4().hex[:8]}")
+    with pytest.raises(StoreUnavailable) as err:
+        await store.open()
+    assert "lacks vector support" in err.value.message and "5.23" in err.value.message
+    assert not await store.ping()  # closed again
+    monkeypatch.setattr(_runner, "MIN_VERSION", (5, 23))
+    await store.open()
+    try:
+        assert await store.ping()
+    finally:
+        await store.drop_space()
+        await store.close()
+
+
+@pytest.mark.parametrize(
+    ("text", "version"),
+    [("5.26.0", (5, 26)), ("5.23", (5, 23)), ("2025.01.0", (2025, 1)), ("dev", None), ("5", None)],
+)
+def test_server_versions_are_read_as_major_minor(
+    text: str, version: tuple[int, int] | None
+) -> None:
+    from mnemoql.engine.store.neo4j._runner import parse_version
+
+    assert parse_version(text) == version

@@ -24,7 +24,7 @@ import logging
 import uuid
 from collections import Counter
 from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 import numpy as np
 from neo4j import AsyncManagedTransaction
@@ -41,10 +41,9 @@ from mnemoql.engine.models import (
 )
 from mnemoql.engine.store.neo4j import _cypher as q
 from mnemoql.engine.store.neo4j import _records as rec
+from mnemoql.engine.store.neo4j._runner import Runner
+from mnemoql.engine.store.neo4j._schema import Schema
 from mnemoql.engine.store.neo4j._write import run
-
-if TYPE_CHECKING:
-    from mnemoql.engine.store.neo4j.store import Neo4jStore
 
 log = logging.getLogger(__name__)
 
@@ -181,16 +180,17 @@ RETURN count(x) AS n
 # ---------------------------------------------------------------- export
 
 
-async def export_records(store: Neo4jStore, vectors: bool) -> AsyncIterator[Record]:
-    """Every record of the store's space (see the module docstring for consistency)."""
-    meta = await store.get_meta()
+async def export_records(runner: Runner, vectors: bool) -> AsyncIterator[Record]:
+    """Every record of the runner's space (see the module docstring for consistency)."""
+    found_meta = await runner.run(q.GET_META)
+    meta = rec.meta(found_meta[0]["m"]) if found_meta else None
     if meta is not None:
         yield {"kind": "meta", "model": meta.model, "dimensions": meta.dimensions,
                "updated_at": meta.updated_at, "schema_version": meta.schema_version}  # fmt: skip
-    order = [r["id"] for r in await store._run(NODE_ORDER)]
+    order = [r["id"] for r in await runner.run(NODE_ORDER)]
     labels: dict[str, NodeLabel] = {}
     for ids in _pages(order):
-        rows = await store._run(NODES_VEC if vectors else NODES, {"ids": ids})
+        rows = await runner.run(NODES_VEC if vectors else NODES, {"ids": ids})
         found = {r["n"]["id"]: r["n"] for r in rows}
         for node_id in ids:
             if node_id in found:  # forgotten meanwhile
@@ -199,23 +199,23 @@ async def export_records(store: Neo4jStore, vectors: bool) -> AsyncIterator[Reco
                 yield record
     events = sorted(i for i, lbl in labels.items() if lbl == "Event")
     for ids in _pages(events):
-        rows = await store._run(q.GET_CHUNKS_VEC if vectors else q.GET_CHUNKS, {"ids": ids})
+        rows = await runner.run(q.GET_CHUNKS_VEC if vectors else q.GET_CHUNKS, {"ids": ids})
         for c in sorted((r["c"] for r in rows), key=lambda c: (c["event_id"], c["chunk_index"])):
             yield _chunk(c)
     relations = [
         _relation(r)
-        for r in await store._run(RELATIONS)
+        for r in await runner.run(RELATIONS)
         if r["source"] in labels and r["target"] in labels
     ]
     relations.sort(key=_relation_key)
     for record in relations:
         yield record
     topics: set[str] = set()
-    for r in await store._run(q.TOPIC_ROWS):
+    for r in await runner.run(q.TOPIC_ROWS):
         topics.add(r["t"]["path"])
         yield {"kind": "topic", "path": r["t"]["path"], "name": r["t"]["name"],
                "parent": r["t"].get("parent")}  # fmt: skip
-    for r in await store._run(q.BINDING_ROWS):
+    for r in await runner.run(q.BINDING_ROWS):
         b = rec.binding(r["b"])
         if b.path in topics and b.event_id in labels:
             yield {
@@ -224,14 +224,14 @@ async def export_records(store: Neo4jStore, vectors: bool) -> AsyncIterator[Reco
                 "diffusion": b.diffusion, "context_independence": b.context_independence,
                 "related": list(b.related),
             }  # fmt: skip
-    records = await store._run(SAVE_RECORDS)
+    records = await runner.run(SAVE_RECORDS)
     for r in sorted(records, key=lambda r: str(r["key"])):
         yield {"kind": "save_record", "key": r["key"], "result": _json(r["result"]),
                "created_at": r["created_at"]}  # fmt: skip
     # read last: every node exported above was allocated before this read, so its number is
     # below the mark; a space from before the marks counts from its highest id
     marks = dict.fromkeys(ID_PREFIX.values(), 0)
-    for row in await store._run(q.GET_MARKS):
+    for row in await runner.run(q.GET_MARKS):
         marks.update({p: int(v) for p, v in row.items() if v is not None})
     for node_id in labels:
         if (num := rec.allocation_number(node_id)) is not None:
@@ -303,8 +303,9 @@ def _vector_row(v: Any) -> dict[str, Any]:
 class Importer:
     """One import into one (empty) space; see the module docstring."""
 
-    def __init__(self, store: Neo4jStore) -> None:
-        self.store = store
+    def __init__(self, runner: Runner, schema: Schema) -> None:
+        self.runner = runner
+        self.schema = schema
         self.token = uuid.uuid4().hex
         self.counts: Counter[str] = Counter()
         self.labels: dict[str, NodeLabel] = {}
@@ -328,47 +329,47 @@ class Importer:
         except BaseException:
             await self._undo()
             raise
-        if self.dims is not None and not self.store._vector_indexes:
-            await self.store._create_vector_indexes(self.dims)
+        if self.dims is not None and not self.schema.vector_indexes:
+            await self.schema.create_vector_indexes(self.dims)
         return dict(self.counts)
 
     async def _begin(self, retry: bool = True) -> None:
         async def work(tx: AsyncManagedTransaction) -> bool:
-            rows = await run(tx, self.store.space, BEGIN)
+            rows = await run(tx, self.runner.space, BEGIN)
             if rows[0]["importing"]:
                 return False  # leftovers of an unfinished import: drop them first
             if rows[0]["used"]:
                 raise Conflict(
-                    f"memory space {self.store.space!r} is not empty; restore only into a "
+                    f"memory space {self.runner.space!r} is not empty; restore only into a "
                     "new, empty space (another --space, or another database)",
                     zh="目标记忆空间非空",
                 )
-            await run(tx, self.store.space, MARK, token=self.token)
+            await run(tx, self.runner.space, MARK, token=self.token)
             return True
 
-        if not await self.store._write(work):
+        if not await self.runner.write(work):
             if not retry:
-                raise Conflict(f"memory space {self.store.space!r} is being restored already")
-            log.warning("space %r holds an unfinished restore; deleting it", self.store.space)
-            await self.store.drop_space()
+                raise Conflict(f"memory space {self.runner.space!r} is being restored already")
+            log.warning("space %r holds an unfinished restore; deleting it", self.runner.space)
+            await self.schema.drop_space()
             await self._begin(retry=False)
 
     async def _undo(self) -> None:
         try:
-            await self.store.drop_space()
+            await self.schema.drop_space()
         except Exception:
             log.warning(
                 "could not undo the failed restore of space %r; the next restore into it "
-                "deletes it first", self.store.space, exc_info=True,
+                "deletes it first", self.runner.space, exc_info=True,
             )  # fmt: skip
 
     async def _finish(self) -> None:
         if self.events and not self.vectors:  # MemoryMeta.stale until a re-vectorize
-            await self.store._run(MARK_STALE, writable=True)
+            await self.runner.run(MARK_STALE, writable=True)
         params = {"token": self.token, "seq": self.seq, **self.marks}
-        rows = await self.store._run(FINISH, params, writable=True)
+        rows = await self.runner.run(FINISH, params, writable=True)
         if not rows or int(rows[0]["n"]) != 1:
-            raise Conflict(f"the restore of space {self.store.space!r} was taken over")
+            raise Conflict(f"the restore of space {self.runner.space!r} was taken over")
 
     async def _flush(self, kind: str, records: list[Record]) -> None:
         if not records:
@@ -377,16 +378,16 @@ class Importer:
         expected = len(records)
 
         async def work(tx: AsyncManagedTransaction) -> int:
-            ok = await run(tx, self.store.space, CHECK, token=self.token)
+            ok = await run(tx, self.runner.space, CHECK, token=self.token)
             if int(ok[0]["n"]) != 1:
-                raise Conflict(f"the restore of space {self.store.space!r} was taken over")
+                raise Conflict(f"the restore of space {self.runner.space!r} was taken over")
             written = 0
             for query, rows in statements:
-                out = await run(tx, self.store.space, query, rows=rows)
+                out = await run(tx, self.runner.space, query, rows=rows)
                 written += int(out[0]["n"]) if out else 0
             return written
 
-        written = await self.store._write(work)
+        written = await self.runner.write(work)
         if written != expected:
             raise Conflict(
                 f"restoring {kind} records wrote {written} of {expected}: the space changed "

@@ -16,15 +16,13 @@ survive a full fetch, it asks once more for four times as many.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from mnemoql.engine.models import Filters, Hit
 from mnemoql.engine.retrieval import lexical
 from mnemoql.engine.store.neo4j import _cypher as q
 from mnemoql.engine.store.neo4j import _records as rec
-
-if TYPE_CHECKING:
-    from mnemoql.engine.store.neo4j.store import Neo4jStore
+from mnemoql.engine.store.neo4j._runner import Runner
 
 INDEX: Final = "event_text"
 CREATE_INDEX: Final = (
@@ -74,7 +72,7 @@ def lucene(terms: list[str], space: str) -> str:
 
 
 async def rows(
-    store: Neo4jStore,
+    runner: Runner,
     text: str,
     filters: Filters,
     exclude: frozenset[str],
@@ -89,13 +87,13 @@ async def rows(
         return []
     params = {
         **rec.filter_params(filters, exclude, restrict),
-        "lucene": lucene(terms, store.space),
+        "lucene": lucene(terms, runner.space),
         "limit": int(limit),
     }
     fetch = min(MAX_FETCH, limit * FETCH_PER_EVENT + 3 * len(exclude))
     query = QUERIES[(restrict is not None, pool)]
     while True:
-        found = await store._run(query, {**params, "fetch": fetch})
+        found = await runner.run(query, {**params, "fetch": fetch})
         hits: list[dict[str, Any]] = found[0]["hits"] if found else []
         fetched = int(found[0]["fetched"]) if found else 0
         if len(hits) >= limit or fetched < fetch or fetch >= MAX_FETCH:

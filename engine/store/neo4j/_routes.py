@@ -11,19 +11,19 @@ ONLINE index, a shared index too crowded for one fetch, too few survivors even a
 retry) the exact scan answers. Measured in bench/results/neo4j.md and neo4j_spaces.md, decided
 in docs/DECISIONS.md ("Neo4j routes").
 
-The functions work on a ``Neo4jStore``: its ``_run``, its settings (``index_min_events``,
-``index_overfetch``, ``space_indexes``, ``share_fetch``), its ``space_names`` and its cached
-index state (``_index_dims``, ``_space_size``, ``_total_events``, ``_index_seen``,
-``_index_lock``, ``_state_task``).
+The functions work on a store's ``IndexState``: its ``Runner``, the store's settings
+(``Tuning``), the space's index names and the index state last read (the schema calls
+``invalidate`` when an index changes).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import math
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from neo4j.exceptions import ClientError
 
@@ -31,9 +31,7 @@ from mnemoql.engine.models import Event, Filters, Hit, RouteName, RoutePool, Vec
 from mnemoql.engine.store.neo4j import _cypher as q
 from mnemoql.engine.store.neo4j import _lexical
 from mnemoql.engine.store.neo4j import _records as rec
-
-if TYPE_CHECKING:
-    from mnemoql.engine.store.neo4j.store import Neo4jStore
+from mnemoql.engine.store.neo4j._runner import Runner
 
 log = logging.getLogger(__name__)
 
@@ -45,8 +43,43 @@ INDEX_STATE_TTL = 30.0  # seconds between reads of the index state and the space
 Row = dict[str, Any]
 
 
+class Tuning(Protocol):
+    """The index settings of a store (its attributes: tests and benchmarks change them)."""
+
+    index_min_events: int | None
+    index_overfetch: int
+    space_indexes: bool
+    share_fetch: bool
+
+
+class IndexState:
+    """What the routes of one store's space read through, and the index state last read."""
+
+    def __init__(self, runner: Runner, names: q.SpaceSchema, tuning: Tuning) -> None:
+        self.runner = runner
+        self.names = names
+        self.tuning = tuning
+        self.seen = -INDEX_STATE_TTL  # monotonic time of the last state read
+        self.dims: dict[str, int] = {}  # width of each ONLINE route index
+        self.space_size = 0
+        self.total_events = 0  # events of every space (they share the database-wide index)
+        self.lock = asyncio.Lock()
+        self.task: asyncio.Task[None] | None = None  # a reading of the index state
+
+    def invalidate(self) -> None:
+        """An index changed: the next route reads the state first."""
+        self.seen = -INDEX_STATE_TTL
+
+    async def close(self) -> None:
+        task, self.task = self.task, None
+        if task is not None and not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+
 async def rows(
-    store: Neo4jStore,
+    state: IndexState,
     route: RouteName,
     query: Vector,
     filters: Filters,
@@ -65,15 +98,15 @@ async def rows(
         "q": values, "qzero": zero, "d": len(values), "limit": int(limit),
     }  # fmt: skip
     if restrict is None and not filters.groups and not zero:
-        found = await _by_index(store, route, params, pool)
+        found = await _by_index(state, route, params, pool)
         if found is not None:
             return found
     scan = q.POOL_ROUTES if pool else q.ROUTES
-    return await store._run(scan[(route, restrict is not None)], params)
+    return await state.runner.run(scan[(route, restrict is not None)], params)
 
 
 async def _by_index(
-    store: Neo4jStore, route: RouteName, params: dict[str, Any], pool: bool
+    state: IndexState, route: RouteName, params: dict[str, Any], pool: bool
 ) -> list[Row] | None:
     """A route through a vector index, or None when the exact scan must answer: a small space,
     no ONLINE index of the query's width, a database-wide index so crowded by other spaces that
@@ -82,22 +115,22 @@ async def _by_index(
     larger fetch)."""
     query = (q.POOL_BY_INDEX if pool else q.BY_INDEX)[route][1]
     limit = params["limit"]
-    if store.index_min_events is None:
+    if state.tuning.index_min_events is None:
         return None
-    choice = await choose_index(store, route, params["d"])
+    choice = await choose_index(state, route, params["d"])
     if choice is None:
         return None
     index, crowding = choice
-    first = math.ceil(limit * store.index_overfetch * crowding)
+    first = math.ceil(limit * state.tuning.index_overfetch * crowding)
     if first > INDEX_MAX_FETCH:
         return None
     fetch = first
     while True:
         try:
-            found = await store._run(query, {**params, "index": index, "fetch": fetch})
+            found = await state.runner.run(query, {**params, "index": index, "fetch": fetch})
         except ClientError as exc:  # dropped, rebuilt at another width, populating ...
             log.info("vector index %s unavailable, scanning exactly: %s", index, exc.code)
-            store._index_seen = -INDEX_STATE_TTL
+            state.seen = -INDEX_STATE_TTL
             return None
         if len(found) >= limit:
             return found
@@ -109,32 +142,32 @@ async def _by_index(
         fetch = needed
 
 
-async def choose_index(store: Neo4jStore, route: RouteName, dims: int) -> tuple[str, float] | None:
+async def choose_index(state: IndexState, route: RouteName, dims: int) -> tuple[str, float] | None:
     """The index a route of this space reads, and how crowded it is by other spaces (the fetch
     is multiplied by that): the space's own index when it is ONLINE at width ``dims`` (1), else
     the database-wide one (all events / this space's), else None (small space, no index)."""
-    assert store.index_min_events is not None
-    await _read_state(store)
-    if store._space_size < store.index_min_events:
+    assert state.tuning.index_min_events is not None
+    await _read_state(state)
+    if state.space_size < state.tuning.index_min_events:
         return None
-    own = store.space_names.events_index if route == "summary" else store.space_names.chunks_index
-    if store.space_indexes and store._index_dims.get(own) == dims:
+    own = state.names.events_index if route == "summary" else state.names.chunks_index
+    if state.tuning.space_indexes and state.dims.get(own) == dims:
         return own, 1.0
     shared = q.GLOBAL_ROUTE_INDEXES[0 if route == "summary" else 1]
-    if store._index_dims.get(shared) != dims:
+    if state.dims.get(shared) != dims:
         return None
-    crowding = max(1.0, store._total_events / store._space_size) if store.share_fetch else 1.0
+    crowding = max(1.0, state.total_events / state.space_size) if state.tuning.share_fetch else 1.0
     return shared, crowding
 
 
-async def index_usable(store: Neo4jStore, index: str, dims: int) -> bool:
+async def index_usable(state: IndexState, index: str, dims: int) -> bool:
     """Whether ``index`` is ONLINE at width ``dims`` and the space is large enough for it."""
-    assert store.index_min_events is not None
-    await _read_state(store)
-    return store._index_dims.get(index) == dims and store._space_size >= store.index_min_events
+    assert state.tuning.index_min_events is not None
+    await _read_state(state)
+    return state.dims.get(index) == dims and state.space_size >= state.tuning.index_min_events
 
 
-async def _read_state(store: Neo4jStore) -> None:
+async def _read_state(state: IndexState) -> None:
     """The route indexes' state, the space's size and the database's event count, read at most
     every INDEX_STATE_TTL seconds, once for both routes of a search. When a reading merely
     aged (not invalidated: ``_index_seen`` set negative after an index change or failure),
@@ -142,38 +175,38 @@ async def _read_state(store: Neo4jStore) -> None:
     (SHOW VECTOR INDEXES among them, 0.4-0.9 s at load 6-10) no longer fall on every
     INDEX_STATE_TTL-th search. A stale reading is safe: a vanished index fails its query and
     the route scans exactly; a new one is used at the next reading."""
-    if time.monotonic() - store._index_seen < INDEX_STATE_TTL:
+    if time.monotonic() - state.seen < INDEX_STATE_TTL:
         return
-    if store._index_seen >= 0:  # aged, not invalidated
-        task = store._state_task
+    if state.seen >= 0:  # aged, not invalidated
+        task = state.task
         if task is None or task.done():
-            store._state_task = asyncio.create_task(_refresh_quietly(store))
+            state.task = asyncio.create_task(_refresh_quietly(state))
         return
-    await _refresh(store)
+    await _refresh(state)
 
 
-async def _refresh_quietly(store: Neo4jStore) -> None:
+async def _refresh_quietly(state: IndexState) -> None:
     try:
-        await _refresh(store)
+        await _refresh(state)
     except Exception as exc:  # the next search reads it again (the reading stays aged)
         log.info("reading the vector index state failed: %s", exc)
 
 
-async def _refresh(store: Neo4jStore) -> None:
-    async with store._index_lock:
-        if time.monotonic() - store._index_seen < INDEX_STATE_TTL:
+async def _refresh(state: IndexState) -> None:
+    async with state.lock:
+        if time.monotonic() - state.seen < INDEX_STATE_TTL:
             return
-        names = [*q.GLOBAL_ROUTE_INDEXES, *store.space_names[2:4]]
+        names = [*q.GLOBAL_ROUTE_INDEXES, *state.names[2:4]]
         dims = {
             r["name"]: int(r["dims"])
-            for r in await store._run(q.ROUTE_INDEX_STATE, {"names": names})
+            for r in await state.runner.run(q.ROUTE_INDEX_STATE, {"names": names})
             if r["state"] == "ONLINE" and r["dims"]
         }
-        size = await store._run(q.SPACE_SIZE)
-        store._index_dims = dims
-        store._space_size = int(size[0]["n"] or 0) if size else 0
-        store._total_events = int(size[0]["total"] or 0) if size else 0
-        store._index_seen = time.monotonic()
+        size = await state.runner.run(q.SPACE_SIZE)
+        state.dims = dims
+        state.space_size = int(size[0]["n"] or 0) if size else 0
+        state.total_events = int(size[0]["total"] or 0) if size else 0
+        state.seen = time.monotonic()
 
 
 def hit(route: RouteName, r: Row) -> Hit:

@@ -32,21 +32,14 @@ through allow-lists.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import re
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
-from typing import Any, TypeVar
+from collections.abc import AsyncIterator, Iterable, Sequence
+from typing import Any
 
-from neo4j import (
-    AsyncDriver,
-    AsyncGraphDatabase,
-    AsyncManagedTransaction,
-    AsyncSession,
-    RoutingControl,
-)
-from neo4j.exceptions import AuthError, ClientError, ServiceUnavailable, SessionExpired
+from neo4j import AsyncDriver, AsyncManagedTransaction
+from neo4j.exceptions import ClientError
 
 from mnemoql.engine.errors import InvalidInput, StoreUnavailable
 from mnemoql.engine.models import (
@@ -85,22 +78,16 @@ from mnemoql.engine.store.neo4j import _lexical as lexical
 from mnemoql.engine.store.neo4j import _records as rec
 from mnemoql.engine.store.neo4j import _routes as routes
 from mnemoql.engine.store.neo4j import _write as write
+from mnemoql.engine.store.neo4j._runner import UNREACHABLE, Runner, T, TxFn
+from mnemoql.engine.store.neo4j._schema import Schema
 from mnemoql.engine.text import normalise_name
 
 __all__ = ["Neo4jStore"]
 
 log = logging.getLogger(__name__)
 
-T = TypeVar("T")
-TxFn = Callable[[AsyncManagedTransaction], Awaitable[T]]
-
 SPACE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 _MIN_EPS = 1e-6  # Neo4j scores in float32 through (1+cos)/2: keep boundary cosines in
-_SCHEMA_RACE = (
-    "Neo.ClientError.Schema.EquivalentSchemaRuleAlreadyExists",
-    "Neo.ClientError.Schema.ConstraintAlreadyExists",
-    "Neo.ClientError.Schema.IndexAlreadyExists",
-)
 
 
 # ---------------------------------------------------------------- the store
@@ -143,26 +130,18 @@ class Neo4jStore:
             )
         self.uri = uri
         self.user = user
-        self._password = password
         self.database = database
         self.space = space
-        self._timeout = connection_timeout
-        self._driver: AsyncDriver | None = None
-        self._vector_indexes = False
+        self.runner = Runner(uri, user, password, database, space, connection_timeout)
         self._writes: int | None = None  # committed writes of the space as this store counts
         self.index_min_events = index_min_events
         self.index_overfetch = index_overfetch
-        self._index_seen = -routes.INDEX_STATE_TTL  # monotonic time of the last state read
-        self._index_dims: dict[str, int] = {}  # width of each ONLINE route index
-        self._space_size = 0
-        self._total_events = 0  # events of every space (they share the database-wide index)
-        self._index_lock = asyncio.Lock()
-        self._state_task: asyncio.Task[None] | None = None  # a reading of the index state
         self.space_indexes = space_indexes
-        self.space_names = q.space_schema(space)
-        self._space_indexed = False  # this space's own indexes exist (as far as this store knows)
         # the shared index's fetch grows with its crowding; off only to measure the old route
         self.share_fetch = True
+        self.space_names = q.space_schema(space)
+        self.index = routes.IndexState(self.runner, self.space_names, self)
+        self.schema = Schema(self.runner, self, changed=self.index.invalidate)
         # entity lookups by name go through the name index once it is ONLINE and the space's
         # entities all carry their keys (``_cypher.NAME_INDEX``); the scan answers before
         self._names_keyed = False
@@ -176,99 +155,37 @@ class Neo4jStore:
 
     @property
     def driver(self) -> AsyncDriver:
-        if self._driver is None:
-            raise StoreUnavailable(
-                "the Neo4j store is not open; call open() first", zh="存储未打开"
-            )
-        return self._driver
-
-    def _unavailable(self, exc: Exception) -> StoreUnavailable:
-        if isinstance(exc, AuthError):
-            return StoreUnavailable(
-                f"Neo4j at {mask_url(self.uri)} rejected the credentials of user {self.user!r}; "
-                "check the configured user and password",
-                zh="Neo4j 认证失败",
-            )
-        return StoreUnavailable(
-            f"Neo4j at {mask_url(self.uri)} is unavailable ({type(exc).__name__}); check that "
-            "it runs and is reachable",
-            zh="Neo4j 不可用",
-        )
+        return self.runner.driver
 
     async def _run(
         self, query: str, params: dict[str, Any] | None = None, *, writable: bool = False
     ) -> list[dict[str, Any]]:
-        """One statement in its own managed transaction (retried on transient errors)."""
-        try:
-            result = await self.driver.execute_query(
-                query,
-                rec.quiet({"space": self.space, **(params or {})}),
-                routing_=RoutingControl.WRITE if writable else RoutingControl.READ,
-                database_=self.database,
-            )
-        except (ServiceUnavailable, SessionExpired, AuthError) as exc:
-            raise self._unavailable(exc) from exc
-        # Plain values and maps only (see _write.run): no Record.data() walk over vectors.
-        return [dict(zip(result.keys, r, strict=True)) for r in result.records]
-
-    def _session(self) -> AsyncSession:
-        # Share execute_query's bookmarks: on a cluster, a read after a write sees the write.
-        driver = self.driver
-        return driver.session(
-            database=self.database, bookmark_manager=driver.execute_query_bookmark_manager
-        )
+        """One statement in its own managed transaction (``Runner.run``)."""
+        return await self.runner.run(query, params, writable=writable)
 
     async def _write(self, fn: TxFn[T]) -> T:
         """``fn`` as one write transaction; any exception rolls everything back."""
-        try:
-            async with self._session() as session:
-                return await session.execute_write(fn)
-        except (ServiceUnavailable, SessionExpired, AuthError) as exc:
-            raise self._unavailable(exc) from exc
+        return await self.runner.write(fn)
 
     async def _read(self, fn: TxFn[T]) -> T:
-        try:
-            async with self._session() as session:
-                return await session.execute_read(fn)
-        except (ServiceUnavailable, SessionExpired, AuthError) as exc:
-            raise self._unavailable(exc) from exc
-
-    async def _schema(self, statement: str, params: dict[str, Any] | None = None) -> None:
-        """A schema statement in its own auto-commit transaction."""
-        try:
-            async with self._session() as session:
-                result = await session.run(statement, params or {})
-                await result.consume()
-        except ClientError as exc:
-            if exc.code not in _SCHEMA_RACE:  # a concurrent open() created it first
-                raise
-        except (ServiceUnavailable, SessionExpired, AuthError) as exc:
-            raise self._unavailable(exc) from exc
+        return await self.runner.read(fn)
 
     # ------------------------------------------------------------ lifecycle
 
     async def open(self) -> None:
-        """Connect, then create the constraints and indexes of SPEC §1.2 that are missing."""
-        if self._driver is not None:
+        """Connect, refuse a server without vector support, then create the constraints and
+        indexes of SPEC §1.2 that are missing."""
+        if self.runner.connected:
             return
-        self._driver = AsyncGraphDatabase.driver(
-            self.uri,
-            auth=(self.user, self._password),
-            connection_timeout=self._timeout,
-            connection_acquisition_timeout=self._timeout * 6,
-            max_transaction_retry_time=10.0,
-            notifications_min_severity="WARNING",
-            # "property key does not exist" on optional properties (embedding_zero, description)
-            notifications_disabled_classifications=["UNRECOGNIZED"],
-        )
         try:
-            # verify_connectivity does not retry: a server that is down fails open() at once.
-            await self._driver.verify_connectivity()
-            await self._ensure_schema()
+            await self.runner.connect()
+            await self.runner.check_version()
+            await self.schema.ensure()
+            await self._key_names()
             await self.changed_elsewhere()  # the baseline of the writes counter
-        except (ServiceUnavailable, SessionExpired, AuthError, OSError) as exc:
+        except (*UNREACHABLE, OSError) as exc:
             await self.close()
-            raise self._unavailable(exc) from exc
+            raise self.runner.unavailable(exc) from exc
         except ClientError as exc:
             await self.close()
             if exc.code == "Neo.ClientError.Database.DatabaseNotFound":
@@ -281,24 +198,6 @@ class Neo4jStore:
         except BaseException:
             await self.close()
             raise
-
-    async def _ensure_schema(self) -> None:
-        # Constraints own an index of the same name, so one SHOW INDEXES sees both.
-        existing = {r["name"] for r in await self._run(q.SHOW_INDEXES)}
-        for name, statement in {**q.CONSTRAINTS, **q.INDEXES}.items():
-            if name not in existing:
-                await self._schema(statement)
-        if lexical.INDEX not in existing:  # Neo4j fills it from the nodes already there
-            await self._schema(lexical.CREATE_INDEX)
-        self._vector_indexes = all(n in existing for n in self._shared_vector_indexes())
-        if not self._vector_indexes:
-            meta = await self.get_meta()
-            if meta is not None:
-                await self._create_vector_indexes(meta.dimensions)
-        if {self.space_names.events_index, self.space_names.chunks_index} <= existing:
-            self._space_indexed = True  # another store made them; a rebuild drops them first
-        await self._ensure_space_indexes()
-        await self._key_names()
 
     async def _key_names(self) -> None:
         """Give the space's entities written before the name keys theirs (in batches), then
@@ -330,108 +229,16 @@ class Neo4jStore:
             self._names_seen = time.monotonic()
         return self._names_online
 
-    def _shared_vector_indexes(self) -> list[str]:
-        """The database-wide vector indexes this store keeps: SPEC §1.2's four, and the chunk
-        index only with ``space_indexes`` off. With own indexes a large space reads its own
-        chunk index, and a space below ``index_min_events`` scans exactly, so the shared one
-        would only serve a large space while its own index populates (exact chunk scans
-        instead) and it would double the HNSW insertions of every chunk: writes went at 337
-        against 743 events/s with it (docs/DECISIONS.md, "Neo4j with many spaces"). One that
-        exists (made by a store with ``space_indexes`` off) is kept and used."""
-        names = list(q.VECTOR_INDEXES.values())
-        return names if self.space_indexes else [*names, q.CHUNK_VECTOR_INDEX]
-
-    async def _create_vector_indexes(self, dims: int) -> None:
-        statements = list(q.CREATE_VECTOR_INDEX.values())
-        if not self.space_indexes:
-            statements.append(q.CREATE_CHUNK_VECTOR_INDEX)
-        for statement in statements:
-            await self._schema(statement, {"dims": dims})
-        self._vector_indexes = True
-        self._index_seen = -routes.INDEX_STATE_TTL  # the route strategy re-reads the index state
-
-    async def _ensure_space_indexes(
-        self, dims: int | None = None, *, rebuild: bool = False
-    ) -> None:
-        """This space's own vector indexes, when it has at least ``index_min_events``
-        insertions (its nodes labelled first if an older version wrote them); ``rebuild`` drops
-        them first (re-vectorize: another width). A failure only costs speed (the routes use
-        the shared index or scan exactly), so it is logged, not raised."""
-        if not self.space_indexes or self.index_min_events is None:
-            return
-        if self._space_indexed and not rebuild:
-            return
-        try:
-            if rebuild:
-                for statement in self.space_names.drop:
-                    await self._schema(statement)
-                self._space_indexed = False
-            rows = await self._run(q.SPACE_SIZE)
-            if not rows or int(rows[0]["n"] or 0) < self.index_min_events:
-                return
-            if dims is None:
-                meta = await self.get_meta()
-                if meta is None:
-                    return
-                dims = meta.dimensions
-            if not rows[0]["labelled"]:
-                await self._label_space()
-            for statement in self.space_names.create:
-                await self._schema(statement, {"dims": dims})
-        except ClientError as exc:
-            log.warning(
-                "creating the vector indexes of space %r failed: %s", self.space, exc.message
-            )
-            return
-        self._space_indexed = True
-        self._index_seen = -routes.INDEX_STATE_TTL
-
-    async def _label_space(self) -> None:
-        """Give every event and chunk of a space written before the per-space labels its
-        label, in batches, then mark the space labelled."""
-        labels = q.space_params(self.space)
-        for statement in (q.LABEL_EVENTS, q.LABEL_CHUNKS):
-            while True:
-                rows = await self._run(statement, {**labels, "batch": 10_000}, writable=True)
-                if not rows or int(rows[0]["n"]) < 10_000:
-                    break
-        await self._run(q.MARK_LABELLED, writable=True)
-        log.info("labelled the events and chunks of space %r", self.space)
-
     async def close(self) -> None:
-        task, self._state_task = self._state_task, None
-        if task is not None and not task.done():
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
-        driver, self._driver = self._driver, None
-        if driver is not None:
-            await driver.close()
+        await self.index.close()
+        await self.runner.close()
 
     async def ping(self, timeout: float = 2.0) -> bool:
-        driver = self._driver
-        if driver is None:
-            return False
-        try:
-            await asyncio.wait_for(driver.verify_connectivity(), timeout)
-        except Exception:
-            return False
-        return True
+        return await self.runner.ping(timeout)
 
     async def drop_space(self) -> int:
         """Delete every node of this space (tests, admin); returns how many were deleted."""
-        total = 0
-        while True:
-            rows = await self._run(q.DROP_SPACE, {"batch": 10_000}, writable=True)
-            deleted = int(rows[0]["deleted"]) if rows else 0
-            total += deleted
-            if deleted < 10_000:
-                break
-        for statement in self.space_names.drop:
-            await self._schema(statement)
-        self._space_indexed = False
-        self._index_seen = -routes.INDEX_STATE_TTL
-        return total
+        return await self.schema.drop_space()
 
     # ------------------------------------------------------------ meta
 
@@ -468,14 +275,14 @@ class Neo4jStore:
 
         result = await self._write(work)
         self._wrote()
-        if not self._vector_indexes and not result.replayed:
-            await self._create_vector_indexes(plan.meta.dimensions)
+        if not self.schema.vector_indexes and not result.replayed:
+            await self.schema.create_vector_indexes(plan.meta.dimensions)
         if (
-            not self._space_indexed
+            not self.schema.space_indexed
             and self.index_min_events is not None
             and size >= self.index_min_events
         ):
-            await self._ensure_space_indexes(plan.meta.dimensions)
+            await self.schema.ensure_space_indexes(plan.meta.dimensions)
         return result
 
     async def replay(self, idempotency_key: str) -> SaveResult | None:
@@ -492,17 +299,8 @@ class Neo4jStore:
 
         await self._write(work)
         self._wrote()
-        # SPEC §1.12.5: rebuild the four vector indexes (and a shared chunk index) at the new width,
-        # outside the data transaction. The routes fall back to exact scans without them, so a
-        # failure here only costs speed.
-        try:
-            for statement in [*q.DROP_VECTOR_INDEX.values(), q.DROP_CHUNK_VECTOR_INDEX]:
-                await self._schema(statement)
-            await self._create_vector_indexes(vectors.meta.dimensions)
-        except ClientError as exc:
-            self._vector_indexes = False
-            log.warning("rebuilding the Neo4j vector indexes failed: %s", exc.message)
-        await self._ensure_space_indexes(vectors.meta.dimensions, rebuild=True)
+        # The routes fall back to exact scans without the indexes: a failure only costs speed.
+        await self.schema.rebuild_vector_indexes(vectors.meta.dimensions)
 
     async def all_for_revectorize(self) -> tuple[list[Event], list[Entity]]:
         async def work(tx: AsyncManagedTransaction) -> tuple[list[Event], list[Entity]]:
@@ -591,7 +389,7 @@ class Neo4jStore:
     ) -> list[Hit]:
         if route not in ("summary", "chunk"):
             raise InvalidInput(f"unknown route {route!r}; use summary or chunk")
-        rows = await routes.rows(self, route, query, filters, exclude, limit, restrict, False)
+        rows = await routes.rows(self.index, route, query, filters, exclude, limit, restrict, False)
         return [routes.hit(route, r) for r in rows]
 
     async def lexical_route(
@@ -602,7 +400,7 @@ class Neo4jStore:
         limit: int,
         restrict: frozenset[str] | None = None,
     ) -> list[Hit]:
-        rows = await lexical.rows(self, text, filters, exclude, limit, restrict, False)
+        rows = await lexical.rows(self.runner, text, filters, exclude, limit, restrict, False)
         return [lexical.hit(r) for r in rows]
 
     async def route_pool(
@@ -617,16 +415,16 @@ class Neo4jStore:
         """The routes side by side, each query returning its events with their vectors and
         chunk hashes: one round trip of two (three with ``text``) concurrent queries."""
         summary, chunk, lex = await asyncio.gather(
-            routes.rows(self, "summary", query, filters, exclude, limit, restrict, True),
-            routes.rows(self, "chunk", query, filters, exclude, limit, restrict, True),
+            routes.rows(self.index, "summary", query, filters, exclude, limit, restrict, True),
+            routes.rows(self.index, "chunk", query, filters, exclude, limit, restrict, True),
             _none()
             if text is None
-            else lexical.rows(self, text, filters, exclude, limit, restrict, True),
+            else lexical.rows(self.runner, text, filters, exclude, limit, restrict, True),
         )
         return routes.pool(summary, chunk, lex)
 
     async def _index_usable(self, index: str, dims: int) -> bool:
-        return await routes.index_usable(self, index, dims)
+        return await routes.index_usable(self.index, index, dims)
 
     async def recent_events(
         self,
@@ -849,15 +647,15 @@ class Neo4jStore:
     # ------------------------------------------------------------ whole-memory dump
 
     async def export_records(self, *, vectors: bool = False) -> AsyncIterator[dict[str, Any]]:
-        async for record in dump.export_records(self, vectors):
+        async for record in dump.export_records(self.runner, vectors):
             yield record
 
     async def import_records(self, records: Iterable[dict[str, Any]]) -> dict[str, int]:
         """Batches of one transaction each into an empty space, undone on failure (see
         ``_dump.py``)."""
-        counts = await dump.Importer(self).run(records)
+        counts = await dump.Importer(self.runner, self.schema).run(records)
         self._wrote()
-        await self._ensure_space_indexes()
+        await self.schema.ensure_space_indexes()
         return counts
 
     # ------------------------------------------------------------ other writers
