@@ -44,8 +44,7 @@ def open_store(settings: Settings, space: str = DEFAULT_SPACE) -> Store:
         from mnemoql.web.neo4j_boot import neo4j_store
 
         return neo4j_store(settings, space=space)
-    from mnemoql.engine.store.embedded import EmbeddedStore
-    from mnemoql.engine.store.embedded._ann import AnnSettings
+    from mnemoql.engine.store.embedded import AnnSettings, EmbeddedStore
 
     e = settings.embedded
     ann = AnnSettings(

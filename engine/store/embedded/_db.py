@@ -371,6 +371,15 @@ class Database(OwnThread):
         The mirrors (and ``ann.epoch``) keep the old vectors until the reload after it."""
         self._write(new_epoch)
 
+    def rewrite(
+        self, fn: Callable[Concatenate[sqlite3.Connection, P], T], *args: P.args, **kw: P.kwargs
+    ) -> T:
+        """``fn`` as one transaction that writes data wholesale (a restore), then every mirror
+        rebuilt from the database."""
+        out = self._write(fn, *args, **kw)
+        self._load_mirrors()
+        return out
+
     def replace_vectors(self, vectors: VectorSet) -> None:
         self.vectors_changing()
         self._write(_replace_vectors, vectors)

@@ -189,9 +189,7 @@ def _save_record(r: tuple[Any, ...]) -> Record:
 def import_records(db: Database, records: Iterable[Record]) -> dict[str, int]:
     """Write ``records`` into the empty space of ``db`` in one transaction (runs on the
     database thread); then rebuild the vector mirrors."""
-    counts = db._write(_import, records)
-    db._load_mirrors()
-    return counts
+    return db.rewrite(_import, records)
 
 
 _EMPTY_SQL = (
