@@ -10,13 +10,14 @@ on function characters. The same rules read the query and the documents:
 
 from __future__ import annotations
 
-import functools
 import re
 import unicodedata
 from collections.abc import Iterable, Iterator
 
 import numpy as np
 import numpy.typing as npt
+
+from mnemoql.engine.text import nfkc, nfkc_char, normalise
 
 QUOTE_SCOPE = 32_000  # coverage and quotes only look at content[:32000] (S0:27)
 
@@ -32,63 +33,6 @@ STOP_BIGRAMS = frozenset(
     {"什么", "怎么", "如何", "哪些", "为什", "一下", "这个", "那个", "我们"}
     | {"你们", "他们", "是否", "可以", "之前", "以前", "时候", "有没", "没有"}
 )
-
-
-@functools.lru_cache(maxsize=65_536)
-def _nfkc_char(ch: str) -> str:
-    return unicodedata.normalize("NFKC", ch)
-
-
-@functools.cache
-def _code_tables() -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
-    """(seen, changed) flags per code point, learnt as texts arrive (allocated on first use)."""
-    return np.zeros(0x110000, dtype=np.bool_), np.zeros(0x110000, dtype=np.bool_)
-
-
-def _changed_positions(text: str) -> npt.NDArray[np.intp]:
-    """Indexes of the code points of ``text`` that NFKC changes on their own."""
-    codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-    seen, changed = _code_tables()
-    fresh = np.unique(codes[~seen[codes]])
-    for code in fresh.tolist():
-        changed[code] = _nfkc_char(chr(code)) != chr(code)
-    seen[fresh] = True
-    return np.flatnonzero(changed[codes])
-
-
-_NONE_CHANGED: npt.NDArray[np.intp] = np.zeros(0, dtype=np.intp)
-_NONE_CHANGED.flags.writeable = False
-
-
-def _nfkc(text: str) -> tuple[str, npt.NDArray[np.intp] | None]:
-    """NFKC of ``text``, and the positions that were mapped one code point at a time.
-
-    Chinese text is rarely NFKC as stored (full-width punctuation, ……) and CPython's
-    normaliser is slow on such strings, so each changed code point is mapped on its own. The
-    result equals the whole-string NFKC whenever it is itself normalised (normalisation
-    respects compatibility equivalence, which concatenation preserves); otherwise (combining
-    marks that compose) fall back to the whole string and return None for the positions.
-    """
-    if text.isascii():  # ASCII is NFKC already: the common case of English text, at C speed
-        return text, _NONE_CHANGED
-    where = _changed_positions(text)
-    mapped = text
-    if where.size:
-        pieces: list[str] = []
-        prev = 0
-        for i in where.tolist():
-            pieces += (text[prev:i], _nfkc_char(text[i]))
-            prev = i + 1
-        pieces.append(text[prev:])
-        mapped = "".join(pieces)
-    if unicodedata.is_normalized("NFKC", mapped):
-        return mapped, where
-    return unicodedata.normalize("NFKC", text), None
-
-
-def normalise(text: str) -> str:
-    """NFKC then lowercase: the form both query and documents are matched in."""
-    return _nfkc(text)[0].lower()
 
 
 def is_cjk_term(term: str) -> bool:
@@ -209,13 +153,13 @@ def _normalise_with_offsets(text: str) -> tuple[str, _Sources | None]:
     (combining marks) the text is normalised one base character plus its marks at a time,
     which agrees with the whole-string form for everything the term regexes can match.
     """
-    nfkc, where = _nfkc(text)
-    lowered = nfkc.lower()
-    if where is not None and len(lowered) == len(nfkc):
-        if len(nfkc) == len(text):
+    mapped, where = nfkc(text)
+    lowered = mapped.lower()
+    if where is not None and len(lowered) == len(mapped):
+        if len(mapped) == len(text):
             return lowered, None
         widths = np.ones(len(text), dtype=np.int64)
-        widths[where] = [len(_nfkc_char(text[i])) for i in where.tolist()]
+        widths[where] = [len(nfkc_char(text[i])) for i in where.tolist()]
         starts = np.repeat(np.arange(len(text), dtype=np.int64), widths)
         return lowered, (starts, starts + 1)
     parts: list[str] = []
