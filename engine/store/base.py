@@ -143,7 +143,7 @@ class Store(Protocol):
         restrict: frozenset[str] | None = None,
     ) -> list[Hit]:
         """Top ``limit`` distinct events by BM25 of their best chunk text or summary against
-        ``text`` (tokens of ``engine.retrieval.lexical``), score DESC then id, under the same
+        ``text`` (tokens of ``engine.store.lexical``), score DESC then id, under the same
         filters, exclusions and restriction as ``route``. ``score`` is the BM25 value (higher
         is better; not comparable across stores); a chunk hit carries its range. Served by a
         full-text index derived from the stored texts (rebuilt when missing)."""

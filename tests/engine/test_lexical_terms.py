@@ -1,8 +1,8 @@
-"""The lexical route's tokens and query strings (engine/retrieval/lexical.py)."""
+"""The lexical route's tokens and query strings (engine/store/lexical.py)."""
 
 from __future__ import annotations
 
-from mnemoql.engine.retrieval.lexical import (
+from mnemoql.engine.store.lexical import (
     MAX_QUERY_TERMS,
     doc_terms,
     fts5_match,

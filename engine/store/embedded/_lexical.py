@@ -2,7 +2,7 @@
 
 Layout
     ``lexical`` is a contentless FTS5 table: it holds only the inverted index of each row's
-    tokens (``engine.retrieval.lexical.indexed_text``), never a copy of the text. ``lexical_rows``
+    tokens (``engine.store.lexical.indexed_text``), never a copy of the text. ``lexical_rows``
     names what each FTS row is: an event's chunk (``part`` = chunk_index) or its summary
     (``part`` = -1), under an INTEGER PRIMARY KEY that VACUUM cannot renumber.
     ``lexical_state`` records the token version and the highest node ``seq`` indexed, and
@@ -26,7 +26,7 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 
 from mnemoql.engine.models import EventDraft, Hit
-from mnemoql.engine.retrieval import lexical
+from mnemoql.engine.store import lexical
 from mnemoql.engine.store.embedded._index import EventView, Mask
 
 DDL = """

@@ -63,7 +63,6 @@ from mnemoql.engine.models import (
     VectorSet,
     Where,
 )
-from mnemoql.engine.retrieval.lexical import query_terms as lexical_terms
 from mnemoql.engine.store.base import no_hits
 from mnemoql.engine.store.embedded import _dump as dump
 from mnemoql.engine.store.embedded._ann import AnnSettings
@@ -71,6 +70,7 @@ from mnemoql.engine.store.embedded._db import Database
 from mnemoql.engine.store.embedded._index import normalise
 from mnemoql.engine.store.embedded._reader import Reader
 from mnemoql.engine.store.embedded._search import entity_hits, pool_hits, route_hits
+from mnemoql.engine.store.lexical import query_terms as lexical_terms
 
 __all__ = ["EmbeddedStore"]
 

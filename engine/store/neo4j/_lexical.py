@@ -2,7 +2,7 @@
 
 ``event_text`` indexes ``EventSource.text``, ``Event.summary`` and the ``space`` of both with
 Lucene's ``cjk`` analyser (CJK bigrams, lower-cased words, English stop words: the tokens of
-``engine.retrieval.lexical``, which the query is built from). Lucene scores with BM25. The
+``engine.store.lexical``, which the query is built from). Lucene scores with BM25. The
 query names the space as a phrase with no weight, so other spaces hardly crowd the fetch, and
 the rows are checked against ``space`` exactly afterwards (a dash splits a space name into
 words: ``a-b`` also matches the phrase ``b``). Neo4j keeps the index in step with every
@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from mnemoql.engine.models import Filters, Hit
-from mnemoql.engine.retrieval import lexical
+from mnemoql.engine.store import lexical
 from mnemoql.engine.store.neo4j import _cypher as q
 from mnemoql.engine.store.neo4j import _records as rec
 from mnemoql.engine.store.neo4j._runner import Runner

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from mnemoql.engine.retrieval.terms import normalise
+from mnemoql.engine.text import normalise
 
 # Bump when the tokens change: a store whose index was built by another version rebuilds it.
 LEXICAL_VERSION = "bigram-v2"
