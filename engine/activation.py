@@ -38,6 +38,7 @@ from pydantic import ValidationError
 from mnemoql.engine import evaluator
 from mnemoql.engine.errors import InvalidInput, MnemoError, out_of_range
 from mnemoql.engine.evaluator import EVALUATE_CONCURRENCY, why
+from mnemoql.engine.meta import vectors_are_ours
 from mnemoql.engine.models import (
     ENTITY_LABELS,
     TOPIC_SEPARATOR,
@@ -229,9 +230,10 @@ class Activator:
         if self.embedder is None:
             return None
         meta = await self.recall.store.get_meta()
-        mine = (self.embedder.model, self.embedder.dimensions)
-        if meta is not None and (meta.stale or (meta.model, meta.dimensions) != mine):
-            log.warning("activate: stored vectors are not %s's; ranking without them", meta.model)
+        if not vectors_are_ours(meta, self.embedder.model, self.embedder.dimensions):
+            log.warning(
+                "activate: stored vectors are not %s's; ranking without them", self.embedder.model
+            )
             return None
         matrix = await self.embedder.embed([text], "query")
         vector: Vector = matrix[0]

@@ -28,9 +28,9 @@ from mnemoql.engine.errors import (
     Forgotten,
     InvalidId,
     InvalidInput,
-    MetaMismatch,
     MnemoError,
 )
+from mnemoql.engine.meta import check_vectors
 from mnemoql.engine.models import (
     CALLER_ID,
     Chunk,
@@ -104,34 +104,6 @@ class TopicContextLike(Protocol):
 Now = Callable[[], datetime]
 
 
-def meta_mismatch(meta: MemoryMeta, model: str, dims: int) -> MetaMismatch:
-    if meta.stale:
-        return MetaMismatch(
-            "the memory was restored without its vectors and has not been re-embedded yet, so "
-            "semantic search would find nothing; run the revectorize mutation (or `mnemoql "
-            "revectorize`)",
-            zh="记忆恢复时未携带向量，尚未重新向量化；请先重新向量化",
-            stored_model=meta.model,
-            stored_dimensions=meta.dimensions,
-            configured_model=model,
-            configured_dimensions=dims,
-            vectors_stale=True,
-        )
-    return MetaMismatch(
-        f"the memory was embedded with {meta.model}/{meta.dimensions} but the service is "
-        f"configured for {model}/{dims}; saving and semantic search are paused until you run "
-        "the revectorize mutation (or `mnemoql revectorize`)",
-        zh=(
-            f"向量模型或维度与库中记录不一致（库：{meta.model}/{meta.dimensions}，当前：{model}/{dims}），"
-            "保存与语义检索已暂停，请先重新向量化"
-        ),
-        stored_model=meta.model,
-        stored_dimensions=meta.dimensions,
-        configured_model=model,
-        configured_dimensions=dims,
-    )
-
-
 class Ingestor:
     """Runs saves against one store. Shared by every request of a memory space."""
 
@@ -167,12 +139,9 @@ class Ingestor:
         return self._now().astimezone(self.tz)
 
     async def check_meta(self) -> None:
+        """EMBEDDING_MISMATCH unless the stored vectors are ours (``engine.meta``)."""
         meta = await self.store.get_meta()
-        if meta is not None and (meta.model, meta.dimensions) != (
-            self.embedder.model,
-            self.embedder.dimensions,
-        ):
-            raise meta_mismatch(meta, self.embedder.model, self.embedder.dimensions)
+        check_vectors(meta, self.embedder.model, self.embedder.dimensions)
 
     def validate(self, item: SaveInput) -> None:
         """Refuse, with a coded error and before any work, what no save may hold."""

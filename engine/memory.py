@@ -19,6 +19,7 @@ from mnemoql.engine.changes import Changes
 from mnemoql.engine.config import Settings
 from mnemoql.engine.errors import InvalidInput, NotFound, out_of_range
 from mnemoql.engine.ingest import Ingestor, SaveInput, SaveOutcome
+from mnemoql.engine.meta import vectors_are_ours
 from mnemoql.engine.models import (
     Counts,
     Direction,
@@ -83,10 +84,7 @@ class MemoryIndex:
     def mismatch(self) -> bool:
         """The stored vectors do not fit the configured model: another model or width, or
         none at all (a restore without vectors, ``MemoryMeta.stale``)."""
-        return self.stored is not None and (
-            self.stored.stale
-            or (self.stored.model, self.stored.dimensions) != (self.model, self.dimensions)
-        )
+        return not vectors_are_ours(self.stored, self.model, self.dimensions)
 
 
 @dataclass(slots=True)
@@ -276,9 +274,10 @@ class Memory:
                 self.cursors.clear()
                 self.changes.publish("RESYNC")
         meta = await self.store.get_meta()
-        want = (self.providers.embedder.model, self.providers.embedder.dimensions)
+        embedder = self.providers.embedder
         stale = meta is not None and (
-            not reader.header.vectors or (meta.model, meta.dimensions) != want
+            not reader.header.vectors
+            or not vectors_are_ours(meta, embedder.model, embedder.dimensions)
         )
         report = await self.revectorize(progress) if stale and revectorize else None
         return dump.RestoreReport(counts, reader.header.vectors, report)

@@ -16,6 +16,7 @@ from datetime import date
 from typing import Literal
 
 from mnemoql.engine.errors import ConceptNotOffered, CursorError, InvalidInput, out_of_range
+from mnemoql.engine.meta import check_vectors
 from mnemoql.engine.models import (
     Entity,
     EntityLabel,
@@ -311,13 +312,7 @@ class Retriever:
     async def _check_meta(self) -> MemoryMeta | None:
         """The memory's meta; EMBEDDING_MISMATCH when it was embedded by another model."""
         meta = await self.store.get_meta()
-        if meta is not None and (meta.stale or (meta.model, meta.dimensions) != (
-            self.embedder.model,
-            self.embedder.dimensions,
-        )):
-            from mnemoql.engine.ingest import meta_mismatch
-
-            raise meta_mismatch(meta, self.embedder.model, self.embedder.dimensions)
+        check_vectors(meta, self.embedder.model, self.embedder.dimensions)
         return meta
 
     async def _embed_query(self, text: str) -> Vector:

@@ -97,3 +97,39 @@ async def test_an_embedding_failure_midway_changes_nothing(
             "search"
         ]
         assert again["items"] == page["items"]
+
+
+async def test_a_memory_restored_without_vectors_refuses_saves_and_searches_alike(
+    tmp_path: Path, fake_models: FakeModelServer
+) -> None:
+    """``stale`` is a mismatch like another model's vectors (``engine.meta``): save, search
+    and ``memoryIndex.mismatch`` all say so, until a re-vectorize."""
+    from mnemoql.engine import dump
+    from mnemoql.web.service import open_store
+
+    source = fake_model_settings(tmp_path / "source", fake_models.url)
+    async with running(source) as api:
+        await _seed(api)
+    restored = fake_model_settings(tmp_path / "restored", fake_models.url)
+    store, target = open_store(source), open_store(restored)
+    await store.open()
+    await target.open()
+    try:
+        lines = [line async for line in dump.export_lines(store, vectors=False)]
+        await target.import_records(dump.DumpReader(lines).records())
+    finally:
+        await store.close()
+        await target.close()
+    search = "query($q: String) { search(query: $q) { items { eventId } } }"
+    index = "{ memoryIndex { mismatch } }"
+    async with running(restored) as api:
+        assert (await api.gql(index))["memoryIndex"]["mismatch"] is True
+        for query, variables in ((SAVE, {"input": {"content": "x"}}), (search, {"q": "backup"})):
+            err = await api.error(query, **variables)
+            assert err["extensions"]["code"] == "EMBEDDING_MISMATCH", err
+            assert err["extensions"]["vectors_stale"] is True
+            assert "restored without its vectors" in err["message"]
+        await api.gql(REVEC)
+        assert (await api.gql(index))["memoryIndex"]["mismatch"] is False
+        assert (await api.gql(SAVE, input={"content": "Carol fixed the backup job."}))["save"]
+        assert (await api.gql(search, q="backup"))["search"]["items"]
