@@ -94,6 +94,7 @@ from bench.search_latency import (
 from mnemoql.engine.memory import Memory
 from mnemoql.engine.models import EMPTY_FILTERS, ID_PREFIX, RoutePool, SavePlan
 from mnemoql.engine.retrieval.pipeline import ROUTE_LIMIT, SearchRequest
+from mnemoql.engine.store import rules
 from mnemoql.engine.store.neo4j import _cypher as q
 from mnemoql.engine.store.neo4j import _records as rec
 from mnemoql.engine.store.neo4j import _routes as routes
@@ -204,7 +205,7 @@ def plan_records(plans: Iterable[SavePlan]) -> Iterator[dict[str, Any]]:
             node_id = refs[ent.ref] = take(ent.label)
             yield {
                 "kind": "node", "label": ent.label, "id": node_id, "name": ent.name,
-                "aliases": rec.clean_aliases(ent.name, ent.aliases, set()),
+                "aliases": rules.clean_aliases(ent.name, ent.aliases, set()),
                 "description": ent.description, "create_time": plan.create_time,
                 "embedding": _stored(ent.embedding),
             }  # fmt: skip

@@ -82,7 +82,6 @@ from mnemoql.engine.store.embedded._schema import (
     NODE_COLS,
     TOPIC_COLS,
     connect,
-    json_result,
     relation,
     row_binding,
     row_chunk,
@@ -93,6 +92,7 @@ from mnemoql.engine.store.embedded._schema import (
     row_topic,
 )
 from mnemoql.engine.store.embedded._warm import PageWarmer
+from mnemoql.engine.store.rules import json_result
 from mnemoql.engine.text import normalise_name
 
 log = logging.getLogger(__name__)

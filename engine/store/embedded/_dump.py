@@ -29,8 +29,8 @@ from mnemoql.engine.store.embedded._schema import (
     CATCH_UP_MARKS,
     LABEL_RANK,
     MARK_STALE,
-    allocation_key,
 )
+from mnemoql.engine.store.rules import allocation_key
 from mnemoql.engine.text import normalise_name
 
 Record = dict[str, Any]

@@ -8,14 +8,12 @@ them by property, not by a relationship.
 from __future__ import annotations
 
 import json
-import re
 import sqlite3
 from typing import Any
 
 import numpy as np
 
 from mnemoql.engine.models import (
-    ID_PREFIX,
     NODE_LABELS,
     Binding,
     Chunk,
@@ -27,7 +25,6 @@ from mnemoql.engine.models import (
     NodeLabel,
     Relation,
     RelType,
-    SaveResult,
     Topic,
     Vector,
 )
@@ -161,7 +158,6 @@ MARK_STALE = (
 )
 
 LABEL_RANK: dict[NodeLabel, int] = {label: i for i, label in enumerate(NODE_LABELS)}
-_ALLOCATED = re.compile(r"^(" + "|".join(ID_PREFIX.values()) + r")_([0-9]+)$")
 
 EVENT_COLS = (
     "id, summary, content, time, create_time, create_date, content_hash, embedding, "
@@ -202,12 +198,6 @@ def connect(path: str) -> sqlite3.Connection:
         conn.execute("ROLLBACK")
         raise
     return conn
-
-
-def allocation_key(node_id: str) -> tuple[str | None, int | None]:
-    """``("event", 12)`` for ``event_12``; ``(None, None)`` for ids the allocator ignores."""
-    m = _ALLOCATED.match(node_id)
-    return (m.group(1), int(m.group(2))) if m else (None, None)
 
 
 def vec_blob(vector: Vector | None) -> bytes | None:
@@ -305,26 +295,3 @@ def relation(rel_type: str, source: str, target: str, props_json: str) -> Relati
     kind: RelType = rel_type  # type: ignore[assignment]  # the table only holds REL_TYPES
     props = json.loads(props_json or "{}")
     return Relation(kind, source, target, tuple(sorted(props.items())))
-
-
-def result_json(result: SaveResult) -> str:
-    return json.dumps(
-        {
-            "event_ids": result.event_ids,
-            "created": result.created,
-            "merged": [[i, a] for i, a in result.merged],
-            "refs": result.refs,
-        },
-        ensure_ascii=False,
-    )
-
-
-def json_result(text: str) -> SaveResult:
-    d = json.loads(text)
-    return SaveResult(
-        event_ids=list(d["event_ids"]),
-        created={k: list(v) for k, v in d["created"].items()},
-        merged=[(i, list(a)) for i, a in d["merged"]],
-        refs=dict(d["refs"]),
-        replayed=True,
-    )

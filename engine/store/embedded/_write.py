@@ -10,9 +10,8 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from mnemoql.engine.errors import Conflict, InvalidId, InvalidInput, NotFound
+from mnemoql.engine.errors import Conflict, InvalidInput, NotFound
 from mnemoql.engine.models import (
-    CALLER_ID,
     ID_PREFIX,
     REL_TYPES,
     TOPIC_SEPARATOR,
@@ -27,7 +26,6 @@ from mnemoql.engine.models import (
     TopicDraft,
     VectorSet,
     epoch_ms,
-    label_of,
 )
 from mnemoql.engine.store.embedded import _lexical as lexical
 from mnemoql.engine.store.embedded._index import F32, NewEvent, normalise
@@ -35,10 +33,14 @@ from mnemoql.engine.store.embedded._query import IN_SET, json_set
 from mnemoql.engine.store.embedded._schema import (
     LABEL_RANK,
     META_SQL,
+    row_meta,
+)
+from mnemoql.engine.store.rules import (
     allocation_key,
+    check_plan,
+    clean_aliases,
     json_result,
     result_json,
-    row_meta,
 )
 from mnemoql.engine.text import normalise_name
 
@@ -131,24 +133,6 @@ def ensure_meta(conn: sqlite3.Connection, meta: MemoryMeta) -> MemoryMeta:
     return stored
 
 
-def _check_refs(plan: SavePlan) -> None:
-    seen: set[str] = set()
-    for ref in [e.ref for e in plan.events] + [e.ref for e in plan.entities]:
-        if ref in seen:
-            raise InvalidInput(f"ref {ref!r} appears twice in one save plan")
-        seen.add(ref)
-    given = [e.given_id for e in plan.events if e.given_id is not None]
-    if len(set(given)) != len(given):
-        raise Conflict("the same event id is given twice in one save", zh="事件 ID 重复")
-    for gid in given:
-        if not CALLER_ID.match(gid) or label_of(gid) is not None:
-            raise InvalidId(
-                f"event id {gid!r} is not allowed: use letters, digits and _.:- (at most 128), "
-                "and not the allocator's own form like event_12",
-                zh=f"事件 ID 不合法：{gid}",
-            )
-
-
 def apply_save(conn: sqlite3.Connection, plan: SavePlan) -> Written:
     if plan.idempotency_key is not None:
         row = conn.execute(
@@ -156,7 +140,7 @@ def apply_save(conn: sqlite3.Connection, plan: SavePlan) -> Written:
         ).fetchone()
         if row is not None:
             return Written(json_result(row[0]))
-    _check_refs(plan)
+    check_plan(plan)
     out = Written(SaveResult(event_ids=[], created={}, merged=[], refs={}))
     out.meta = ensure_meta(conn, plan.meta)
     alloc = _Allocator(conn)
@@ -239,18 +223,6 @@ def _insert_event(
     return node_id
 
 
-def _clean_aliases(name: str, aliases: list[str], taken: set[str]) -> list[str]:
-    """Aliases whose normalised form is new (not the name, not taken, not repeated)."""
-    keep = []
-    taken.add(normalise_name(name))
-    for alias in aliases:
-        key = normalise_name(alias)
-        if key and key not in taken:
-            taken.add(key)
-            keep.append(alias)
-    return keep
-
-
 def _add_names(conn: sqlite3.Connection, node_id: str, label: str, names: list[str]) -> None:
     conn.executemany(
         "INSERT OR IGNORE INTO names (norm, node_id, label) VALUES (?, ?, ?)",
@@ -265,7 +237,7 @@ def _insert_entity(
         raise InvalidInput(f"unknown entity label {ent.label!r}")
     node_id = alloc.take(ID_PREFIX[ent.label])
     prefix, num = allocation_key(node_id)
-    aliases = _clean_aliases(ent.name, list(ent.aliases), set())
+    aliases = clean_aliases(ent.name, list(ent.aliases), set())
     vec = _vec(ent.embedding)
     conn.execute(
         _INSERT_NODE,
@@ -321,7 +293,7 @@ def _merge_entity(
         raise InvalidInput(f"cannot merge a {ent.label} into {node_id!r}, a {row[0]}")
     aliases: list[str] = json.loads(row[2] or "[]")
     taken = {normalise_name(row[1] or "")} | {normalise_name(a) for a in aliases}
-    added = _clean_aliases("", [ent.name, *ent.aliases], taken)
+    added = clean_aliases("", [ent.name, *ent.aliases], taken)
     if added:
         aliases += added
         conn.execute(

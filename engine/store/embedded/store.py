@@ -34,7 +34,6 @@ from typing import Any, ParamSpec, Protocol, TypeVar
 
 from mnemoql.engine.errors import InvalidInput, StoreUnavailable
 from mnemoql.engine.models import (
-    ENTITY_LABELS,
     Binding,
     Chunk,
     Counts,
@@ -71,6 +70,7 @@ from mnemoql.engine.store.embedded._index import normalise
 from mnemoql.engine.store.embedded._reader import Reader
 from mnemoql.engine.store.embedded._search import entity_hits, pool_hits, route_hits
 from mnemoql.engine.store.lexical import query_terms as lexical_terms
+from mnemoql.engine.store.rules import entity_label
 
 __all__ = ["EmbeddedStore"]
 
@@ -295,7 +295,7 @@ class EmbeddedStore:
     async def find_entities(
         self, label: EntityLabel, normalised_names: Iterable[str]
     ) -> list[Entity]:
-        _check_label(label)
+        entity_label(label)
         return await self._call(self._database.find_entities, label, list(normalised_names))
 
     async def resolve_terms(self, normalised_term: str) -> frozenset[str]:
@@ -314,7 +314,7 @@ class EmbeddedStore:
     async def _entity_top(
         self, label: EntityLabel, vector: Vector, k: int, min_cosine: float | None
     ) -> list[tuple[Entity, float]]:
-        _check_label(label)
+        entity_label(label)
         db = self._database
         await self._call(db.catch_up)  # another process may have written (Database.catch_up)
         gen, view = db.generation, db.entities[label]
@@ -501,7 +501,3 @@ class EmbeddedStore:
         await self._call(db.vectors_changing)
         return await self._call(dump.import_records, db, records)
 
-
-def _check_label(label: str) -> None:
-    if label not in ENTITY_LABELS:
-        raise InvalidInput(f"unknown entity label {label!r}; use Person, Concept or Location")

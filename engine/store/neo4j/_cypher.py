@@ -3,7 +3,8 @@
 Every query is fixed text with ``$parameters``. Where Cypher cannot take a parameter (a label
 in a MATCH pattern, a property name), the text is built here, once, at import time, from the
 allow-lists of ``engine.models`` -- never from caller input. Callers pick a prepared query
-through ``label()`` / ``entity_label()``, which reject anything outside those lists.
+through ``label()`` / ``entity_label()`` (``engine.store.rules``), which reject anything
+outside those lists.
 
 Every node carries a ``space`` property; ``(space, id)`` is unique per label, so one database
 holds many memory spaces. Helper properties: ``num`` (N of an allocated ``prefix_N`` id, what
@@ -27,12 +28,14 @@ from mnemoql.engine.models import (
     ENTITY_LABELS,
     ID_PREFIX,
     NODE_LABELS,
-    REL_TYPES,
     TOPIC_LABEL,
     EntityLabel,
     NodeLabel,
     RelType,
 )
+from mnemoql.engine.store.rules import entity_label as entity_label
+from mnemoql.engine.store.rules import label as label
+from mnemoql.engine.store.rules import rel_type as rel_type
 
 SPACE_LABEL: Final = "MnemoSpace"  # one per space: the write lock and the seq counter
 RECORD_LABEL: Final = "MnemoSaveRecord"  # idempotency records
@@ -47,37 +50,6 @@ ALL_LABELS: Final = "Event|Person|Concept|Location"
 # labels(n)[0] is not it.
 LABEL_OF: Final = "head([x IN labels(n) WHERE x IN ['Event', 'Person', 'Concept', 'Location']])"
 _ADJ: Final = "|".join(ADJACENCY)
-
-
-def label(value: object) -> NodeLabel:
-    """``value`` if it is one of NODE_LABELS, else InvalidInput (the Cypher allow-list)."""
-    for known in NODE_LABELS:
-        if value == known:
-            return known
-    raise InvalidInput(
-        f"unknown label {value!r}; use one of {', '.join(NODE_LABELS)}",
-        zh=f"未知标签：{value!r}",
-    )
-
-
-def entity_label(value: object) -> EntityLabel:
-    for known in ENTITY_LABELS:
-        if value == known:
-            return known
-    raise InvalidInput(
-        f"unknown entity label {value!r}; use Person, Concept or Location",
-        zh=f"未知实体标签：{value!r}",
-    )
-
-
-def rel_type(value: object) -> RelType:
-    for known in REL_TYPES:
-        if value == known:
-            return known
-    raise InvalidInput(
-        f"unknown relationship type {value!r}; use one of {', '.join(REL_TYPES)}",
-        zh=f"未知关系类型：{value!r}",
-    )
 
 
 # ---------------------------------------------------------------- schema

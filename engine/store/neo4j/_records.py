@@ -8,9 +8,7 @@ rejects such vectors, and they score raw cosine 0.
 
 from __future__ import annotations
 
-import json
 import math
-import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -18,7 +16,6 @@ import numpy as np
 
 from mnemoql.engine.errors import InvalidInput
 from mnemoql.engine.models import (
-    ID_PREFIX,
     QUERYABLE_FIELDS,
     AllOf,
     AnyOf,
@@ -34,16 +31,15 @@ from mnemoql.engine.models import (
     Not,
     Page,
     Relation,
-    SaveResult,
     SortSpec,
     Topic,
     Vector,
     Where,
 )
+from mnemoql.engine.store import rules
 from mnemoql.engine.store.neo4j import _cypher as q
 from mnemoql.engine.text import normalise_name
 
-_ALLOCATED = re.compile(r"^(" + "|".join(ID_PREFIX.values()) + r")_([0-9]+)$")
 BATCH = 500  # UNWIND rows per statement (vectors make rows large)
 _NULLABLE = frozenset({"time", "description"})
 _COMPARE = {"gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
@@ -174,49 +170,13 @@ def relation(kind: str, source: str, target: str, props: dict[str, Any]) -> Rela
     return Relation(q.rel_type(kind), source, target, tuple(sorted(props.items())))
 
 
-def result_json(result: SaveResult) -> str:
-    return json.dumps(
-        {
-            "event_ids": result.event_ids,
-            "created": result.created,
-            "merged": [[i, a] for i, a in result.merged],
-            "refs": result.refs,
-        },
-        ensure_ascii=False,
-    )
-
-
-def json_result(text: str) -> SaveResult:
-    d = json.loads(text)
-    return SaveResult(
-        event_ids=list(d["event_ids"]),
-        created={k: list(v) for k, v in d["created"].items()},
-        merged=[(i, list(a)) for i, a in d["merged"]],
-        refs=dict(d["refs"]),
-        replayed=True,
-    )
-
-
 def allocation_number(node_id: str) -> int | None:
-    m = _ALLOCATED.match(node_id)
-    return int(m.group(2)) if m else None
+    return rules.allocation_key(node_id)[1]
 
 
 def batches(rows: list[dict[str, Any]], size: int = BATCH) -> Iterator[list[dict[str, Any]]]:
     for i in range(0, len(rows), size):
         yield rows[i : i + size]
-
-
-def clean_aliases(name: str, aliases: Iterable[str], taken: set[str]) -> list[str]:
-    """Aliases whose normalised form is new (not the name, not taken, not repeated)."""
-    keep = []
-    taken.add(normalise_name(name))
-    for alias in aliases:
-        key = normalise_name(alias)
-        if key and key not in taken:
-            taken.add(key)
-            keep.append(alias)
-    return keep
 
 
 def norm_names(names: Iterable[str]) -> list[str]:

@@ -15,9 +15,8 @@ from typing import Any
 
 from neo4j import AsyncManagedTransaction
 
-from mnemoql.engine.errors import Conflict, InvalidId, InvalidInput, NotFound
+from mnemoql.engine.errors import Conflict, InvalidInput, NotFound
 from mnemoql.engine.models import (
-    CALLER_ID,
     ENTITY_LABELS,
     ID_PREFIX,
     NODE_LABELS,
@@ -32,9 +31,9 @@ from mnemoql.engine.models import (
     TopicDraft,
     VectorSet,
     epoch_ms,
-    label_of,
     topic_id,
 )
+from mnemoql.engine.store import rules
 from mnemoql.engine.store.neo4j import _cypher as q
 from mnemoql.engine.store.neo4j import _records as rec
 from mnemoql.engine.text import normalise_name
@@ -80,31 +79,6 @@ async def create_chunks(
 # ---------------------------------------------------------------- apply_save
 
 
-def check_plan(plan: SavePlan) -> None:
-    """What can be refused before touching the database (same rules as the embedded store)."""
-    seen: set[str] = set()
-    for ref in [e.ref for e in plan.events] + [e.ref for e in plan.entities]:
-        if ref in seen:
-            raise InvalidInput(f"ref {ref!r} appears twice in one save plan")
-        seen.add(ref)
-    given = [e.given_id for e in plan.events if e.given_id is not None]
-    if len(set(given)) != len(given):
-        raise Conflict("the same event id is given twice in one save", zh="事件 ID 重复")
-    for gid in given:
-        if not CALLER_ID.match(gid) or label_of(gid) is not None:
-            raise InvalidId(
-                f"event id {gid!r} is not allowed: use letters, digits and _.:- (at most 128), "
-                "and not the allocator's own form like event_12",
-                zh=f"事件 ID 不合法：{gid}",
-            )
-    for ent in plan.entities:
-        q.entity_label(ent.label)
-    for r in plan.relations:
-        q.rel_type(r.type)
-    if plan.topic is not None:
-        plan.topic.check()
-
-
 def oldest_first(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """The entities of name-index rows (``seq``, ``n``; batches of keys may find one twice),
     in insertion order."""
@@ -148,7 +122,7 @@ class SaveTx:
         if plan.idempotency_key is not None:
             rows = await self._q(q.GET_RECORD, key=plan.idempotency_key)
             if rows:
-                return rec.json_result(rows[0]["result"])
+                return rules.json_result(rows[0]["result"])
         m = plan.meta
         await self._q(
             q.ENSURE_META, model=m.model, dims=m.dimensions, at=m.updated_at, v=m.schema_version
@@ -166,7 +140,7 @@ class SaveTx:
             await self._q(
                 q.PUT_RECORD,
                 key=plan.idempotency_key,
-                result=rec.result_json(self.result),
+                result=rules.result_json(self.result),
                 at=datetime.now(UTC).isoformat(),
             )
         return self.result
@@ -268,7 +242,7 @@ class SaveTx:
                 node_id = await self._merge(ent, merged)
             else:
                 node_id, num = await self._take(ent.label)
-                aliases = rec.clean_aliases(ent.name, ent.aliases, set())
+                aliases = rules.clean_aliases(ent.name, ent.aliases, set())
                 rows[ent.label].append({
                     "id": node_id, "num": num, "seq": self._take_seq(), "name": ent.name,
                     "aliases": aliases, "norm_names": rec.norm_names([ent.name, *aliases]),
@@ -295,7 +269,7 @@ class SaveTx:
             raise InvalidInput(f"cannot merge a {ent.label} into {node_id!r}, a {row['label']}")
         aliases: list[str] = list(row["aliases"] or [])
         taken = {normalise_name(row["name"] or "")} | {normalise_name(a) for a in aliases}
-        added = rec.clean_aliases("", [ent.name, *ent.aliases], taken)
+        added = rules.clean_aliases("", [ent.name, *ent.aliases], taken)
         if added:
             aliases += added
             await self._q(

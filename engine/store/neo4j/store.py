@@ -72,6 +72,7 @@ from mnemoql.engine.models import (
     Where,
 )
 from mnemoql.engine.redact import mask_url
+from mnemoql.engine.store import rules
 from mnemoql.engine.store.neo4j import _cypher as q
 from mnemoql.engine.store.neo4j import _dump as dump
 from mnemoql.engine.store.neo4j import _lexical as lexical
@@ -261,7 +262,7 @@ class Neo4jStore:
     # ------------------------------------------------------------ writes
 
     async def apply_save(self, plan: SavePlan) -> SaveResult:
-        write.check_plan(plan)
+        rules.check_plan(plan)
 
         size = 0
         names_indexed = await self._names_usable()
@@ -287,7 +288,7 @@ class Neo4jStore:
 
     async def replay(self, idempotency_key: str) -> SaveResult | None:
         rows = await self._run(q.GET_RECORD, {"key": idempotency_key})
-        return rec.json_result(rows[0]["result"]) if rows else None
+        return rules.json_result(rows[0]["result"]) if rows else None
 
     async def events_with_hash(self, content_hash: str) -> list[str]:
         rows = await self._run(q.EVENTS_WITH_HASH, {"hash": content_hash})

@@ -1,0 +1,140 @@
+"""What both store adapters hold to, written once: the checks of a save plan, the allow-lists of
+labels and relationship types, allocated ids, alias cleaning and the replay record codec.
+
+These are the rules behind the contract suite (``tests/store/``) that do not depend on the
+database: an adapter calls them where it would otherwise restate them, so the two stores refuse
+the same plans with the same errors and read each other's records alike.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from typing import Final
+
+from mnemoql.engine.errors import Conflict, InvalidId, InvalidInput
+from mnemoql.engine.models import (
+    CALLER_ID,
+    ENTITY_LABELS,
+    ID_PREFIX,
+    NODE_LABELS,
+    REL_TYPES,
+    EntityLabel,
+    NodeLabel,
+    RelType,
+    SavePlan,
+    SaveResult,
+    label_of,
+)
+from mnemoql.engine.text import normalise_name
+
+ALLOCATED: Final = re.compile(r"^(" + "|".join(ID_PREFIX.values()) + r")_([0-9]+)$")
+
+
+# ---------------------------------------------------------------- allow-lists
+
+
+def label(value: object) -> NodeLabel:
+    """``value`` if it is one of NODE_LABELS, else InvalidInput (the Cypher allow-list)."""
+    for known in NODE_LABELS:
+        if value == known:
+            return known
+    raise InvalidInput(
+        f"unknown label {value!r}; use one of {', '.join(NODE_LABELS)}",
+        zh=f"未知标签：{value!r}",
+    )
+
+
+def entity_label(value: object) -> EntityLabel:
+    for known in ENTITY_LABELS:
+        if value == known:
+            return known
+    raise InvalidInput(
+        f"unknown entity label {value!r}; use Person, Concept or Location",
+        zh=f"未知实体标签：{value!r}",
+    )
+
+
+def rel_type(value: object) -> RelType:
+    for known in REL_TYPES:
+        if value == known:
+            return known
+    raise InvalidInput(
+        f"unknown relationship type {value!r}; use one of {', '.join(REL_TYPES)}",
+        zh=f"未知关系类型：{value!r}",
+    )
+
+
+# ---------------------------------------------------------------- save plans
+
+
+def check_plan(plan: SavePlan) -> None:
+    """What a store refuses before touching the database: a ref used twice, an event id given
+    twice or in the allocator's own form, an unknown label or relationship type, a bad topic."""
+    seen: set[str] = set()
+    for ref in [e.ref for e in plan.events] + [e.ref for e in plan.entities]:
+        if ref in seen:
+            raise InvalidInput(f"ref {ref!r} appears twice in one save plan")
+        seen.add(ref)
+    given = [e.given_id for e in plan.events if e.given_id is not None]
+    if len(set(given)) != len(given):
+        raise Conflict("the same event id is given twice in one save", zh="事件 ID 重复")
+    for gid in given:
+        if not CALLER_ID.match(gid) or label_of(gid) is not None:
+            raise InvalidId(
+                f"event id {gid!r} is not allowed: use letters, digits and _.:- (at most 128), "
+                "and not the allocator's own form like event_12",
+                zh=f"事件 ID 不合法：{gid}",
+            )
+    for ent in plan.entities:
+        entity_label(ent.label)
+    for r in plan.relations:
+        rel_type(r.type)
+    if plan.topic is not None:
+        plan.topic.check()
+
+
+def allocation_key(node_id: str) -> tuple[str | None, int | None]:
+    """``("event", 12)`` for ``event_12``; ``(None, None)`` for ids the allocator ignores."""
+    m = ALLOCATED.match(node_id)
+    return (m.group(1), int(m.group(2))) if m else (None, None)
+
+
+def clean_aliases(name: str, aliases: Iterable[str], taken: set[str]) -> list[str]:
+    """Aliases whose normalised form is new (not the name, not taken, not repeated)."""
+    keep = []
+    taken.add(normalise_name(name))
+    for alias in aliases:
+        key = normalise_name(alias)
+        if key and key not in taken:
+            taken.add(key)
+            keep.append(alias)
+    return keep
+
+
+# ---------------------------------------------------------------- replay records
+
+
+def result_json(result: SaveResult) -> str:
+    """The record an idempotency key replays (and a dump carries as ``save_record``)."""
+    return json.dumps(
+        {
+            "event_ids": result.event_ids,
+            "created": result.created,
+            "merged": [[i, a] for i, a in result.merged],
+            "refs": result.refs,
+        },
+        ensure_ascii=False,
+    )
+
+
+def json_result(text: str) -> SaveResult:
+    d = json.loads(text)
+    return SaveResult(
+        event_ids=list(d["event_ids"]),
+        created={k: list(v) for k, v in d["created"].items()},
+        merged=[(i, list(a)) for i, a in d["merged"]],
+        refs=dict(d["refs"]),
+        replayed=True,
+    )
