@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
-from typing import Final
+from collections.abc import Callable, Iterable
+from typing import Final, TypeVar
 
 from mnemoql.engine.errors import Conflict, InvalidId, InvalidInput
 from mnemoql.engine.models import (
@@ -29,6 +29,8 @@ from mnemoql.engine.models import (
 )
 from mnemoql.engine.text import normalise_name
 
+T = TypeVar("T", bound=str)
+
 ALLOCATED: Final = re.compile(r"^(" + "|".join(ID_PREFIX.values()) + r")_([0-9]+)$")
 
 
@@ -37,33 +39,37 @@ ALLOCATED: Final = re.compile(r"^(" + "|".join(ID_PREFIX.values()) + r")_([0-9]+
 
 def label(value: object) -> NodeLabel:
     """``value`` if it is one of NODE_LABELS, else InvalidInput (the Cypher allow-list)."""
-    for known in NODE_LABELS:
-        if value == known:
-            return known
-    raise InvalidInput(
-        f"unknown label {value!r}; use one of {', '.join(NODE_LABELS)}",
-        zh=f"未知标签：{value!r}",
-    )
+    return _one_of(value, NODE_LABELS, "label", "标签")
 
 
 def entity_label(value: object) -> EntityLabel:
-    for known in ENTITY_LABELS:
-        if value == known:
-            return known
-    raise InvalidInput(
-        f"unknown entity label {value!r}; use Person, Concept or Location",
-        zh=f"未知实体标签：{value!r}",
-    )
+    return _one_of(value, ENTITY_LABELS, "entity label", "实体标签")
 
 
 def rel_type(value: object) -> RelType:
-    for known in REL_TYPES:
-        if value == known:
-            return known
+    return _one_of(value, REL_TYPES, "relationship type", "关系类型")
+
+
+def _one_of(value: object, known: tuple[T, ...], what: str, zh: str) -> T:
+    for k in known:
+        if value == k:
+            return k
     raise InvalidInput(
-        f"unknown relationship type {value!r}; use one of {', '.join(REL_TYPES)}",
-        zh=f"未知关系类型：{value!r}",
+        f"unknown {what} {value!r}; use one of {', '.join(map(str, known))}",
+        zh=f"未知{zh}：{value!r}",
     )
+
+
+def sort_spec(sort: object, field_of: Callable[[object], str]) -> tuple[str, str]:
+    """``(the adapter's name of the field, 'ASC'|'DESC')`` of a caller's ``SortSpec``;
+    ``field_of`` checks the field against ``QUERYABLE_FIELDS``."""
+    if not isinstance(sort, tuple) or len(sort) != 2:
+        raise InvalidInput("sort must be (field, 'ASC'|'DESC')")
+    field, direction = sort
+    name = field_of(field)
+    if direction not in ("ASC", "DESC"):
+        raise InvalidInput(f"sort direction must be ASC or DESC, got {direction!r}")
+    return name, direction
 
 
 # ---------------------------------------------------------------- save plans

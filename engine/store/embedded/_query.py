@@ -24,6 +24,7 @@ from mnemoql.engine.models import (
     SortSpec,
     Where,
 )
+from mnemoql.engine.store.rules import sort_spec
 
 # field -> column; the values are our own constants, never caller text
 _COLUMNS: dict[str, str] = {
@@ -114,12 +115,7 @@ def _compile_cond(label: NodeLabel, cond: Cond) -> tuple[str, list[Any]]:
 
 def sort_key(label: NodeLabel, sort: SortSpec) -> tuple[str, str]:
     """``(sql expression, 'ASC'|'DESC')``; nullable fields sort as ''."""
-    if not isinstance(sort, tuple) or len(sort) != 2:
-        raise InvalidInput("sort must be (field, 'ASC'|'DESC')")
-    field, direction = sort
-    col = column(label, field)
-    if direction not in ("ASC", "DESC"):
-        raise InvalidInput(f"sort direction must be ASC or DESC, got {direction!r}")
+    col, direction = sort_spec(sort, lambda field: column(label, field))
     return (f"COALESCE({col}, '')" if col in _NULLABLE else col), direction
 
 

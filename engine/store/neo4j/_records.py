@@ -257,12 +257,7 @@ class WhereCompiler:
 
 def sort_key(label: NodeLabel, sort: SortSpec) -> tuple[str, str]:
     """(Cypher expression, direction); nullable fields sort as ''."""
-    if not isinstance(sort, tuple) or len(sort) != 2:
-        raise InvalidInput("sort must be (field, 'ASC'|'DESC')")
-    field, direction = sort
-    name = _field(label, field)
-    if direction not in ("ASC", "DESC"):
-        raise InvalidInput(f"sort direction must be ASC or DESC, got {direction!r}")
+    name, direction = rules.sort_spec(sort, lambda field: _field(label, field))
     return (f"coalesce(n.{name}, '')" if name in _NULLABLE else f"n.{name}"), direction
 
 
