@@ -19,6 +19,7 @@ from mnemoql.engine.models import (
     ENTITY_LABELS,
     ID_PREFIX,
     NODE_LABELS,
+    QUERYABLE_FIELDS,
     REL_TYPES,
     EntityLabel,
     NodeLabel,
@@ -58,6 +59,25 @@ def _one_of(value: object, known: tuple[T, ...], what: str, zh: str) -> T:
         f"unknown {what} {value!r}; use one of {', '.join(map(str, known))}",
         zh=f"未知{zh}：{value!r}",
     )
+
+
+def queryable_field(label: NodeLabel, field: object) -> str:
+    """``field`` if a ``where`` or sort may name it on ``label`` (``QUERYABLE_FIELDS``)."""
+    if not isinstance(field, str) or field not in QUERYABLE_FIELDS.get(label, ()):
+        allowed = ", ".join(QUERYABLE_FIELDS.get(label, ()))
+        raise InvalidInput(
+            f"unknown field {field!r} for {label}; use one of: {allowed}",
+            zh=f"未知字段：{field!r}",
+            field=str(field),
+        )
+    return field
+
+
+def text_value(value: object, field: str) -> str:
+    """A ``where`` value, which is always compared as a string."""
+    if not isinstance(value, str):
+        raise InvalidInput(f"field {field!r} compares with strings, got {type(value).__name__}")
+    return value
 
 
 def sort_spec(sort: object, field_of: Callable[[object], str]) -> tuple[str, str]:

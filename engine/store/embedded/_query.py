@@ -13,7 +13,6 @@ from typing import Any
 from mnemoql.engine.errors import InvalidInput
 from mnemoql.engine.models import (
     ADJACENCY,
-    QUERYABLE_FIELDS,
     AllOf,
     AnyOf,
     Cond,
@@ -24,7 +23,7 @@ from mnemoql.engine.models import (
     SortSpec,
     Where,
 )
-from mnemoql.engine.store.rules import sort_spec
+from mnemoql.engine.store.rules import queryable_field, sort_spec, text_value
 
 # field -> column; the values are our own constants, never caller text
 _COLUMNS: dict[str, str] = {
@@ -50,20 +49,7 @@ def json_set(values: Iterable[str]) -> str:
 
 
 def column(label: NodeLabel, field: object) -> str:
-    if not isinstance(field, str) or field not in QUERYABLE_FIELDS.get(label, ()):
-        allowed = ", ".join(QUERYABLE_FIELDS.get(label, ()))
-        raise InvalidInput(
-            f"unknown field {field!r} for {label}; use one of: {allowed}",
-            zh=f"未知字段：{field!r}",
-            field=str(field),
-        )
-    return _COLUMNS[field]
-
-
-def _text(value: object, field: str) -> str:
-    if not isinstance(value, str):
-        raise InvalidInput(f"field {field!r} compares with strings, got {type(value).__name__}")
-    return value
+    return _COLUMNS[queryable_field(label, field)]
 
 
 def compile_where(label: NodeLabel, where: Where | None, depth: int = 0) -> tuple[str, list[Any]]:
@@ -96,18 +82,18 @@ def _compile_cond(label: NodeLabel, cond: Cond) -> tuple[str, list[Any]]:
     if op == "eq":
         if value is None:
             return f"{col} IS NULL", []
-        return f"{col} = ?", [_text(value, col)]
+        return f"{col} = ?", [text_value(value, col)]
     if op == "in":
         if not isinstance(value, list | tuple | set | frozenset):
             raise InvalidInput(f"'in' on {col!r} needs a list of strings")
-        return f"{col} IN {IN_SET}", [json_set(_text(v, col) for v in value)]
+        return f"{col} IN {IN_SET}", [json_set(text_value(v, col) for v in value)]
     if op == "contains":
-        return f"instr({col}, ?) > 0", [_text(value, col)]
+        return f"instr({col}, ?) > 0", [text_value(value, col)]
     if op == "starts_with":
-        text = _text(value, col)
+        text = text_value(value, col)
         return f"substr({col}, 1, ?) = ?", [len(text), text]
     if op in _COMPARE:
-        return f"{col} {_COMPARE[op]} ?", [_text(value, col)]
+        return f"{col} {_COMPARE[op]} ?", [text_value(value, col)]
     raise InvalidInput(
         f"unknown operator {op!r}; use one of: eq, in, contains, starts_with, gt, gte, lt, lte"
     )

@@ -16,7 +16,6 @@ import numpy as np
 
 from mnemoql.engine.errors import InvalidInput
 from mnemoql.engine.models import (
-    QUERYABLE_FIELDS,
     AllOf,
     AnyOf,
     Binding,
@@ -186,23 +185,6 @@ def norm_names(names: Iterable[str]) -> list[str]:
 # ---------------------------------------------------------------- where / sort compilation
 
 
-def _field(label: NodeLabel, field: object) -> str:
-    if not isinstance(field, str) or field not in QUERYABLE_FIELDS.get(label, ()):
-        allowed = ", ".join(QUERYABLE_FIELDS.get(label, ()))
-        raise InvalidInput(
-            f"unknown field {field!r} for {label}; use one of: {allowed}",
-            zh=f"未知字段：{field!r}",
-            field=str(field),
-        )
-    return field
-
-
-def _text(value: object, field: str) -> str:
-    if not isinstance(value, str):
-        raise InvalidInput(f"field {field!r} compares with strings, got {type(value).__name__}")
-    return value
-
-
 class WhereCompiler:
     """Compiles a ``where`` tree to Cypher over ``n``: allow-listed property names and fixed
     operators in the text, every value a ``$w<N>`` parameter."""
@@ -233,23 +215,23 @@ class WhereCompiler:
         raise InvalidInput(f"unsupported where node: {type(where).__name__}")
 
     def _cond(self, cond: Cond) -> str:
-        prop = f"n.{_field(self.label, cond.field)}"
+        prop = f"n.{rules.queryable_field(self.label, cond.field)}"
         op, value = cond.op, cond.value
         if op == "eq":
             if value is None:
                 return f"{prop} IS NULL"
-            return f"{prop} = {self._param(_text(value, cond.field))}"
+            return f"{prop} = {self._param(rules.text_value(value, cond.field))}"
         if op == "in":
             if not isinstance(value, list | tuple | set | frozenset):
                 raise InvalidInput(f"'in' on {cond.field!r} needs a list of strings")
-            items = sorted(_text(v, cond.field) for v in value)
+            items = sorted(rules.text_value(v, cond.field) for v in value)
             return f"{prop} IN {self._param(items)}"
         if op == "contains":
-            return f"{prop} CONTAINS {self._param(_text(value, cond.field))}"
+            return f"{prop} CONTAINS {self._param(rules.text_value(value, cond.field))}"
         if op == "starts_with":
-            return f"{prop} STARTS WITH {self._param(_text(value, cond.field))}"
+            return f"{prop} STARTS WITH {self._param(rules.text_value(value, cond.field))}"
         if op in _COMPARE:
-            return f"{prop} {_COMPARE[op]} {self._param(_text(value, cond.field))}"
+            return f"{prop} {_COMPARE[op]} {self._param(rules.text_value(value, cond.field))}"
         raise InvalidInput(
             f"unknown operator {op!r}; use one of: eq, in, contains, starts_with, gt, gte, lt, lte"
         )
@@ -257,7 +239,7 @@ class WhereCompiler:
 
 def sort_key(label: NodeLabel, sort: SortSpec) -> tuple[str, str]:
     """(Cypher expression, direction); nullable fields sort as ''."""
-    name, direction = rules.sort_spec(sort, lambda field: _field(label, field))
+    name, direction = rules.sort_spec(sort, lambda field: rules.queryable_field(label, field))
     return (f"coalesce(n.{name}, '')" if name in _NULLABLE else f"n.{name}"), direction
 
 
