@@ -128,16 +128,7 @@ RETURN count(n) AS n
 """
     for lbl in ENTITY_LABELS
 }
-IMPORT_CHUNKS: Final = """
-UNWIND $rows AS r
-MATCH (e:Event {space: $space, id: r.event_id})
-CREATE (c:EventSource:$($chunks_label) {space: $space,
-                       id: r.event_id + '#' + toString(r.chunk_index),
-                       event_id: r.event_id, chunk_index: r.chunk_index, start: r.start,
-                       end: r.end, text: r.text, text_hash: r.text_hash,
-                       embedding: r.embedding, embedding_zero: r.zero, embedding_dims: r.dims})
-RETURN count(c) AS n
-"""
+IMPORT_CHUNKS: Final = q.CREATE_CHUNKS + "RETURN count(c) AS n\n"  # a save's, counted
 IMPORT_RELATIONS: Final[dict[tuple[NodeLabel, RelType, NodeLabel], str]] = {
     (src, kind, dst): f"""
 UNWIND $rows AS r
