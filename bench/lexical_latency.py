@@ -8,7 +8,7 @@ alike), with a stub embedder (embedding excluded) and a fresh session per query:
 
 * **synthetic** (``bench.search_latency.make_plan``): 150 words in random order, so every word
   is in about 40 % of the chunks. BM25 gives such words no weight, the route's term budget
-  drops them (``engine/store/_embedded_lexical.py``), and what remains is the route's fixed
+  drops them (``engine/store/embedded/_lexical.py``), and what remains is the route's fixed
   cost (one vocabulary lookup per query term);
 * **text**: every exchange of the 40 LongMemEval haystacks (~9.7k events of real conversation,
   ~31k chunks) with random vectors, queried with the 40 questions and with 3-8 words drawn from

@@ -756,7 +756,7 @@ def ms(xs: Sequence[float]) -> str:
 
 async def settled(store: EmbeddedStore, size: int) -> str:
     """Wait, as a server that has been up a minute, for the store's page-cache warm-up
-    (``_embedded_warm``) and the background copy of the mapped ANN indexes; say how long."""
+    (``embedded._warm``) and the background copy of the mapped ANN indexes; say how long."""
     db = store._database
     loop = asyncio.get_running_loop()
     t0 = time.perf_counter()

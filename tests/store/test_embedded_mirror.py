@@ -1,5 +1,5 @@
-"""The embedded store's vector mirrors on disk (``_embedded_mirror``) and its incremental
-catch-up (``_embedded_load.advance``): a reopened or caught-up store holds exactly the vectors
+"""The embedded store's vector mirrors on disk (``embedded._mirror``) and its incremental
+catch-up (``embedded._load.advance``): a reopened or caught-up store holds exactly the vectors
 a full SQLite load would, reads only what changed, and falls back to the full load whenever
 the files cannot vouch for themselves."""
 

@@ -1,4 +1,4 @@
-"""The page-cache warm-up after open (``_embedded_warm``): reads the files in order, within
+"""The page-cache warm-up after open (``embedded._warm``): reads the files in order, within
 its budget, not at all for small memories, and stops when the store closes."""
 
 from __future__ import annotations

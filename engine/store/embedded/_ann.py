@@ -94,10 +94,10 @@ class AnnSettings:
         min_vectors: a matrix with fewer rows is scanned exactly and gets no index.
         overfetch: candidates fetched per row of the page, before filters and rescoring.
         persist: keep the indexes (and, with ``mirror_files``, the vector mirrors of a memory
-            of at least ``mirror_min_rows`` rows: ``_embedded_mirror``) beside the database.
+            of at least ``mirror_min_rows`` rows: ``_mirror``) beside the database.
         build_threads: threads of a background build (the inline catch-ups use one).
         prefetch: read a large memory's files into the page cache after open
-            (``_embedded_warm``).
+            (``_warm``).
     """
 
     mode: Literal["auto", "exact"] = "auto"

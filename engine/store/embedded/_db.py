@@ -96,7 +96,7 @@ from mnemoql.engine.store.rules import json_result
 from mnemoql.engine.text import normalise_name
 
 log = logging.getLogger(__name__)
-# read from the covering index chunks_hash, never from the chunk rows (_embedded_schema)
+# read from the covering index chunks_hash, never from the chunk rows (_schema)
 CHUNK_HASHES_SQL = f"SELECT event_id, text_hash FROM chunks WHERE event_id IN {IN_SET}"
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -197,7 +197,7 @@ class Database(OwnThread):
         """Bring the mirrors up to date if another connection committed since they were
         loaded, so a search never reads vectors the database no longer holds (or misses new
         ones); returns ``caught_up``. Costs one PRAGMA when nothing changed, and otherwise
-        reads only what changed (``_embedded_load.advance``)."""
+        reads only what changed (``_load.advance``)."""
         self._follow_other_writers()
         return self.caught_up
 

@@ -7,7 +7,7 @@ per-row arrays (seqs, dates, flags, chunk positions) and the ids as JSON, the ma
 open the matrix files are memory-mapped copy-on-write (nothing is read until a search touches a
 row; rows appended later go to private pages, never to the file) and stand in for the SQLite
 load, and only what changed since is read from SQLite
-(``_embedded_load.advance``: nodes above the files' highest seq, forgotten seqs, filled-in
+(``_load.advance``: nodes above the files' highest seq, forgotten seqs, filled-in
 entity vectors).
 
 Never the only copy, and never trusted blindly:

@@ -10,7 +10,7 @@
   A search asks for both routes at once (``pool_hits``): when both come from their indexes,
   each rescores the union of both indexes' candidates, so an event one graph does not reach
   is still found through the other.
-* **Exact scan** (``_embedded_index``) everywhere else, and always with ``mode = "exact"``.
+* **Exact scan** (``_index``) everywhere else, and always with ``mode = "exact"``.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ Layout
     Concept / Location, aliases as JSON, vectors as float32 BLOBs), ``relations`` (unique on
     type, source, target and -- for HAS_ATTITUDE -- the event it was stated in), ``chunks``
     (EventSource), ``names`` (normalised name/alias -> node), ``meta``, ``idempotency``, and
-    the topic tree (``topics``, ``topic_bindings``: SPEC §2). See ``_embedded_schema.py``.
+    the topic tree (``topics``, ``topic_bindings``: SPEC §2). See ``_schema.py``.
 
 Threads
     All SQLite work runs on one dedicated worker thread, so writes are serialised (one
@@ -112,7 +112,7 @@ class EmbeddedStore:
             ``.sqlite`` / ``.sqlite3`` file for the default space; created by ``open()``.
         space: the memory space (1-64 letters, digits, ``_`` or ``-``).
         dimensions_hint: vector width to use before MemoryMeta exists (MemoryMeta wins).
-        ann: when to use the ANN indexes (``_embedded_ann``); default: above 20,000 vectors.
+        ann: when to use the ANN indexes (``_ann``); default: above 20,000 vectors.
     """
 
     def __init__(
@@ -164,7 +164,7 @@ class EmbeddedStore:
         return await _interruptible(self._db, self._writer, fn, *args, **kwargs)
 
     async def _read(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-        """Run ``fn`` on the reader's thread (``_embedded_reader``), stopped like ``_call``."""
+        """Run ``fn`` on the reader's thread (``_reader``), stopped like ``_call``."""
         if self._reading is None or self._reader is None:
             raise StoreUnavailable(
                 "the embedded store is not open; call open() first", zh="存储未打开"
