@@ -30,6 +30,9 @@ original Chinese wording of SPEC.md in ``zh`` (used by the compact text renderin
     │   ├── ConceptNotOffered   CONCEPT_NOT_OFFERED
     │   └── NoPosition          NO_POSITION
     ├── StoreUnavailable        STORE_UNAVAILABLE    the database cannot be reached
+    ├── StorageFault            (retryable: the write was refused, nothing was written)
+    │   ├── StorageFull         STORAGE_FULL         the disk holding the data is full
+    │   └── StorageBusy         STORAGE_BUSY         another process holds the write lock
     ├── Unauthorized            UNAUTHENTICATED
     └── Forbidden               FORBIDDEN
 """
@@ -148,6 +151,25 @@ class NoPosition(CursorError):
 
 class StoreUnavailable(MnemoError):
     code = "STORE_UNAVAILABLE"
+
+
+class StorageFault(MnemoError):
+    """A write the storage refused for now; the call wrote nothing and may be retried as is
+    (``extensions.retryable`` is true, ``extensions.hint`` says what frees it)."""
+
+    code = "STORAGE_FAULT"
+
+    def __init__(self, message: str, *, hint: str, zh: str | None = None, **details: Any) -> None:
+        super().__init__(message, zh=zh, retryable=True, hint=hint, **details)
+        self.hint = hint
+
+
+class StorageFull(StorageFault):
+    code = "STORAGE_FULL"
+
+
+class StorageBusy(StorageFault):
+    code = "STORAGE_BUSY"
 
 
 class Unauthorized(MnemoError):
