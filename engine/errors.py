@@ -11,6 +11,8 @@ original Chinese wording of SPEC.md in ``zh`` (used by the compact text renderin
     │   ├── InvalidText         INVALID_TEXT         lone surrogates; content with nothing visible
     │   ├── LimitExceeded       LIMIT_EXCEEDED       past a size cap (query, where, extraction)
     │   ├── TimeHintInvalid     TIME_HINT_INVALID    an unparseable time_hint
+    │   ├── DumpDamaged         DUMP_DAMAGED         a dump line whose text does not match its
+    │   │                                            hash (restore refuses the whole file)
     │   └── ResetSeenMisuse     RESET_SEEN_SEARCH_ONLY
     ├── NotFound                NOT_FOUND            an unknown node / event id
     │   └── Forgotten           FORGOTTEN            a retried save whose events were forgotten
@@ -79,6 +81,10 @@ class LimitExceeded(InvalidInput):
 
 class TimeHintInvalid(InvalidInput):
     code = "TIME_HINT_INVALID"
+
+
+class DumpDamaged(InvalidInput):
+    code = "DUMP_DAMAGED"
 
 
 class ResetSeenMisuse(InvalidInput):
