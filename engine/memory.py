@@ -484,7 +484,8 @@ class Memory:
             dimensions=p.embedder.dimensions,
             stored=await self.store.get_meta(),
             counts=await self.store.counts(),
-            store=type(self.store).__name__,
+            # the store itself, not a wrapper around it (``web.neo4j_boot.VersionChecked``)
+            store=type(getattr(self.store, "inner", self.store)).__name__,
             embedder=type(p.embedder).__name__,
             extractor=type(p.extractor).__name__,
             judge=type(p.judge).__name__ if p.judge else None,

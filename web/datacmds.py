@@ -45,6 +45,11 @@ async def import_file(settings: Settings, path: Path, concurrency: int, space: s
     from mnemoql.web.imports import BadLines, read_lines, save_lines
     from mnemoql.web.service import open_store
 
+    if _is_dump(path):
+        print(f"mnemoql import: {path} is a memory dump of `mnemoql export`, not lines to save; "
+              f"load it with `mnemoql restore {path}` (into an empty space)",
+              file=sys.stderr)  # fmt: skip
+        return 2
     try:
         lines = read_lines(path)
     except UnicodeDecodeError as exc:
@@ -69,6 +74,21 @@ async def import_file(settings: Settings, path: Path, concurrency: int, space: s
         print(f"{path}:{number}: {code}: {message}", file=sys.stderr)
     print(summary.text(path), file=sys.stderr)
     return 1 if summary.failed else 0
+
+
+def _is_dump(path: Path) -> bool:
+    """The first non-blank line is the header of an export (``engine.dump``)."""
+    from mnemoql.engine.dump import FORMAT
+
+    with path.open("rb") as f:
+        for raw in f:
+            if raw.strip():
+                try:
+                    first = json.loads(raw)
+                except ValueError:
+                    return False
+                return isinstance(first, dict) and first.get("format") == FORMAT
+    return False
 
 
 async def revectorize(settings: Settings, space: str) -> int:
@@ -127,6 +147,13 @@ async def export(settings: Settings, target: str, space: str, vectors: bool) -> 
             partial.replace(out)  # a dump is either complete or absent
     except MnemoError as exc:
         return refused("export", exc)
+    except OSError as exc:
+        from mnemoql.engine.store.faults import storage_fault
+
+        fault = storage_fault(exc, out)
+        if fault is None:
+            raise
+        return refused("export", fault)
     finally:
         if partial is not None:
             partial.unlink(missing_ok=True)

@@ -88,6 +88,11 @@ class VersionChecked:
     def __init__(self, inner: Store) -> None:
         self._inner = inner
 
+    @property
+    def inner(self) -> Store:
+        """The wrapped store (``memoryIndex.store`` names it)."""
+        return self._inner
+
     def __getattr__(self, name: str) -> object:
         return getattr(self._inner, name)
 

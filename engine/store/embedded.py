@@ -71,7 +71,7 @@ from mnemoql.engine.store._embedded_index import normalise
 from mnemoql.engine.store._embedded_reader import Reader
 from mnemoql.engine.store._embedded_search import entity_hits, pool_hits, route_hits
 from mnemoql.engine.store.base import no_hits
-from mnemoql.engine.store.faults import probe_write, storage_fault
+from mnemoql.engine.store.faults import probe_write, storage_fault, unwritable
 
 __all__ = ["EmbeddedStore"]
 
@@ -216,8 +216,9 @@ class EmbeddedStore:
             fault = storage_fault(exc, self.file)
             if fault is not None:  # a full disk, a lock held elsewhere: say which
                 raise fault from exc
+            why = unwritable(self.file.parent) or exc
             raise StoreUnavailable(
-                f"cannot open the embedded database {self.file}: {exc}",
+                f"cannot open the embedded database {self.file}: {why}",
                 zh=f"无法打开数据库：{self.file}",
             ) from exc
         except BaseException:

@@ -57,6 +57,22 @@ def storage_fault(exc: BaseException, where: Path | str | None = None) -> Storag
     return None
 
 
+def unwritable(directory: Path) -> str | None:
+    """Why nothing can be created in ``directory`` (its nearest existing ancestor): a
+    read-only filesystem or missing permission; None when it looks writable. SQLite says only
+    "unable to open database file"."""
+    for p in (directory, *directory.parents):
+        if p.exists():
+            if os.access(p, os.W_OK):
+                return None
+            try:
+                read_only = bool(os.statvfs(p).f_flag & os.ST_RDONLY)
+            except OSError:
+                read_only = False
+            return f"{p} is on a read-only filesystem" if read_only else f"{p} is not writable"
+    return None
+
+
 def free_bytes(path: Path) -> int | None:
     """Bytes an unprivileged writer may still use on the filesystem of ``path`` (its nearest
     existing ancestor), or None when it cannot be told."""

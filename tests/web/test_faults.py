@@ -9,48 +9,17 @@ the test skips with the reason otherwise), filled with a file until the kernel s
 
 from __future__ import annotations
 
-import contextlib
 import sqlite3
-import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 
+from tests.disks import fill, small_disk
 from tests.processes import Place, Service, serving
 
 SAVE = "mutation($c: String!) { save(input: {content: $c}) { eventIds } }"
 INDEX = "{ memoryIndex { counts { events } } }"
-
-
-@contextlib.contextmanager
-def small_disk(where: Path, size: str = "16m") -> Iterator[Path]:
-    """A tmpfs of ``size`` mounted at ``where`` until the block ends."""
-    where.mkdir(parents=True)
-    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)],
-                          capture_output=True, text=True, check=False)  # fmt: skip
-    if proc.returncode != 0:
-        pytest.skip(f"cannot mount a small tmpfs here: {proc.stderr.strip()}")
-    try:
-        yield where
-    finally:
-        subprocess.run(["umount", "-l", str(where)], check=False)
-
-
-def fill(disk: Path) -> Path:
-    """Write a file until the disk is full; returns it (delete it to free the disk)."""
-    filler = disk / "filler"
-    block = b"\0" * (1 << 16)
-    with filler.open("wb", buffering=0) as f:
-        with contextlib.suppress(OSError):
-            while True:
-                f.write(block)
-        with contextlib.suppress(OSError):  # the last few bytes
-            while True:
-                f.write(b"\0" * 512)
-    return filler
 
 
 def saved(service: Service, content: str) -> dict[str, Any]:
