@@ -19,6 +19,10 @@ from tests.disks import fill, small_disk
 from tests.processes import Place, Service, serving
 
 SAVE = "mutation($c: String!) { save(input: {content: $c}) { eventIds } }"
+KEYED = (
+    "mutation($c: String!, $k: String!) "
+    "{ save(input: {content: $c, idempotencyKey: $k}) { eventIds } }"
+)
 INDEX = "{ memoryIndex { counts { events } } }"
 
 
@@ -41,7 +45,8 @@ def test_a_full_disk_is_a_retryable_storage_full_and_readyz_says_so(tmp_path: Pa
                 acknowledged.append(f"Alice noted fact {i} before the disk filled up.")
             filler = fill(disk)
 
-            body = saved(service, "Bob wrote a long note. " * 400)
+            long_note = "Bob wrote a long note. " * 400
+            body = service.post(KEYED, c=long_note, k="bob-1")
             (error,) = body["errors"]
             assert error["extensions"]["code"] == "STORAGE_FULL", error
             assert error["extensions"]["retryable"] is True
@@ -55,6 +60,10 @@ def test_a_full_disk_is_a_retryable_storage_full_and_readyz_says_so(tmp_path: Pa
 
             filler.unlink()
             assert ready(service).status_code == 200
+            for _ in range(2):  # the retry saves it; a second retry replays the first
+                body = service.post(KEYED, c=long_note, k="bob-1")
+                assert not body.get("errors"), body
+            acknowledged.append(long_note)
             body = saved(service, "Carol saved after space was freed.")
             assert not body.get("errors"), body
             acknowledged.append("Carol saved after space was freed.")

@@ -722,9 +722,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0 if st.running else 3
         else:
             print(_env_lines(server, args.prefix))
-    except StoreUnavailable as exc:
-        print(f"error: {exc.message}", file=sys.stderr)
-        return 1
+    except StoreUnavailable as exc:  # what the operator can fix (Java, Maven, the home)
+        print(f"error: {exc.code}: {exc.message}", file=sys.stderr)
+        return 2
     return 0
 
 
