@@ -40,7 +40,8 @@ Stores speak *records*: the same dicts without the header and end lines, with ``
 as a float32 numpy vector (``Store.export_records`` / ``Store.import_records``). ``DumpReader``
 checks every line before a store sees it: shapes, types, unique ids, references (a relation's
 ends, a chunk's event and range, a binding's topic and event), the labels each relationship
-type may connect, and vector widths against MemoryMeta.
+type may connect, vector widths against MemoryMeta, and each event's ``content_hash`` (SHA-256)
+and chunk's ``text_hash`` (SHA-1) against its text (``DumpDamaged``).
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ from typing import Any, Final
 
 import numpy as np
 
-from mnemoql.engine.errors import InvalidInput
+from mnemoql.engine.errors import DumpDamaged, InvalidInput
 from mnemoql.engine.models import (
     CALLER_ID,
     ID_PREFIX,
@@ -71,6 +72,7 @@ from mnemoql.engine.models import (
 )
 from mnemoql.engine.revectorize import RevectorizeReport
 from mnemoql.engine.store.base import Store
+from mnemoql.engine.text import content_hash, text_hash
 
 FORMAT: Final = "mnemoql-memory"
 VERSION: Final = 2  # 2: the ``ids`` record
@@ -338,6 +340,7 @@ class Checker:
             for name in _EVENT_FIELDS:
                 _str(rec, name, where)
             _opt_str(rec, "time", where)
+            _hash_matches(rec, "content", "content_hash", content_hash(rec["content"]), where)
             self._lengths[node_id] = len(rec["content"])
         else:
             _str(rec, "name", where)
@@ -365,6 +368,7 @@ class Checker:
                 f"{where}: chunk [{start}, {end}) does not fit {event_id}'s content "
                 f"({self._lengths[event_id]} code points) or its text"
             )
+        _hash_matches(rec, "text", "text_hash", text_hash(text), where)
         if (event_id, index) in self._chunks:
             raise InvalidInput(f"{where}: chunk {event_id}#{index} appears twice")
         self._chunks.add((event_id, index))
@@ -461,6 +465,19 @@ class Checker:
                     f"{where}: the ids record says {prefix} ids end at {mark}, but the dump "
                     f"holds {prefix}_{self._highest[prefix]}"
                 )
+
+
+def _hash_matches(rec: Record, field: str, hash_field: str, actual: str, where: str) -> None:
+    """A text that no longer matches the hash saved with it was altered after the export
+    (an edit, a flipped byte): refused, naming the line, before anything is written."""
+    if rec[hash_field] != actual:
+        raise DumpDamaged(
+            f"{where}: {rec.get('id') or rec.get('event_id')}'s {field!r} does not match its "
+            f"{hash_field} (the text was changed after the export); export it again, or "
+            "restore an unaltered copy",
+            zh=f"{where}：内容与哈希不符",
+            line=int(where[5:]) if where[5:].isdigit() else None,
+        )
 
 
 def _str(rec: Record, name: str, where: str) -> str:

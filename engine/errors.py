@@ -11,6 +11,8 @@ original Chinese wording of SPEC.md in ``zh`` (used by the compact text renderin
     │   ├── InvalidText         INVALID_TEXT         lone surrogates; content with nothing visible
     │   ├── LimitExceeded       LIMIT_EXCEEDED       past a size cap (query, where, extraction)
     │   ├── TimeHintInvalid     TIME_HINT_INVALID    an unparseable time_hint
+    │   ├── DumpDamaged         DUMP_DAMAGED         a dump line whose text does not match its
+    │   │                                            hash (restore refuses the whole file)
     │   └── ResetSeenMisuse     RESET_SEEN_SEARCH_ONLY
     ├── NotFound                NOT_FOUND            an unknown node / event id
     │   └── Forgotten           FORGOTTEN            a retried save whose events were forgotten
@@ -30,6 +32,9 @@ original Chinese wording of SPEC.md in ``zh`` (used by the compact text renderin
     │   ├── ConceptNotOffered   CONCEPT_NOT_OFFERED
     │   └── NoPosition          NO_POSITION
     ├── StoreUnavailable        STORE_UNAVAILABLE    the database cannot be reached
+    ├── StorageFault            (retryable: the write was refused, nothing was written)
+    │   ├── StorageFull         STORAGE_FULL         the disk holding the data is full
+    │   └── StorageBusy         STORAGE_BUSY         another process holds the write lock
     ├── Unauthorized            UNAUTHENTICATED
     └── Forbidden               FORBIDDEN
 """
@@ -76,6 +81,10 @@ class LimitExceeded(InvalidInput):
 
 class TimeHintInvalid(InvalidInput):
     code = "TIME_HINT_INVALID"
+
+
+class DumpDamaged(InvalidInput):
+    code = "DUMP_DAMAGED"
 
 
 class ResetSeenMisuse(InvalidInput):
@@ -148,6 +157,25 @@ class NoPosition(CursorError):
 
 class StoreUnavailable(MnemoError):
     code = "STORE_UNAVAILABLE"
+
+
+class StorageFault(MnemoError):
+    """A write the storage refused for now; the call wrote nothing and may be retried as is
+    (``extensions.retryable`` is true, ``extensions.hint`` says what frees it)."""
+
+    code = "STORAGE_FAULT"
+
+    def __init__(self, message: str, *, hint: str, zh: str | None = None, **details: Any) -> None:
+        super().__init__(message, zh=zh, retryable=True, hint=hint, **details)
+        self.hint = hint
+
+
+class StorageFull(StorageFault):
+    code = "STORAGE_FULL"
+
+
+class StorageBusy(StorageFault):
+    code = "STORAGE_BUSY"
 
 
 class Unauthorized(MnemoError):

@@ -17,7 +17,7 @@ from mnemoql.engine.activation import DEFAULT_LIMIT, Activation, Activator
 from mnemoql.engine.binding import as_profile
 from mnemoql.engine.changes import Changes
 from mnemoql.engine.config import Settings
-from mnemoql.engine.errors import InvalidInput, NotFound, out_of_range
+from mnemoql.engine.errors import Conflict, InvalidInput, NotFound, out_of_range
 from mnemoql.engine.ingest import Ingestor, SaveInput, SaveOutcome
 from mnemoql.engine.meta import vectors_are_ours
 from mnemoql.engine.models import (
@@ -266,9 +266,13 @@ class Memory:
             Conflict: the space is not empty.
         """
         reader = dump.DumpReader(lines)
+        want = (self.providers.embedder.model, self.providers.embedder.dimensions)
         async with self.ingestor.lock:
             try:
                 counts = await self.store.import_records(reader.records())
+            except Conflict:
+                await self._unfinished_restore(want)
+                raise
             finally:
                 self.recall.invalidate()
                 self.cursors.clear()
@@ -281,6 +285,22 @@ class Memory:
         )
         report = await self.revectorize(progress) if stale and revectorize else None
         return dump.RestoreReport(counts, reader.header.vectors, report)
+
+    async def _unfinished_restore(self, want: tuple[str, int]) -> None:
+        """A restore refused because the space is not empty: when it holds records whose
+        vectors were never (re)made -- a restore killed in its vector phase, or run with
+        ``--no-revectorize`` -- name the step that finishes it instead of a bare CONFLICT."""
+        meta = await self.store.get_meta()
+        if meta is None or not (meta.stale or (meta.model, meta.dimensions) != want):
+            return
+        raise Conflict(
+            f"memory space {self.store.space!r} already holds a restored memory whose vectors "
+            "were not made (its restore stopped before re-embedding, or ran with "
+            "--no-revectorize): run `mnemoql revectorize` for this space to finish it; "
+            "restore only into a new, empty space",
+            zh="该空间已有未完成向量化的恢复：请运行 mnemoql revectorize",
+            next="revectorize",
+        )
 
     async def forget(self, event_id: str) -> list[str]:
         """Delete an event with its chunks, topic bindings and the entities only it used."""
@@ -464,7 +484,8 @@ class Memory:
             dimensions=p.embedder.dimensions,
             stored=await self.store.get_meta(),
             counts=await self.store.counts(),
-            store=type(self.store).__name__,
+            # the store itself, not a wrapper around it (``web.neo4j_boot.VersionChecked``)
+            store=type(getattr(self.store, "inner", self.store)).__name__,
             embedder=type(p.embedder).__name__,
             extractor=type(p.extractor).__name__,
             judge=type(p.judge).__name__ if p.judge else None,

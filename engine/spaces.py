@@ -114,6 +114,17 @@ class Spaces:
             ok = ok and space not in self._down
         return ok
 
+    async def write_faults(self) -> dict[str, str]:
+        """The code of every open space whose store would refuse a write now (a full disk,
+        another process's write lock), by space; stores without the probe are left out."""
+        faults: dict[str, str] = {}
+        for space, memory in list(self._memories.items()):
+            probe = getattr(memory.store, "write_fault", None)
+            fault = await probe() if probe is not None else None
+            if fault is not None:
+                faults[space] = fault.code
+        return faults
+
     async def _revive(self, space: str, memory: Memory) -> None:
         """Reopen a failed store (called under the space's lock); leaves it down on failure."""
         if space not in self._down:

@@ -123,9 +123,46 @@ def test_restore_refuses_bad_dumps_and_non_empty_spaces(source: Path, tmp_path: 
     not_a_dump = mnemoql("restore", str(ROOT / "pyproject.toml"), data_dir=tmp_path / "t")
     assert not_a_dump.returncode == 2 and "not JSON" in not_a_dump.stderr
     again = mnemoql("restore", str(tmp_path / "a.jsonl"), data_dir=source)
-    assert again.returncode == 1 and "CONFLICT" in again.stderr and "not empty" in again.stderr
+    assert again.returncode == 2 and "CONFLICT" in again.stderr and "not empty" in again.stderr
+    assert again.stderr.count("\n") == 1  # one line
     other = mnemoql("restore", str(tmp_path / "a.jsonl"), "--space", "copy", data_dir=source)
     assert "restored into space 'copy'" in ok(other)
+
+
+def test_restore_refuses_altered_text_naming_the_line(source: Path, tmp_path: Path) -> None:
+    lines = export(source, tmp_path / "a.jsonl")
+    n = next(i for i, x in enumerate(lines) if "Alice met Bob" in x and '"kind":"node"' in x)
+    altered = tmp_path / "altered.jsonl"  # one flipped byte: B (0x42) -> R (0x52)
+    lines[n] = lines[n].replace("Alice met Bob", "Alice met Rob")
+    altered.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    out = mnemoql("restore", str(altered), data_dir=tmp_path / "t")
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.count("\n") == 1 and "Traceback" not in out.stderr
+    assert "DUMP_DAMAGED" in out.stderr and f"line {n + 1}:" in out.stderr
+    assert "content_hash" in out.stderr
+    assert export(tmp_path / "t", tmp_path / "t.jsonl")[1:] == ['{"counts":{},"kind":"end"}']
+    chunk = next(i for i, x in enumerate(lines) if '"kind":"chunk"' in x)
+    lines[n] = lines[n].replace("Alice met Rob", "Alice met Bob")
+    lines[chunk] = lines[chunk].replace("三", "四", 1)  # a chunk's text, not its event's
+    altered.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    out = mnemoql("restore", str(altered), data_dir=tmp_path / "t")
+    assert out.returncode == 2 and f"line {chunk + 1}:" in out.stderr, out.stderr
+
+
+def test_a_rerun_of_an_unfinished_restore_names_revectorize(source: Path, tmp_path: Path) -> None:
+    """A restore killed in its vector phase leaves the records committed and MemoryMeta stale
+    (the re-embedding replaces all vectors in one transaction, so it is all or nothing) -- the
+    state ``--no-revectorize`` leaves too. A second restore says how to finish it."""
+    export(source, tmp_path / "lean.jsonl")
+    err = ok(mnemoql("restore", str(tmp_path / "lean.jsonl"), "--no-revectorize",
+                     data_dir=tmp_path / "b"))  # fmt: skip
+    assert "run `mnemoql revectorize`" in err
+    again = mnemoql("restore", str(tmp_path / "lean.jsonl"), data_dir=tmp_path / "b")
+    assert again.returncode == 2 and again.stderr.count("\n") == 1, again.stderr
+    assert "CONFLICT" in again.stderr and "`mnemoql revectorize`" in again.stderr
+    ok(mnemoql("revectorize", data_dir=tmp_path / "b"))
+    after = mnemoql("restore", str(tmp_path / "lean.jsonl"), data_dir=tmp_path / "b")
+    assert after.returncode == 2 and "revectorize" not in after.stderr  # finished: plain CONFLICT
 
 
 def test_stdin_and_stdout_pipe_a_memory(source: Path, tmp_path: Path) -> None:

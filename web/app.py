@@ -330,9 +330,13 @@ def create_app(
             and warmed.is_set()  # the embedding model is loaded
             and await spaces.ready()
         )
-        return JSONResponse(
-            {"status": "ready" if ok else "unavailable"}, status_code=200 if ok else 503
-        )
+        # a store that answers but cannot write (a full disk, a lock held elsewhere) is not
+        # ready either; /healthz stays 200: the process is alive and reads still work
+        faults = await spaces.write_faults() if ok and spaces is not None else {}
+        body: dict[str, Any] = {"status": "ready" if ok and not faults else "unavailable"}
+        if faults:
+            body["writes"] = faults
+        return JSONResponse(body, status_code=200 if body["status"] == "ready" else 503)
 
     async def explorer(request: Request) -> Response:
         return FileResponse(STATIC / "explorer.html")

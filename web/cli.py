@@ -25,6 +25,7 @@ from pydantic_settings import SettingsError
 from mnemoql.engine.config import Settings, load_settings
 from mnemoql.engine.errors import MnemoError
 from mnemoql.engine.redact import mask_text
+from mnemoql.engine.store.faults import storage_fault
 from mnemoql.web import datacmds
 
 KEEP_ALIVE_S = 75
@@ -93,13 +94,17 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
         return create_app(settings)
 
+    from mnemoql.web.starting import StartingApp, listen_problem
+
+    if (taken := listen_problem(settings.host, settings.port)) is not None:
+        print(f"mnemoql serve: {taken}", file=sys.stderr)
+        return 2
     print(
         f"mnemoql on http://{settings.host}:{settings.port}/graphql "
         f"(store: {settings.store}, data: {settings.data_dir})",
         file=sys.stderr,
     )
     from mnemoql.web.logs import serve_log_config
-    from mnemoql.web.starting import StartingApp
 
     app = StartingApp(build, on_failure=_interrupt)
     uvicorn.run(
@@ -113,8 +118,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         # and an agent thinks longer than 5 s between calls
         timeout_keep_alive=KEEP_ALIVE_S,
     )
-    # uvicorn.run exits with 3 itself when it cannot start (a port in use); a failed start-up of
-    # the service ends the same way
+    if app.error is not None:  # an operator's mistake or a fault: one line, exit 2
+        print(f"mnemoql serve: {app.error}", file=sys.stderr)
+        return 2
+    # uvicorn.run exits with 3 itself when it cannot start; a bug in the start-up ends the same way
     return 3 if app.failed else 0
 
 
@@ -176,6 +183,7 @@ def cmd_neo4j(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="mnemoql", description="GraphQL graph memory for LLM agents.")
+    p.add_argument("--version", action="version", version=f"mnemoql {_version()}")
     sub = p.add_subparsers(dest="command", required=True)
 
     def common(sp: argparse.ArgumentParser) -> None:
@@ -260,6 +268,12 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _version() -> str:
+    from mnemoql import __version__
+
+    return __version__
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run one command. Whatever stops it early is one line on stderr and exit code 2 (a
     file that cannot be read or written, a store that cannot be reached, bad settings),
@@ -271,7 +285,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"mnemoql {args.command}: {exc.code}: {mask_text(exc.message)}", file=sys.stderr)
         return 2
     except OSError as exc:
-        print(f"mnemoql {args.command}: {_os_error(exc)}", file=sys.stderr)
+        fault = storage_fault(exc)  # a full disk has its code, as in the service
+        shown = f"{fault.code}: {fault.message}" if fault is not None else _os_error(exc)
+        print(f"mnemoql {args.command}: {shown}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"mnemoql {args.command}: interrupted", file=sys.stderr)

@@ -1,8 +1,10 @@
 """The data commands of ``mnemoql``: import, revectorize, export and restore.
 
 Each opens the configured store for one space, does its work with progress on stderr, closes
-the store and returns the exit code: 0 done, 1 a coded failure of the memory (printed as
-``CODE: message``), 2 bad input that was refused before anything was written.
+the store and returns the exit code: 0 done; 2 refused before anything was written, as one
+line ``mnemoql <command>: CODE: message`` -- bad input, a store that cannot be opened, a full
+disk, a write lock held elsewhere, a non-empty target (``refused``); 1 another coded failure
+on the way (a model provider that failed mid-run).
 """
 
 from __future__ import annotations
@@ -16,6 +18,24 @@ from mnemoql.engine.config import Settings
 from mnemoql.web.progress import Progress, phase_bars
 
 
+def refused(command: str, exc: Exception) -> int:
+    """Print a coded failure as one line; its exit code (2 when the operator can act on it)."""
+    from mnemoql.engine.errors import (
+        Conflict,
+        InvalidInput,
+        MnemoError,
+        StorageFault,
+        StoreUnavailable,
+    )
+    from mnemoql.engine.redact import mask_text
+
+    code = exc.code if isinstance(exc, MnemoError) else type(exc).__name__
+    message = exc.message if isinstance(exc, MnemoError) else str(exc)
+    print(f"mnemoql {command}: {code}: {mask_text(message)}", file=sys.stderr)
+    operator = (Conflict, InvalidInput, StorageFault, StoreUnavailable)
+    return 2 if isinstance(exc, operator) else 1
+
+
 async def import_file(settings: Settings, path: Path, concurrency: int, space: str) -> int:
     """Save every line of ``path`` (``web.imports``: resumable, with a summary)."""
     import httpx
@@ -25,6 +45,11 @@ async def import_file(settings: Settings, path: Path, concurrency: int, space: s
     from mnemoql.web.imports import BadLines, read_lines, save_lines
     from mnemoql.web.service import open_store
 
+    if _is_dump(path):
+        print(f"mnemoql import: {path} is a memory dump of `mnemoql export`, not lines to save; "
+              f"load it with `mnemoql restore {path}` (into an empty space)",
+              file=sys.stderr)  # fmt: skip
+        return 2
     try:
         lines = read_lines(path)
     except UnicodeDecodeError as exc:
@@ -49,6 +74,21 @@ async def import_file(settings: Settings, path: Path, concurrency: int, space: s
         print(f"{path}:{number}: {code}: {message}", file=sys.stderr)
     print(summary.text(path), file=sys.stderr)
     return 1 if summary.failed else 0
+
+
+def _is_dump(path: Path) -> bool:
+    """The first non-blank line is the header of an export (``engine.dump``)."""
+    from mnemoql.engine.dump import FORMAT
+
+    with path.open("rb") as f:
+        for raw in f:
+            if raw.strip():
+                try:
+                    first = json.loads(raw)
+                except ValueError:
+                    return False
+                return isinstance(first, dict) and first.get("format") == FORMAT
+    return False
 
 
 async def revectorize(settings: Settings, space: str) -> int:
@@ -91,8 +131,7 @@ async def export(settings: Settings, target: str, space: str, vectors: bool) -> 
         store = open_store(settings, space)
         await store.open()
     except MnemoError as exc:
-        print(f"{exc.code}: {exc.message}", file=sys.stderr)
-        return 1
+        return refused("export", exc)
     kinds: dict[str, int] = {}
     try:
         sink: TextIO = sys.stdout if partial is None else partial.open("w", encoding="utf-8")
@@ -107,8 +146,14 @@ async def export(settings: Settings, target: str, space: str, vectors: bool) -> 
         if partial is not None and out is not None:
             partial.replace(out)  # a dump is either complete or absent
     except MnemoError as exc:
-        print(f"{exc.code}: {exc.message}", file=sys.stderr)
-        return 1
+        return refused("export", exc)
+    except OSError as exc:
+        from mnemoql.engine.store.faults import storage_fault
+
+        fault = storage_fault(exc, out)
+        if fault is None:
+            raise
+        return refused("export", fault)
     finally:
         if partial is not None:
             partial.unlink(missing_ok=True)
@@ -137,25 +182,23 @@ async def restore(settings: Settings, source: Path, space: str, revectorize: boo
             for _ in reader.records():
                 pass
     except MnemoError as exc:
-        print(f"{source}: {exc.message}", file=sys.stderr)
+        print(f"mnemoql restore: {exc.code}: {source}: {exc.message}", file=sys.stderr)
         return 2
     except (OSError, UnicodeDecodeError) as exc:
-        print(f"{source}: cannot read: {exc}", file=sys.stderr)
+        print(f"mnemoql restore: {source}: cannot read: {exc}", file=sys.stderr)
         return 2
     try:
         store = open_store(settings, space)
         await store.open()
     except MnemoError as exc:
-        print(f"{exc.code}: {exc.message}", file=sys.stderr)
-        return 1
+        return refused("restore", exc)
     try:
         async with httpx.AsyncClient() as client:
             memory = Memory(settings, store, build_providers(settings, client))
             with source.open(encoding="utf-8") as f:
                 report = await memory.restore(f, revectorize=revectorize, progress=phase_bars())
     except MnemoError as exc:
-        print(f"{exc.code}: {exc.message}", file=sys.stderr)
-        return 1
+        return refused("restore", exc)
     finally:
         await store.close()
     shown = ", ".join(f"{n} {k}" for k, n in report.counts.items()) or "nothing"

@@ -8,12 +8,24 @@
   generated password (``mnemoql neo4j install|start|stop|status`` manage it by hand). A server
   the service started is stopped when the service stops (``stop_started``); one that was
   already running (``mnemoql neo4j start``) is left running.
+
+The service that starts a managed server owns it: it holds the home's owner lock
+(``ManagedNeo4j.claim``, ``<home>/run/owner``) while it lives, with its pid and the server's.
+A service killed with ``kill -9`` cannot stop its server, but the kernel frees the lock; the
+next service finds the server running under a record whose owner is gone, adopts it (no
+second start) and stops it when it stops itself. A second service beside a live owner shares
+the server and never stops it. SIGTERM or SIGINT during the install or the start (tens of
+seconds on a first run) stops Maven or the JVM at once (``_signals_cancel``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import signal
 import threading
+from collections.abc import Iterator
+from types import FrameType
 from typing import TYPE_CHECKING
 
 from mnemoql.engine.config import Settings
@@ -21,11 +33,11 @@ from mnemoql.engine.errors import StoreUnavailable
 from mnemoql.engine.store.base import Store
 
 if TYPE_CHECKING:
-    from mnemoql.engine.store.neo4j.managed import ManagedNeo4j
+    from mnemoql.engine.store.neo4j.managed import Claim, ManagedNeo4j
 
 log = logging.getLogger("mnemoql.neo4j")
 _started: dict[str, tuple[str, str, str]] = {}
-_ours: dict[str, ManagedNeo4j] = {}  # the servers this process started, by home
+_ours: dict[str, tuple[ManagedNeo4j, Claim]] = {}  # the servers this process owns, by home
 _lock = threading.Lock()
 
 
@@ -38,22 +50,92 @@ def managed_endpoint(settings: Settings) -> tuple[str, str, str]:
         if str(home) not in _started:
             cfg = settings.neo4j
             server = ManagedNeo4j(home, cfg.version, cfg.heap, cfg.page_cache)
-            if not server.installed:
-                log.warning("installing Neo4j %s from Maven Central (first run only)", cfg.version)
-                server.install()
-            if server.ensure_running():
-                _ours[str(home)] = server
-            log.info("managed Neo4j on %s (home %s)", server.uri, home)
+            server.on_progress = _progress
+            with _signals_cancel(server.cancel):
+                _bring_up(server)
             _started[str(home)] = (server.uri, server.user, server.password)
         return _started[str(home)]
 
 
+def _bring_up(server: ManagedNeo4j) -> None:
+    """Install, claim, adopt or start (see the module docstring)."""
+    if not server.installed():
+        log.warning("installing Neo4j %s from Maven Central into %s (first run only)",
+                    server.version, server.cache_dir)  # fmt: skip
+        server.install()
+    claim = server.claim()
+    running = server.running_pid()
+    if claim is None:  # a live service owns it: share it, never stop it
+        log.info("sharing the managed Neo4j of another mnemoql process (home %s)", server.home)
+        server.ensure_running()
+        return
+    try:
+        if running is not None:
+            if claim.previous is None or claim.previous[1] != running:
+                log.info("managed Neo4j already running on %s (left running)", server.uri)
+                server.release(claim)
+                return
+            log.warning(
+                "adopting the managed Neo4j (pid %d) left running by mnemoql process %d, which "
+                "is gone; it stops when this service stops", running, claim.previous[0],
+            )  # fmt: skip
+        else:
+            log.info("starting the managed Neo4j %s (home %s); this takes ~20 s",
+                     server.version, server.home)  # fmt: skip
+            server.start()
+            running = server.running_pid()
+            log.info("managed Neo4j ready on %s", server.uri)
+        server.record_owner(claim, running or 0)
+    except BaseException:
+        server.release(claim)
+        raise
+    _ours[str(server.home)] = (server, claim)
+
+
+def _progress(what: str, seconds: float) -> None:
+    log.info("managed Neo4j: still %s (%.0f s)", what, seconds)
+
+
+@contextlib.contextmanager
+def _signals_cancel(cancel: threading.Event) -> Iterator[None]:
+    """SIGTERM and SIGINT set ``cancel`` (an install or a start then stops at once), then go on
+    to the handler that was there (uvicorn's, which shuts the server down). Python runs signal
+    handlers on the main thread only; elsewhere this changes nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+    arrived: list[signal.Signals] = []
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        cancel.set()
+        sig = signal.Signals(signum)
+        arrived.append(sig)
+        before = previous[sig]
+        if callable(before):
+            before(signum, frame)
+
+    for sig in previous:
+        signal.signal(sig, handler)
+    try:
+        yield
+    finally:
+        for sig, before in previous.items():
+            signal.signal(sig, before)
+        for sig in arrived:  # a default action (terminate) happens now, with nothing left running
+            if previous[sig] == signal.SIG_DFL:
+                signal.raise_signal(sig)
+
+
 def stop_started() -> None:
-    """Stop the managed servers this process started (at the service's shutdown)."""
+    """Stop the managed servers this process owns (at the service's shutdown)."""
     with _lock:
-        for home, server in list(_ours.items()):
-            log.info("stopping the managed Neo4j it started (home %s)", home)
-            server.stop()
+        for home, (server, claim) in list(_ours.items()):
+            log.info("stopping the managed Neo4j it owns (home %s)", home)
+            try:
+                server.stop()
+            finally:
+                server.release(claim)
             del _ours[home]
             _started.pop(home, None)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import socket
 import traceback
 from collections.abc import Callable
 from typing import Any
@@ -19,8 +20,11 @@ class StartingApp:
     real app in a worker thread and runs its lifespan (providers, the default space's store) in a
     background task. Until that is done, ``/healthz`` answers 200 (the process is up),
     ``/readyz`` 503, and every other request waits for the service, then goes to it. When the
-    start-up fails, the error is logged as uvicorn logs it and ``on_failure`` stops the server
-    (``mnemoql serve`` then exits with 3, uvicorn's code for a failed start-up).
+    start-up fails, ``on_failure`` stops the server. A failure the operator can fix (a coded
+    ``MnemoError``: a store that cannot open, a full disk, a lock held elsewhere; an ``OSError``
+    on a file) becomes ``error``, one line that ``mnemoql serve`` prints before it exits with 2;
+    anything else is a bug, logged with its traceback as uvicorn logs it (exit 3, uvicorn's code
+    for a failed start-up).
     """
 
     def __init__(self, build: Callable[[], Any], on_failure: Callable[[], None]) -> None:
@@ -28,6 +32,7 @@ class StartingApp:
         self._on_failure = on_failure
         self.app: Any = None  # the real app, once its start-up completed
         self.failed = False
+        self.error: str | None = None  # the one-line reason of an operator-caused failure
         self._settled: asyncio.Event | None = None  # set when the app is up or failed
         self._stop: asyncio.Event | None = None
         self._task: asyncio.Task[None] | None = None
@@ -83,13 +88,57 @@ class StartingApp:
                 log.info("mnemoql is up; /readyz says when the embedding model is loaded")
                 await self._stop.wait()
         except Exception as exc:
-            log.error("".join(traceback.format_exception(exc)))
+            reason = operator_error(exc)
+            if reason is None or started:
+                log.error("".join(traceback.format_exception(exc)))
             if not started:
-                log.error("Application startup failed. Exiting.")
                 self.failed = True
+                if reason is None:
+                    log.error("Application startup failed. Exiting.")
+                else:
+                    self.error = reason
+                    # the reason is the last line; uvicorn's shutdown chatter would bury it
+                    logging.getLogger("uvicorn.error").setLevel(logging.WARNING)
                 self._on_failure()
         finally:
             self._settled.set()
+
+
+def listen_problem(host: str, port: int) -> str | None:
+    """Why ``host:port`` cannot be listened on (checked before uvicorn starts, which would log
+    the bind error between its start-up lines and exit 3), or None."""
+    try:
+        family, kind, _, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+    except socket.gaierror as exc:
+        return f"cannot listen on {host}:{port}: {exc.strerror}"
+    with socket.socket(family, kind) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            s.bind(address)
+        except OSError as exc:
+            what = (exc.strerror or str(exc)).lower()
+            return f"cannot listen on {host}:{port}: {what} (choose another --port)"
+    return None
+
+
+def operator_error(exc: BaseException) -> str | None:
+    """``CODE: message`` for a failure the operator can fix, None for a bug."""
+    from mnemoql.engine.errors import MnemoError
+    from mnemoql.engine.redact import mask_text
+    from mnemoql.engine.store.faults import storage_fault
+
+    if isinstance(exc, OSError):
+        fault = storage_fault(exc)
+        if fault is not None:
+            exc = fault
+        else:
+            name = f"{exc.filename}: " if exc.filename is not None else ""
+            return f"{type(exc).__name__}: {name}{(exc.strerror or str(exc)).lower()}"
+    if isinstance(exc, MnemoError):
+        return f"{exc.code}: {mask_text(exc.message)}".splitlines()[0]
+    return None
 
 
 async def _send_json(send: Any, status: int, state: str) -> None:
@@ -97,5 +146,3 @@ async def _send_json(send: Any, status: int, state: str) -> None:
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
-
-

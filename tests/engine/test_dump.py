@@ -11,11 +11,13 @@ import numpy as np
 import pytest
 
 from mnemoql.engine import dump
-from mnemoql.engine.errors import InvalidInput
+from mnemoql.engine.errors import DumpDamaged, InvalidInput
+from mnemoql.engine.text import content_hash, text_hash
 
 META = '{"dimensions":2,"kind":"meta","model":"m","schema_version":1,"updated_at":"t"}'
 EVENT = (
-    '{"content":"hello world","content_hash":"h","create_date":"2026-03-01",'
+    '{"content":"hello world","content_hash":"' + content_hash("hello world") + '",'
+    '"create_date":"2026-03-01",'
     '"create_time":"2026-03-01T10:00:00+08:00","id":"event_1","kind":"node","label":"Event",'
     '"summary":"s","time":null}'
 )
@@ -150,3 +152,15 @@ def test_truncated_and_miscounted_dumps_are_refused() -> None:
         records([*full[:-1], dump.end_line(Counter({"node": 1}))])
     with pytest.raises(InvalidInput, match="nothing may follow"):
         records([*full, META])
+
+
+def test_text_that_does_not_match_its_hash_is_refused_naming_the_line() -> None:
+    flipped = EVENT.replace("hello world", "hello worle", 1)  # the content, not the hash
+    with pytest.raises(DumpDamaged, match=r"^line 3: event_1's 'content' does not match") as e:
+        records(lines(META, flipped))
+    assert e.value.code == "DUMP_DAMAGED" and e.value.details["line"] == 3
+    chunk = ('{"chunk_index":0,"end":5,"event_id":"event_1","kind":"chunk","start":0,'
+             '"text":"hello","text_hash":"' + text_hash("hellO") + '"}')  # fmt: skip
+    with pytest.raises(DumpDamaged, match=r"^line 4: event_1's 'text' does not match"):
+        records(lines(META, EVENT, chunk))
+    assert records(lines(META, EVENT, chunk.replace(text_hash("hellO"), text_hash("hello"))))

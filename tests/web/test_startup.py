@@ -1,5 +1,6 @@
 """Start-up: ``mnemoql serve`` answers /healthz while the service loads, /readyz only once the
-service and the local embedding model are up, and a failed start-up still exits with code 3.
+service and the local embedding model are up; a failed start-up the operator can fix is one
+line and exit 2, a bug in it a traceback and exit 3.
 
 In-process tests drive ``StartingApp`` through its ASGI lifespan with a build that waits for the
 test, so nothing depends on timing; the subprocess tests run the real command.
@@ -287,10 +288,21 @@ def test_mnemoql_serve_becomes_healthy_then_ready_and_stops_cleanly(tmp_path: Pa
     assert "mnemoql is up" in out and "Traceback" not in out
 
 
-def test_mnemoql_serve_exits_3_when_the_store_cannot_open(tmp_path: Path) -> None:
+def test_mnemoql_serve_exits_2_with_one_line_when_the_store_cannot_open(tmp_path: Path) -> None:
     not_a_dir = tmp_path / "file"
     not_a_dir.write_text("x")
     with serve(not_a_dir, _free_port()) as proc:
-        assert proc.wait(90) == 3
+        assert proc.wait(90) == 2
         out = proc.stdout.read() if proc.stdout else ""
-    assert "StoreUnavailable" in out and "Application startup failed. Exiting." in out
+    assert "Traceback" not in out and "ERROR" not in out
+    assert out.strip().splitlines()[-1].startswith("mnemoql serve: STORE_UNAVAILABLE: ")
+
+
+def test_only_what_an_operator_can_fix_becomes_one_line(tmp_path: Path) -> None:
+    """Only what an operator can fix is one line; an unexpected error keeps its traceback."""
+    from mnemoql.web.starting import operator_error
+
+    assert operator_error(RuntimeError("a bug")) is None
+    assert operator_error(PermissionError(13, "Permission denied", "/x")) == (
+        "PermissionError: /x: permission denied"
+    )

@@ -32,7 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, ParamSpec, Protocol, TypeVar
 
-from mnemoql.engine.errors import InvalidInput, StoreUnavailable
+from mnemoql.engine.errors import InvalidInput, StorageFault, StoreUnavailable
 from mnemoql.engine.models import (
     Binding,
     Chunk,
@@ -71,6 +71,7 @@ from mnemoql.engine.store.embedded._reader import Reader
 from mnemoql.engine.store.embedded._search import entity_hits, pool_hits, route_hits
 from mnemoql.engine.store.lexical import query_terms as lexical_terms
 from mnemoql.engine.store.rules import entity_label
+from mnemoql.engine.store.faults import probe_write, storage_fault, unwritable
 
 __all__ = ["EmbeddedStore"]
 
@@ -102,6 +103,11 @@ async def _interruptible(
     except asyncio.CancelledError:
         target.interrupt(ticket)
         raise
+    except (sqlite3.Error, OSError) as exc:  # a full disk, a lock held elsewhere: coded
+        fault = storage_fault(exc, getattr(target, "file", None))
+        if fault is None:
+            raise
+        raise fault from exc
 
 
 class EmbeddedStore:
@@ -207,8 +213,12 @@ class EmbeddedStore:
         except (OSError, sqlite3.Error) as exc:
             writer.submit(db.close)
             writer.shutdown(wait=False)
+            fault = storage_fault(exc, self.file)
+            if fault is not None:  # a full disk, a lock held elsewhere: say which
+                raise fault from exc
+            why = unwritable(self.file.parent) or exc
             raise StoreUnavailable(
-                f"cannot open the embedded database {self.file}: {exc}",
+                f"cannot open the embedded database {self.file}: {why}",
                 zh=f"无法打开数据库：{self.file}",
             ) from exc
         except BaseException:
@@ -257,6 +267,13 @@ class EmbeddedStore:
             return await self._call(self._db.ping)
         except Exception:
             return False
+
+    async def write_fault(self) -> StorageFault | None:
+        """``STORAGE_FULL`` / ``STORAGE_BUSY`` when a write would be refused now, else None
+        (``/readyz``; ``engine.store.faults.probe_write``)."""
+        if self._db is None:
+            return None
+        return await asyncio.to_thread(probe_write, self.file)
 
     # ------------------------------------------------------------ meta
 

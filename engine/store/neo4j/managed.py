@@ -8,13 +8,17 @@ Layout of a home directory ``H``::
     H/logs/             neo4j.log, debug.log, console.log (the JVM's stdout/stderr)
     H/run/neo4j.pid     pid of the running server
     H/run/start.lock    held while a start is in progress
+    H/run/owner         "<owner pid> <server pid>" of the service that started the server;
+                        flock-ed by that service while it lives (``claim``), so a server whose
+                        owner died (``kill -9``) is known as an orphan by the next one
 
 The jars live in a per-user cache (``user_cache_dir("mnemoql")/neo4j-<version>/lib``), shared
 by every home. They are GPLv3 binaries: fetched on demand, never shipped or committed.
 
 The server listens on 127.0.0.1 only, with HTTP off and usage reports off: it never makes an
 outbound connection. Everything here is synchronous (subprocesses and sockets); async callers
-wrap it in ``asyncio.to_thread``.
+wrap it in ``asyncio.to_thread``. An install or start stops at once, leaving nothing running,
+when its ``cancel`` event is set (``web.neo4j_boot`` sets it on SIGTERM / SIGINT).
 
 Command line (also behind ``scripts/neo4j-ci.sh``)::
 
@@ -35,8 +39,9 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -75,6 +80,7 @@ JVM_FLAGS: tuple[str, ...] = (
 )
 
 _SIZE = re.compile(r"^\d+[kmgKMG]?$")
+PROGRESS_EVERY_S = 5.0
 _INSTALL_HINT = (
     "install a Java 17+ runtime and Maven 3 "
     "(e.g. `apt-get install openjdk-17-jre-headless maven`), "
@@ -93,6 +99,18 @@ class Status:
     running: bool
     pid: int | None
     uri: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """The owner lock of one home, held through ``fd`` by this process.
+
+    ``previous`` is what the last owner recorded, ``(owner pid, server pid)``: since the lock
+    was free, that owner is gone, and a server still running with that pid is its orphan.
+    """
+
+    fd: int
+    previous: tuple[int, int] | None
 
 
 def default_cache_dir() -> Path:
@@ -177,6 +195,10 @@ class ManagedNeo4j:
         self.java = java
         self.mvn = mvn
         self._proc: subprocess.Popen[bytes] | None = None
+        # set from another thread (a signal handler) to stop an install or start at once
+        self.cancel = threading.Event()
+        # called about every ``PROGRESS_EVERY_S`` with (what, seconds so far) while it waits
+        self.on_progress: Callable[[str, float], None] | None = None
 
     # ---- paths ----
     @property
@@ -202,6 +224,10 @@ class ManagedNeo4j:
     @property
     def console_log(self) -> Path:
         return self.home / "logs" / "console.log"
+
+    @property
+    def owner_path(self) -> Path:
+        return self.home / "run" / "owner"
 
     # ---- connection details ----
     @property
@@ -269,17 +295,87 @@ class ManagedNeo4j:
                 "-DincludeScope=runtime",
                 f"-DoutputDirectory={staging}",
             ]  # fmt: skip
-            proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-            if proc.returncode != 0 or not (staging / f"neo4j-{self.version}.jar").is_file():
+            log = self.install_dir / "mvn.log"
+            try:
+                code = self._run_interruptibly(cmd, log, "installing")
+            except BaseException:
                 shutil.rmtree(staging, ignore_errors=True)
-                tail = (proc.stdout + proc.stderr).strip()[-2000:]
+                raise
+            if code != 0 or not (staging / f"neo4j-{self.version}.jar").is_file():
+                shutil.rmtree(staging, ignore_errors=True)
+                tail = log.read_text(encoding="utf-8", errors="replace").strip()[-2000:]
                 raise StoreUnavailable(
-                    f"Maven could not fetch Neo4j {self.version} (exit {proc.returncode}); "
+                    f"Maven could not fetch Neo4j {self.version} (exit {code}); "
                     f"check access to Maven Central or use an external Neo4j.\n{tail}"
                 )
             shutil.rmtree(self.lib_dir, ignore_errors=True)
             staging.rename(self.lib_dir)
         return self.lib_dir
+
+    def _run_interruptibly(self, cmd: list[str], log: Path, what: str) -> int:
+        """Run ``cmd`` (output to ``log``) in a process group of its own, which is stopped at
+        once when ``cancel`` is set or anything interrupts the wait; its exit code."""
+        with log.open("wb") as out:
+            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out,
+                                    stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+        t0, due = time.monotonic(), PROGRESS_EVERY_S
+        try:
+            while True:
+                try:
+                    return proc.wait(timeout=0.2)
+                except subprocess.TimeoutExpired:
+                    pass
+                if self.cancel.is_set():
+                    raise StoreUnavailable(f"interrupted while {what} Neo4j {self.version}")
+                due = self._progress(what, t0, due)
+        except BaseException:
+            _stop_group(proc)
+            raise
+
+    def _progress(self, what: str, t0: float, due: float) -> float:
+        """Report ``what`` once ``due`` seconds have passed since ``t0``; the next due time."""
+        elapsed = time.monotonic() - t0
+        if elapsed < due:
+            return due
+        if self.on_progress is not None:
+            self.on_progress(what, elapsed)
+        return due + PROGRESS_EVERY_S
+
+    # ---- ownership ----
+    def claim(self) -> Claim | None:
+        """Take this home's owner lock for as long as this process lives (the kernel lets go
+        of a flock with the process, even on ``kill -9``); None when a live process holds it."""
+        self.owner_path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.owner_path, os.O_RDWR | os.O_CREAT, 0o600)  # not inherited (PEP 446)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return None
+        try:
+            owner, server = map(int, os.pread(fd, 64, 0).split())
+            previous: tuple[int, int] | None = (owner, server)
+        except ValueError:
+            previous = None
+        return Claim(fd, previous)
+
+    def record_owner(self, claim: Claim, server_pid: int) -> None:
+        """Note that this process owns the server ``server_pid`` (it stops it on exit)."""
+        os.ftruncate(claim.fd, 0)
+        os.pwrite(claim.fd, f"{os.getpid()} {server_pid}\n".encode(), 0)
+
+    def release(self, claim: Claim, *, forget: bool = True) -> None:
+        """Let go of the owner lock; ``forget`` clears the record (the server is stopped or
+        was never ours)."""
+        try:
+            if forget:
+                os.ftruncate(claim.fd, 0)
+        finally:
+            os.close(claim.fd)
+
+    def running_pid(self) -> int | None:
+        """The pid of the server running on this home, or None."""
+        return self._running_pid()
 
     # ---- run ----
     def status(self) -> Status:
@@ -316,6 +412,8 @@ class ManagedNeo4j:
                 )
             self._write_conf(self._choose_port())
             self._ensure_password()
+            if self.cancel.is_set():
+                raise StoreUnavailable(f"interrupted before Neo4j started on {self.home}")
             self._launch()
         self._wait_ready(timeout)
 
@@ -470,9 +568,16 @@ class ManagedNeo4j:
         from neo4j import GraphDatabase
         from neo4j.exceptions import AuthError, DriverError, Neo4jError
 
-        deadline = time.monotonic() + timeout
+        t0 = time.monotonic()
+        deadline, due = t0 + timeout, PROGRESS_EVERY_S
         last: Exception | None = None
         while time.monotonic() < deadline:
+            if self.cancel.is_set():
+                self.stop(timeout=30.0)
+                raise StoreUnavailable(
+                    f"interrupted while starting the managed Neo4j on {self.home}; it was stopped"
+                )
+            due = self._progress("starting", t0, due)
             pid = self._running_pid()
             if pid is None:
                 raise StoreUnavailable(
@@ -492,7 +597,7 @@ class ManagedNeo4j:
                 ) from exc
             except (DriverError, Neo4jError, OSError) as exc:
                 last = exc
-            time.sleep(0.5)
+            self.cancel.wait(0.5)
         self.stop()
         raise StoreUnavailable(
             f"managed Neo4j did not answer on {self.uri} within {timeout:.0f}s ({last}); "
@@ -556,6 +661,19 @@ class ManagedNeo4j:
             os.close(fd)
 
 
+def _stop_group(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM the process group of ``proc`` (Maven's launcher script and its JVM), then
+    SIGKILL what is left after 5 s."""
+    for sig, wait in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, sig)
+        try:
+            proc.wait(timeout=wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
 # ---- command line ----
 
 
@@ -584,6 +702,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     server = ManagedNeo4j(
         args.home, args.version, args.heap, args.page_cache, args.port, cache_dir=args.cache_dir
     )
+    server.on_progress = lambda what, s: print(f"still {what} Neo4j ({s:.0f} s)", file=sys.stderr)
     try:
         if args.command == "install":
             t0 = time.monotonic()
@@ -603,9 +722,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0 if st.running else 3
         else:
             print(_env_lines(server, args.prefix))
-    except StoreUnavailable as exc:
-        print(f"error: {exc.message}", file=sys.stderr)
-        return 1
+    except StoreUnavailable as exc:  # what the operator can fix (Java, Maven, the home)
+        print(f"error: {exc.code}: {exc.message}", file=sys.stderr)
+        return 2
     return 0
 
 
