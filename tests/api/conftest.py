@@ -51,7 +51,7 @@ async def running(settings: Settings, **inject: Any) -> AsyncIterator[Api]:
     app = create_app(settings, **inject)
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
             yield Api(client, app)
 
 
