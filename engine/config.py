@@ -320,13 +320,13 @@ class HttpSettings(BaseModel):
     # Web origins whose pages may call the service (CORS), e.g. "http://localhost:5173".
     cors_origins: Annotated[list[str], NoDecode] = Field(default_factory=list)
     # Per client (its token, else its address): refused requests (a bucket refilled per s),
-    # seconds of service (1.0: a client that waits for each answer is never limited), requests
-    # at once, and websocket operations (per client and in total).
+    # seconds of service (a budget refilled per s: one client waiting for each answer uses at
+    # most 1 s per s), requests at once, and websocket operations (per client and in total).
     refusals_burst: float = Field(default=20, ge=1)
     refusals_per_s: float = Field(default=1.0, gt=0)
-    busy_burst_s: float = Field(default=10.0, ge=0)
-    busy_per_s: float = Field(default=1.0, gt=0)
-    max_requests_per_client: int = Field(default=8, ge=1)
+    busy_burst_s: float = Field(default=30.0, ge=0)
+    busy_per_s: float = Field(default=2.0, gt=0)
+    max_requests_per_client: int = Field(default=6, ge=1)
     max_subscriptions_per_client: int = Field(default=32, ge=1)
     max_subscriptions: int = Field(default=256, ge=1)
 

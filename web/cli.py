@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import shutil
@@ -105,8 +106,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from mnemoql.web.starting import StartingApp
 
     app = StartingApp(build, on_failure=_interrupt)
-    config = uvicorn.Config(
-        app,
+    options: dict[str, Any] = dict(
         host=settings.host,
         port=port,
         log_level=args.log_level,
@@ -116,11 +116,17 @@ def cmd_serve(args: argparse.Namespace) -> int:
         # and an agent thinks longer than 5 s between calls
         timeout_keep_alive=KEEP_ALIVE_S,
     )
-    server = uvicorn.Server(config)
-    server.run(sockets=sockets)
-    # uvicorn exits with 3 itself when it cannot bind (a port in use), as uvicorn.run does; a
-    # failed start-up of the service ends the same way
-    return 3 if app.failed or not server.started else 0
+    if sockets is None:
+        uvicorn.run(app, **options)
+    else:  # --port 0: serve the socket bound above (uvicorn.run takes no socket)
+        server = uvicorn.Server(uvicorn.Config(app, **options))
+        with contextlib.suppress(KeyboardInterrupt):  # as uvicorn.run does
+            server.run(sockets=sockets)
+        if not server.started:
+            return 3
+    # uvicorn.run exits with 3 itself when it cannot start (a port in use); a failed start-up of
+    # the service ends the same way
+    return 3 if app.failed else 0
 
 
 def _free_port_socket(host: str) -> socket.socket:

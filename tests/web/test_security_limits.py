@@ -78,11 +78,13 @@ def test_a_client_past_its_busy_time_waits_and_others_do_not(tmp_path: Path) -> 
         assert post(server, BOB).status_code == 200
 
 
-def _partial_post(port: int, token: str, declared: int, sent: bytes) -> socket.socket:
-    """A POST /graphql that announces ``declared`` bytes and sends only ``sent``."""
+def _partial_post(
+    port: int, token: str, declared: int, sent: bytes, path: str = "/graphql"
+) -> socket.socket:
+    """A POST to ``path`` that announces ``declared`` bytes and sends only ``sent``."""
     sock = socket.create_connection(("127.0.0.1", port), timeout=60)
     head = (
-        f"POST /graphql HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {token}\r\n"
+        f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {token}\r\n"
         f"Content-Type: application/json\r\nContent-Length: {declared}\r\n\r\n"
     )
     sock.sendall(head.encode() + sent)
@@ -134,10 +136,12 @@ def test_a_stalled_body_times_out_and_a_vanished_client_is_one_info_line(tmp_pat
         assert b"REQUEST_TIMEOUT" in answer
         gone = _partial_post(server.port, ALICE, 100_000, b'{"query": "' + b"x" * 1000)
         gone.close()
+        gone = _partial_post(server.port, ALICE, 100_000, b'{"jsonrpc": "2.0"', path="/mcp")
+        gone.close()
         assert post(server, ALICE).status_code == 200  # the service goes on
         server.stop()
         log = server.log.read_text(encoding="utf-8", errors="replace")
-        assert "disconnected before sending its whole request body" in log, log
+        assert log.count("disconnected before sending its whole request body") == 2, log
         assert "Traceback" not in log and "ClientDisconnect" not in log, log
         assert "ERROR" not in log, log
 

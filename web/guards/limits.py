@@ -8,18 +8,25 @@ local program is ``127.0.0.1``: one client). Each has, on ``/graphql`` and ``/mc
   are answered 429 ``RATE_LIMITED`` before their body is read (2,044 bad-token requests in 20 s
   were one client's share of the loop before).
 - **busy time**: the seconds its requests spent in the service, from a budget of
-  ``busy_burst_s`` refilled at ``busy_per_s`` (1.0: a client that waits for each answer before
-  sending the next is never limited). Past it, 429 until the budget is positive again.
+  ``busy_burst_s`` refilled at ``busy_per_s`` (2.0 by default: a client that waits for each
+  answer before sending the next uses at most 1 s per s and is never limited; one that keeps
+  16 requests going is, after a burst). Past it, 429 until the budget is positive again.
 - **requests in flight**: at most ``max_requests_per_client`` at once; more is a 429.
 - **subscriptions**: at most ``max_subscriptions_per_client`` running websocket operations,
   and ``max_subscriptions`` over all clients (``subscriptions.py`` holds them).
 
-A 429 carries ``Retry-After`` (whole seconds) and says which limit and which setting. The
-state of idle clients is dropped once ``MAX_CLIENTS`` are known, oldest first.
+A 429 carries ``Retry-After`` (whole seconds) and says which limit and which setting. It is sent
+after a pause of ``PAUSE_429_S`` (without blocking the loop): a client that ignores Retry-After
+and asks again at once would otherwise spin, each 429 costing the loop as much as a small
+request. The state of idle clients is dropped once ``MAX_CLIENTS`` are known, oldest first.
+
+Clients that share a token (or, in open mode, every program on the machine) share its budget;
+raise ``MNEMOQL_HTTP__BUSY_PER_S`` for such a deployment, or give each agent its own token.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
 import time
@@ -37,6 +44,7 @@ log = logging.getLogger("mnemoql.guards")
 
 LIMITED_PATHS = frozenset({"/graphql", "/mcp"})
 MAX_CLIENTS = 10_000
+PAUSE_429_S = 1.0
 # GraphQL error codes that make a request a refusal (beside any HTTP 4xx but our own 429)
 REFUSAL_CODES = frozenset({
     "UNAUTHENTICATED", "FORBIDDEN", "LIMIT_EXCEEDED", "PAYLOAD_TOO_LARGE", "INVALID_TEXT",
@@ -275,4 +283,5 @@ class RateLimit:
             log.info("429 for %s (%d so far): %s", key.split(":")[0], self.limits.refused,
                      refused.message)  # fmt: skip
         headers = [(b"retry-after", str(refused.retry_after_s).encode())]
+        await asyncio.sleep(PAUSE_429_S)
         await refuse(scope, send, 429, "RATE_LIMITED", refused.message, headers)

@@ -8,6 +8,8 @@ to arrive, and a client that leaves before sending it all.
   connection is closed: uvicorn itself would wait for it as long as the client liked.
 - A client that disconnects mid-body is one INFO line (uvicorn logged an ERROR with a 50-line
   ``ClientDisconnect`` traceback); nothing is answered, and the connection is let go.
+
+The body is read here, whole, before the app runs (``BodyLimit``).
 """
 
 from __future__ import annotations
@@ -15,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mnemoql.web.guards.replies import refuse
@@ -23,20 +24,14 @@ from mnemoql.web.guards.replies import refuse
 log = logging.getLogger("mnemoql.guards")
 
 
-class _TooLarge(Exception):
-    pass
-
-
-class _TooSlow(Exception):
-    pass
-
-
-class _Gone(Exception):
-    pass
-
-
 class BodyLimit:
-    """ASGI middleware: bounds the size of HTTP bodies and the time they take to arrive."""
+    """ASGI middleware: reads an HTTP request's whole body first, within ``max_bytes`` and
+    ``timeout_s``, then hands it to the app in one message.
+
+    The app never sees part of a body: neither strawberry nor the MCP SDK (which logs any
+    exception while reading one with a traceback) meets a client that left or stalled. Both
+    read the whole body into memory anyway, so reading it here costs no more.
+    """
 
     def __init__(self, app: ASGIApp, max_bytes: int, timeout_s: float = 30.0) -> None:
         self.app = app
@@ -51,52 +46,45 @@ class BodyLimit:
         if declared is not None and declared > self.max_bytes:
             await self._too_large(scope, send)
             return
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.timeout_s
+        chunks: list[bytes] = []
         seen = 0
-        complete = False
-        started = False
-
-        async def limited_receive() -> Message:
-            nonlocal seen, complete
-            if complete:  # the app waits for http.disconnect (a stream): no deadline then
-                return await receive()
-            try:
-                async with asyncio.timeout_at(deadline):
-                    message = await receive()
-            except TimeoutError:
-                raise _TooSlow from None
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > self.max_bytes:
-                    raise _TooLarge
-                complete = not message.get("more_body", False)
-            elif message["type"] == "http.disconnect":
-                raise _Gone
-            return message
-
-        async def watched_send(message: Message) -> None:
-            nonlocal started
-            started = started or message["type"] == "http.response.start"
-            await send(message)
-
         try:
-            await self.app(scope, limited_receive, watched_send)
-        except _TooLarge:
-            if not started:
-                await self._too_large(scope, send)
-        except _TooSlow:
+            async with asyncio.timeout(self.timeout_s):
+                while True:
+                    message = await receive()
+                    if message["type"] == "http.disconnect":
+                        log.info(
+                            "%s disconnected before sending its whole request body "
+                            "(%d of %s bytes)",
+                            _who(scope), seen, declared if declared is not None else "?",
+                        )  # fmt: skip
+                        return
+                    chunk = message.get("body", b"")
+                    seen += len(chunk)
+                    if seen > self.max_bytes:
+                        await self._too_large(scope, send)
+                        return
+                    chunks.append(chunk)
+                    if not message.get("more_body", False):
+                        break
+        except TimeoutError:
             log.info(
                 "%s: the request body did not arrive within %g s (%d of %s bytes); closed",
                 _who(scope), self.timeout_s, seen, declared if declared is not None else "?",
             )  # fmt: skip
-            if not started:
-                await self._too_slow(scope, send)
-        except (_Gone, ClientDisconnect):
-            log.info(
-                "%s disconnected before sending its whole request body (%d of %s bytes)",
-                _who(scope), seen, declared if declared is not None else "?",
-            )  # fmt: skip
+            await self._too_slow(scope, send)
+            return
+        body: bytes | None = b"".join(chunks)
+
+        async def replay() -> Message:
+            nonlocal body
+            if body is None:  # the app waits for http.disconnect (a stream)
+                return await receive()
+            message: Message = {"type": "http.request", "body": body, "more_body": False}
+            body = None
+            return message
+
+        await self.app(scope, replay, send)
 
     @staticmethod
     def _declared_length(scope: Scope) -> int | None:
