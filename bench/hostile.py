@@ -21,9 +21,13 @@ extraction, so no extraction model runs). Then phases alternate, each ``--second
 The kinds are the requests of issue #13 (a 210k-character search, a 2.5 MB ``OR`` filter, a
 5,000-person extraction, a body nested 100k deep) and the largest request of each kind the
 caps still allow (a 2,000-character query, a 100-condition ``where``, a 300-entity extraction,
-a 200,000-character save). For each hostile phase the report gives the other clients' p50 /
-p95 and its ratio to the quiet p95 (the mean of the quiet phase before and after it), the
-answer the hostile client got and how long it took. The DESIGN target: within 2x.
+a 200,000-character save), and the floods of issue #29 item 6 (``*-x16``: 16 connections of
+the one hostile client sending back to back: bad tokens, searches at the cap, searches over
+it). Every client has a token of its own (the per-client limits of ``web/guards/limits.py``
+tell them apart); a bad-token flood counts against the hostile client's address. For each
+hostile phase the report gives the other clients' p50 / p95 and its ratio to the quiet p95
+(the mean of the quiet phase before and after it), the answers the hostile client got and how
+long they took. The DESIGN target: within 2x.
 """
 
 from __future__ import annotations
@@ -118,7 +122,15 @@ KINDS: dict[str, tuple[str, Callable[[], Body]]] = {
     "nested-100k": ("JSON body nested 100,000 deep", lambda: _nested(100_000)),
     "save-200k": ("save of 200,000 characters (~300 chunks to embed)",
                   lambda: _big_save(200_000)),
+    "bad-tokens-x16": ("16 connections of requests with a bad token",
+                       lambda: (LIST, None, None)),
+    "query-at-cap-x16": ("16 connections of 2,000-character searches", lambda: _query(2_000)),
+    "query-210k-x16": ("16 connections of 210,000-character searches",
+                       lambda: _query(210_000)),
 }  # fmt: skip
+# kinds sent over this many connections at once (the others: one request at a time)
+PARALLEL = {"bad-tokens-x16": 16, "query-at-cap-x16": 16, "query-210k-x16": 16}
+BAD_TOKEN = "not-a-token-of-this-service-0123"
 
 
 # ---------------------------------------------------------------- clients
@@ -183,12 +195,26 @@ async def other_client(
 
 def hostile_client(base: str, token: str, kind: str, seconds: float,
                    max_wait: float) -> list[tuple[float, str]]:  # fmt: skip
-    """One hostile phase: ``kind``'s request back to back for ``seconds`` (and the one in flight).
+    """One hostile phase: ``kind``'s request back to back for ``seconds`` (and the one in flight),
+    over ``PARALLEL[kind]`` connections at once (threads), else one.
 
     Runs in a process of its own (``hostile_pool``): building a 2.5 MB body, and collecting its
     65k dicts afterwards, holds an interpreter for 100-300 ms, which in the other clients'
     process would show up as their latency although the server answered them on time.
     """
+    if kind.startswith("bad-tokens"):
+        token = BAD_TOKEN
+    connections = PARALLEL.get(kind, 1)
+    if connections == 1:
+        return _hostile_connection(base, token, kind, seconds, max_wait)
+    with concurrent.futures.ThreadPoolExecutor(connections) as pool:
+        runs = [pool.submit(_hostile_connection, base, token, kind, seconds, max_wait)
+                for _ in range(connections)]  # fmt: skip
+        return [answer for run in runs for answer in run.result()]
+
+
+def _hostile_connection(base: str, token: str, kind: str, seconds: float,
+                        max_wait: float) -> list[tuple[float, str]]:  # fmt: skip
     headers = {"Authorization": f"Bearer {token}", "content-type": "application/json"}
     deadline = time.monotonic() + seconds
     answers: list[tuple[float, str]] = []
@@ -243,12 +269,14 @@ async def seed(base: str, token: str, turns: list[str]) -> None:
 
 
 async def run(args: argparse.Namespace) -> list[Phase]:
-    token = secrets.token_urlsafe(24)
+    # one token per client: the 4 other clients, then the hostile one
+    tokens = [secrets.token_urlsafe(24) for _ in range(5)]
+    token, hostile_token = tokens[0], tokens[4]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MNEMOQL_", "DSH_NEO4J"))}
     for key in ("DEEPSEEK_API_KEY", "EMBEDDING_API_KEY", "TYPESAFE_API_KEY"):
         env.pop(key, None)  # offline models: nothing leaves the machine
     env["MNEMOQL_AUTH__TOKENS"] = json.dumps(
-        [{"token": token, "space": SPACE, "scopes": ["read", "write"]}]
+        [{"token": t, "space": SPACE, "scopes": ["read", "write"]} for t in tokens]
     )
     env["MNEMOQL_EMBEDDING__PROVIDER"] = args.embedder
     turns, questions = seeds(args.seeds)
@@ -272,7 +300,7 @@ async def run(args: argparse.Namespace) -> list[Phase]:
             current = Phase("warm-up")
             stop = asyncio.Event()
             clients = [asyncio.create_task(other_client(
-                i, base, token, questions, args.think, stop, lambda: current))
+                i, base, tokens[i], questions, args.think, stop, lambda: current))
                 for i in range(4)]  # fmt: skip
             await asyncio.sleep(min(5.0, args.seconds))  # warm the caches; not reported
             schedule = ["quiet"]
@@ -287,8 +315,9 @@ async def run(args: argparse.Namespace) -> list[Phase]:
                     await asyncio.sleep(args.seconds)
                 else:
                     current.hostile = await loop.run_in_executor(
-                        pool, hostile_client, base, token, name, args.seconds, args.max_wait
-                    )
+                        pool, hostile_client, base, hostile_token, name, args.seconds,
+                        args.max_wait,
+                    )  # fmt: skip
                 current.seconds = time.monotonic() - started
                 phases.append(current)
             stop.set()

@@ -13,10 +13,10 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from mnemoql.engine.redact import check_url
 
@@ -224,6 +224,8 @@ class Limits(BaseModel):
     max_where_depth: int = Field(default=8, ge=1)
     max_extraction_events: int = Field(default=100, ge=1)
     max_extraction_entities: int = Field(default=300, ge=1)
+    # How long a request body may take to arrive in full (web/guards/sizes.py).
+    body_timeout_s: float = Field(default=30.0, gt=0)
 
 
 SPACE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
@@ -299,6 +301,41 @@ class McpSettings(BaseModel):
         return check_space(v)
 
 
+def _names(value: Any) -> Any:
+    """A list from JSON (``["a", "b"]``) or from plain text (``a,b``), as set in the shell."""
+    if isinstance(value, str):
+        text = value.strip()
+        if text.startswith("["):
+            return json.loads(text)
+        return [part.strip() for part in text.split(",") if part.strip()]
+    return value
+
+
+class HttpSettings(BaseModel):
+    """The HTTP edge (docs/security.md): who may reach the service, and each client's share."""
+
+    # Host names accepted besides the loopback ones ("*.example.com", "*": any). Empty: on a
+    # loopback bind only loopback names; on another bind any name.
+    allowed_hosts: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    # Web origins whose pages may call the service (CORS), e.g. "http://localhost:5173".
+    cors_origins: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    # Per client (its token, else its address): refused requests (a bucket refilled per s),
+    # seconds of service (a budget refilled per s: one client waiting for each answer uses at
+    # most 1 s per s), requests at once, and websocket operations (per client and in total).
+    refusals_burst: float = Field(default=20, ge=1)
+    refusals_per_s: float = Field(default=1.0, gt=0)
+    busy_burst_s: float = Field(default=30.0, ge=0)
+    busy_per_s: float = Field(default=2.0, gt=0)
+    max_requests_per_client: int = Field(default=6, ge=1)
+    max_subscriptions_per_client: int = Field(default=32, ge=1)
+    max_subscriptions: int = Field(default=256, ge=1)
+
+    @field_validator("allowed_hosts", "cors_origins", mode="before")
+    @classmethod
+    def _lists(cls, v: Any) -> Any:
+        return _names(v)
+
+
 class Settings(BaseSettings):
     """Everything configurable. Built once in the app factory and passed down."""
 
@@ -322,6 +359,7 @@ class Settings(BaseSettings):
     limits: Limits = Field(default_factory=Limits)
     auth: AuthSettings = Field(default_factory=AuthSettings)
     mcp: McpSettings = Field(default_factory=McpSettings)
+    http: HttpSettings = Field(default_factory=HttpSettings)
 
 
 # alias name -> (group, field); group None means a top-level field

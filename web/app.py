@@ -45,7 +45,14 @@ from mnemoql.engine.spaces import DEFAULT_SPACE, Spaces
 from mnemoql.engine.store.base import Store
 from mnemoql.resolvers import build_schema
 from mnemoql.resolvers.context import RequestContext
-from mnemoql.web.auth import BearerAuth, Grant, TokenTable, grant_of, token_from_params
+from mnemoql.web.auth import (
+    BearerAuth,
+    Grant,
+    TokenTable,
+    grant_of,
+    is_loopback,
+    token_from_params,
+)
 from mnemoql.web.graphql_http import (
     JSON,
     MethodRefused,
@@ -58,16 +65,22 @@ from mnemoql.web.graphql_http import (
 )
 from mnemoql.web.guards import (
     BodyLimit,
+    ClientLimits,
+    HostGuard,
+    HostRule,
     MutationDeadline,
     ParseBudget,
+    RateLimit,
     RefusalPause,
     collector_paused,
+    cors,
     freeze_heap,
     input_guard,
     note_body,
     thaw_heap,
     within_deadline,
 )
+from mnemoql.web.guards.subscriptions import LimitedTransportWSHandler, LimitedWSHandler
 from mnemoql.web.mcp.mount import McpMount
 from mnemoql.web.service import limit_blas_threads, open_store, warm_up
 
@@ -84,9 +97,14 @@ class MemoryGraphQL(GraphQL[RequestContext, None]):
     """Strawberry's ASGI app with our context, guards, the vendored GraphiQL page and the
     GraphQL-over-HTTP media types and statuses of ``web.graphql_http``."""
 
+    # websocket operations hold subscription slots (guards.subscriptions)
+    graphql_transport_ws_handler_class = LimitedTransportWSHandler
+    graphql_ws_handler_class = LimitedWSHandler
+
     def __init__(self, app_state: Any, **kwargs: Any) -> None:
         limits = kwargs.pop("limits")
         self.tokens: TokenTable = kwargs.pop("tokens")
+        self.client_limits: ClientLimits | None = kwargs.pop("client_limits", None)
         super().__init__(
             build_schema(
                 max_depth=limits.max_query_depth,
@@ -121,6 +139,9 @@ class MemoryGraphQL(GraphQL[RequestContext, None]):
             context.failure = exc
             return
         context.bind(memory, grant.space, grant.scopes, grant.caller)
+
+    def is_websocket_origin_allowed(self, request: WebSocket, origin: str) -> bool:
+        return True  # guards.HostGuard has checked Host and Origin: one rule for every route
 
     async def pick_websocket_subprotocol(self, request: WebSocket) -> str | None:
         # graphql-transport-ws when the client offers it at all: the legacy graphql-ws carries
@@ -255,6 +276,15 @@ class MemoryGraphQL(GraphQL[RequestContext, None]):
         return FileResponse(STATIC / "graphiql.html")
 
 
+def host_rule(settings: Settings) -> HostRule:
+    """The ``Host`` / ``Origin`` rule of a service with these settings (guards.hosts)."""
+    return HostRule(
+        loopback_bind=is_loopback(settings.host),
+        allowed_hosts=settings.http.allowed_hosts,
+        cors_origins=settings.http.cors_origins,
+    )
+
+
 async def _warm_and_freeze(providers: Providers, warmed: asyncio.Event, memory: Memory) -> None:
     await warm_up(providers, warmed, memory)  # a large memory's recall index is start-up heap too
     freeze_heap()  # what start-up loaded is never collected again (guards.freeze_heap)
@@ -281,6 +311,13 @@ def create_app(
     """
     tokens = TokenTable.from_settings(settings.auth)
     mcp = McpMount(settings, tokens)
+    client_limits = ClientLimits(settings.http)
+    if tokens.open and not is_loopback(settings.host):
+        log.warning(
+            "serving %s with no access tokens: anyone who can reach it may read and change the "
+            "memory (docs/security.md)",
+            settings.host,
+        )
 
     def store_for(space: str) -> Store:
         if store is not None and space == DEFAULT_SPACE:
@@ -343,13 +380,25 @@ def create_app(
 
     app = Starlette(
         lifespan=lifespan,
-        middleware=[
+        middleware=[  # outermost first (web.guards)
+            Middleware(HostGuard, rule=host_rule(settings)),
+            *cors(settings.http.cors_origins),
+            Middleware(RateLimit, limits=client_limits, tokens=tokens),
             Middleware(BearerAuth, tokens=tokens),
-            Middleware(BodyLimit, max_bytes=settings.limits.max_body_bytes),
+            Middleware(
+                BodyLimit,
+                max_bytes=settings.limits.max_body_bytes,
+                timeout_s=settings.limits.body_timeout_s,
+            ),
         ],
     )
     graphql = MemoryGraphQL(
-        app.state, limits=settings.limits, tokens=tokens, graphql_ide="graphiql"
+        app.state,
+        limits=settings.limits,
+        tokens=tokens,
+        client_limits=client_limits,
+        graphql_ide="graphiql",
+        max_subscriptions_per_connection=None,  # capped per client (guards.subscriptions)
     )
     app.router.routes.extend(
         [

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import shutil
 import signal
+import socket
 import sys
 import tempfile
 from pathlib import Path
@@ -39,7 +41,7 @@ def _settings(args: argparse.Namespace, **groups: dict[str, Any]) -> Settings:
         overrides["store"] = args.store
     if getattr(args, "host", None):
         overrides["host"] = args.host
-    if getattr(args, "port", None):
+    if getattr(args, "port", None) is not None:  # 0: a free port (serve prints it)
         overrides["port"] = args.port
     if getattr(args, "allow_public", False):
         overrides["allow_public"] = True
@@ -96,21 +98,22 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     from mnemoql.web.starting import StartingApp, listen_problem
 
-    if (taken := listen_problem(settings.host, settings.port)) is not None:
+    if settings.port != 0 and (taken := listen_problem(settings.host, settings.port)):
         print(f"mnemoql serve: {taken}", file=sys.stderr)
         return 2
+    sockets = [_free_port_socket(settings.host)] if settings.port == 0 else None
+    port = sockets[0].getsockname()[1] if sockets else settings.port
     print(
-        f"mnemoql on http://{settings.host}:{settings.port}/graphql "
+        f"mnemoql on http://{settings.host}:{port}/graphql "
         f"(store: {settings.store}, data: {settings.data_dir})",
         file=sys.stderr,
     )
     from mnemoql.web.logs import serve_log_config
 
     app = StartingApp(build, on_failure=_interrupt)
-    uvicorn.run(
-        app,
+    options: dict[str, Any] = dict(
         host=settings.host,
-        port=settings.port,
+        port=port,
         log_level=args.log_level,
         log_config=serve_log_config(args.log_level),
         # an idle keep-alive connection stays open 75 s (uvicorn's default is 5 s): without
@@ -118,11 +121,30 @@ def cmd_serve(args: argparse.Namespace) -> int:
         # and an agent thinks longer than 5 s between calls
         timeout_keep_alive=KEEP_ALIVE_S,
     )
+    if sockets is None:
+        uvicorn.run(app, **options)
+    else:  # --port 0: serve the socket bound above (uvicorn.run takes no socket)
+        server = uvicorn.Server(uvicorn.Config(app, **options))
+        with contextlib.suppress(KeyboardInterrupt):  # as uvicorn.run does
+            server.run(sockets=sockets)
+        if not server.started and app.error is None:
+            return 3
+    # uvicorn.run exits with 3 itself when it cannot start (a port in use); a failed start-up of
+    # the service ends the same way
     if app.error is not None:  # an operator's mistake or a fault: one line, exit 2
         print(f"mnemoql serve: {app.error}", file=sys.stderr)
         return 2
-    # uvicorn.run exits with 3 itself when it cannot start; a bug in the start-up ends the same way
     return 3 if app.failed else 0
+
+
+def _free_port_socket(host: str) -> socket.socket:
+    """A listening address on ``host`` at a port the system picks (``--port 0``), bound here so
+    the port printed is the one served."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host.strip("[]"), 0))
+    return sock
 
 
 def _interrupt() -> None:
@@ -193,7 +215,7 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("serve", help="serve GraphQL on 127.0.0.1:8000")
     common(s)
     s.add_argument("--host", help="address to bind (default 127.0.0.1)")
-    s.add_argument("--port", type=int)
+    s.add_argument("--port", type=int, help="port to listen on (default 8000; 0: a free one)")
     s.add_argument(
         "--allow-public",
         action="store_true",

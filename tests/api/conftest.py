@@ -51,12 +51,19 @@ async def running(settings: Settings, **inject: Any) -> AsyncIterator[Api]:
     app = create_app(settings, **inject)
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
             yield Api(client, app)
+
+
+# In-process tests are one client flooding one app on purpose (fuzzers, 20 saves at once): the
+# per-client limits stay out of their way here and have tests of their own
+# (tests/web/test_security_limits.py, tests/api/test_guards.py).
+UNLIMITED_CLIENT = {"refusals_burst": 1e9, "max_requests_per_client": 10_000, "busy_burst_s": 1e9}
 
 
 def offline_settings(data_dir: Path, **overrides: Any) -> Settings:
     """No keys: offline extractor, hashing embedder (fast, deterministic)."""
+    overrides.setdefault("http", UNLIMITED_CLIENT)
     return load_settings({}, data_dir=data_dir, embedding={"provider": "hashing"}, **overrides)
 
 
@@ -79,6 +86,7 @@ def fake_model_settings(data_dir: Path, url: str, **overrides: Any) -> Settings:
             "retries": 1,
         },
         "alignment": {"enabled": False},
+        "http": UNLIMITED_CLIENT,
     }
     for key, value in overrides.items():
         if isinstance(value, dict) and key in groups:

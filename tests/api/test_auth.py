@@ -181,7 +181,7 @@ def _ws_subscribe(
 ) -> dict[str, Any]:
     """connection_init (+ payload), subscribe to revectorize; the first message after the ack."""
     with client.websocket_connect(
-        "/graphql", subprotocols=["graphql-transport-ws"], headers=headers or {}
+        "ws://127.0.0.1/graphql", subprotocols=["graphql-transport-ws"], headers=headers or {}
     ) as ws:
         ws.send_json({"type": "connection_init", "payload": params or {}})
         ack = ws.receive_json()
@@ -199,7 +199,7 @@ def _ws_subscribe(
 
 def test_websocket_subscriptions_need_a_write_token(tmp_path: Path) -> None:
     app = create_app(token_settings(tmp_path))
-    with TestClient(app) as client:
+    with TestClient(app, base_url="http://127.0.0.1") as client:
         # no token at all: connection_init is refused
         with pytest.raises(WebSocketDisconnect) as closed:
             _ws_subscribe(client, None)

@@ -1,4 +1,4 @@
-"""What a request leaves to the cyclic garbage collector (web/guards.py; bench.hostile).
+"""What a request leaves to the cyclic garbage collector (web/guards/heap.py; bench.hostile).
 
 A full collection holds the event loop for as long as it walks the tracked objects, so a
 refused request must not leave its body in a reference cycle, and what start-up loaded is

@@ -401,11 +401,12 @@ async def test_a_large_body_is_parsed_with_the_collector_paused_and_resumed(
     api: Api, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import gc
+    import json
 
     from mnemoql.web import guards
 
     seen: list[bool] = []
-    real_loads = guards.json.loads  # strawberry parses with the json module too
+    real_loads = json.loads  # strawberry parses with the json module too
 
     def spy(*args: Any, **kwargs: Any) -> Any:
         seen.append(gc.isenabled())
@@ -450,3 +451,138 @@ async def test_a_large_body_still_answers_through_the_budget(api: Api) -> None:
         r = await api.client.post("/graphql", json={"query": query, "variables": {"p": padding}})
         assert r.status_code == 200, r.text
         assert r.json()["data"]["events"]["totalCount"] == 0, r.text
+
+
+# ---------------------------------------------------------------- hosts, origins, fair limits
+
+
+@pytest.mark.parametrize(
+    ("host", "loopback_bind", "listed", "allowed"),
+    [
+        ("127.0.0.1:8000", True, [], True),
+        ("localhost:8000", True, [], True),
+        ("LOCALHOST.", True, [], True),
+        ("[::1]:8000", True, [], True),
+        ("127.0.0.2", True, [], True),
+        ("evil.example:8000", True, [], False),
+        ("127.0.0.1.evil.example", True, [], False),
+        ("localhost:80x", True, [], False),
+        (None, True, [], False),
+        ("memory.example:443", True, ["memory.example"], True),
+        ("a.memory.example", True, ["*.memory.example"], True),
+        ("memory.example", True, ["*.memory.example"], False),
+        ("evil.example", True, ["*"], True),
+        ("evil.example", False, [], True),  # a public bind: tokens guard it
+        ("evil.example", False, ["memory.example"], False),
+        ("localhost", False, ["memory.example"], True),
+    ],
+)
+def test_hosts_a_service_answers_to(
+    host: str | None, loopback_bind: bool, listed: list[str], allowed: bool
+) -> None:
+    from mnemoql.web.guards import HostRule
+
+    rule = HostRule(loopback_bind=loopback_bind, allowed_hosts=listed, cors_origins=[])
+    assert rule.host_allowed(host) is allowed
+
+
+@pytest.mark.parametrize(
+    ("origin", "host", "allowed"),
+    [
+        (None, "127.0.0.1:8000", True),  # not a browser
+        ("http://127.0.0.1:8000", "127.0.0.1:8000", True),  # the service's own page
+        ("http://127.0.0.1:8000/", "127.0.0.1:8000", True),
+        ("http://localhost:8000", "127.0.0.1:8000", False),  # another origin, same machine
+        ("http://127.0.0.1:5173", "127.0.0.1:8000", False),
+        ("http://localhost:5173", "127.0.0.1:8000", True),  # listed
+        ("http://evil.example:8000", "evil.example:8000", True),  # same origin: Host decides
+        ("https://memory.example", "memory.example", True),
+        ("http://memory.example", "memory.example:8080", False),
+        ("null", "127.0.0.1:8000", False),
+        ("file://", "127.0.0.1:8000", False),
+        ("http://127.0.0.1:99999", "127.0.0.1:8000", False),
+    ],
+)
+def test_origins_a_service_accepts(origin: str | None, host: str, allowed: bool) -> None:
+    from mnemoql.web.guards import HostRule
+
+    rule = HostRule(loopback_bind=True, allowed_hosts=[], cors_origins=["http://localhost:5173"])
+    scheme = "https" if origin and origin.startswith("https") else "http"
+    assert rule.origin_allowed(origin, host, scheme) is allowed
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_refusals_refill_over_time_per_client() -> None:
+    from mnemoql.engine.config import HttpSettings
+    from mnemoql.web.guards import ClientLimits
+
+    clock = FakeClock()
+    limits = ClientLimits(HttpSettings(refusals_burst=2, refusals_per_s=0.5), clock)
+    for _ in range(2):
+        assert limits.admit("addr:a") is None
+        limits.finish("addr:a", 0.0, refused=True)
+    refused = limits.admit("addr:a")
+    assert refused is not None and refused.retry_after_s == 2  # one refusal back in 2 s
+    assert limits.admit("addr:b") is None  # another client
+    clock.now += 2
+    assert limits.admit("addr:a") is None
+
+
+def test_busy_time_is_a_budget_a_waiting_client_never_exceeds() -> None:
+    from mnemoql.engine.config import HttpSettings
+    from mnemoql.web.guards import ClientLimits
+
+    clock = FakeClock()
+    limits = ClientLimits(HttpSettings(busy_burst_s=2, busy_per_s=1.0), clock)
+    for _ in range(50):  # one request at a time, each 1 s: a client that waits for answers
+        assert limits.admit("token:a") is None
+        clock.now += 1.0
+        limits.finish("token:a", 1.0, refused=False)
+    for _ in range(4):  # four at once, each 1 s: past its share
+        assert limits.admit("token:b") is None
+    clock.now += 1.0
+    for _ in range(4):
+        limits.finish("token:b", 1.0, refused=False)
+    refused = limits.admit("token:b")  # a budget of 2 s, 4 s spent: 2 s to wait
+    assert refused is not None and refused.retry_after_s == 2
+    clock.now += 2.0
+    assert limits.admit("token:b") is None
+
+
+def test_subscriptions_are_capped_per_client_and_in_total() -> None:
+    from mnemoql.engine.config import HttpSettings
+    from mnemoql.web.guards import ClientLimits
+
+    limits = ClientLimits(HttpSettings(max_subscriptions_per_client=2, max_subscriptions=3))
+    assert limits.open_subscription("a") is None
+    assert limits.open_subscription("a") is None
+    assert limits.open_subscription("a") is not None  # a's own cap
+    assert limits.open_subscription("b") is None
+    total = limits.open_subscription("c")
+    assert total is not None and "MNEMOQL_HTTP__MAX_SUBSCRIPTIONS=" in total.message
+    limits.close_subscription("a")
+    assert limits.open_subscription("c") is None
+
+
+def test_an_open_service_on_a_public_address_warns(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from mnemoql.web.app import create_app
+
+    settings = offline_settings(tmp_path).model_copy(
+        update={"host": "0.0.0.0", "allow_public": True}
+    )
+    with caplog.at_level("WARNING", logger="mnemoql"):
+        create_app(settings)
+    assert any("no access tokens" in r.getMessage() for r in caplog.records), caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="mnemoql"):
+        create_app(offline_settings(tmp_path))
+    assert not any("no access tokens" in r.getMessage() for r in caplog.records)

@@ -1,5 +1,5 @@
-"""A request refused for its size is answered after a pause (web/guards.py RefusalPause), so a
-client repeating it back to back cannot hold the event loop (bench.hostile). The pause is
+"""A request refused for its size is answered after a pause (web/guards/pacing.py RefusalPause),
+so a client repeating it back to back cannot hold the event loop (bench.hostile). The pause is
 observed through its sum, never timed."""
 
 from __future__ import annotations

@@ -50,24 +50,31 @@ def mnemoql_command() -> Path:
 class Served:
     """One running ``mnemoql serve``; ``url`` is its base URL."""
 
-    def __init__(self, data_dir: Path, *, tokens: list[dict[str, Any]] | None = None) -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        *,
+        tokens: list[dict[str, Any]] | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = data_dir.parent / f"serve-{self.port}.log"
-        env = {
+        environ = {
             **os.environ,
             "MNEMOQL_DATA_DIR": str(data_dir),
             "MNEMOQL_PORT": str(self.port),
             "MNEMOQL_EMBEDDING__PROVIDER": "hashing",
         }
-        env.pop("DEEPSEEK_API_KEY", None)
+        environ.pop("DEEPSEEK_API_KEY", None)
         if tokens:
-            env["MNEMOQL_AUTH__TOKENS"] = json.dumps(tokens)
+            environ["MNEMOQL_AUTH__TOKENS"] = json.dumps(tokens)
+        environ.update(env or {})
         self._out = self.log.open("w", encoding="utf-8")
         self.proc = subprocess.Popen(
             [str(mnemoql_command()), "serve"],
             cwd=data_dir.parent,
-            env=env,
+            env=environ,
             stdout=self._out,
             stderr=subprocess.STDOUT,
         )

@@ -87,7 +87,7 @@ def tiny_app(events: list[str]) -> Starlette:
 
 @contextlib.asynccontextmanager
 async def client_of(app: Any) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as c:
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1") as c:
         yield c
 
 

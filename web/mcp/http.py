@@ -8,7 +8,8 @@ SDK's session manager.
   evidence session, ``mcp-<session id>``; the SDK ties it to the token that opened it, so another
   token cannot continue it. A stateless request (protocol 2026-07-28) carries no session: each
   search starts one and names it, and the caller passes it back.
-- On a loopback bind, Host and Origin are checked against loopback names (DNS rebinding).
+- Host and Origin are checked before the request gets here, as for every route
+  (``web.guards.hosts``: DNS rebinding, CORS); the SDK's own check is off.
 """
 
 from __future__ import annotations
@@ -23,19 +24,17 @@ from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from mcp.server.context import ServerRequestContext
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-from mcp.server.transport_security import TransportSecuritySettings
 from starlette.datastructures import Headers
 from starlette.types import Receive, Scope, Send
 
 from mnemoql.engine.config import Settings
 from mnemoql.engine.errors import Unauthorized
 from mnemoql.engine.spaces import Spaces
-from mnemoql.web.auth import OPEN_GRANT, Grant, TokenTable, bearer, grant_of, is_loopback
+from mnemoql.web.auth import OPEN_GRANT, Grant, TokenTable, bearer, grant_of
 from mnemoql.web.mcp.mount import send_error
 from mnemoql.web.mcp.server import Caller, build_server
 
 SESSION_HEADER = "mcp-session-id"
-_LOOPBACK_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
 
 
 def identify(ctx: ServerRequestContext[Any, Any]) -> Caller:
@@ -62,18 +61,12 @@ class McpHttp:
 
     def __init__(self, settings: Settings, tokens: TokenTable, spaces: Spaces) -> None:
         self.tokens = tokens
-        security = None
-        if is_loopback(settings.host):
-            security = TransportSecuritySettings(
-                allowed_hosts=_LOOPBACK_HOSTS,
-                allowed_origins=[f"http://{h}" for h in _LOOPBACK_HOSTS],
-            )
         server = build_server(
             spaces, identify, settings.limits, settings.mcp.locale, version("mnemoql")
         )
         self.manager = StreamableHTTPSessionManager(
             server,
-            security_settings=security,
+            security_settings=None,  # web.guards.hosts checks Host and Origin
             max_request_body_size=settings.limits.max_body_bytes,
         )
 
