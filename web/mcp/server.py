@@ -8,11 +8,13 @@ configured space and the process. A tool call then runs like a GraphQL operation
 - the arguments are validated (``web.mcp.arguments``) before anything is touched;
 - one ``Memory`` call runs under the GraphQL deadlines (``query_timeout_s``, or
   ``mutation_timeout_s`` for writes);
-- an expected failure (``engine.errors``) is a tool error whose text starts with its stable code
-  (``OUT_OF_RANGE: limit must be between 1 and 8 (got 9)``) and whose structured content
-  carries the code and details; anything else is logged and reported as
-  ``INTERNAL_SERVER_ERROR`` without details. A failed call has written nothing: saves are one
-  transaction, and the session records nothing for a call that failed.
+- an expected failure (``engine.errors``) is a tool error (``isError``) whose text starts with
+  its stable code (``OUT_OF_RANGE: limit must be between 1 and 8 (got 9)``); anything else is
+  logged and reported as ``INTERNAL_SERVER_ERROR`` without details. An error carries text only:
+  clients check structured content against the tool's ``outputSchema`` (the TypeScript SDK
+  even on errors, turning a mismatch into -32602), and an error is no result of that shape.
+  A failed call has written nothing: saves are one transaction, and the session records
+  nothing for a call that failed.
 """
 
 from __future__ import annotations
@@ -91,12 +93,12 @@ def build_server(
     )
 
 
-def _tool_listing(tool: Tool) -> types.Tool:
+def _tool_listing(tool: Tool, limits: Limits) -> types.Tool:
     return types.Tool(
         name=tool.name,
         title=tool.title,
         description=tool.description,
-        input_schema=arguments.schema(tool.args),
+        input_schema=arguments.schema(tool.args, limits),
         output_schema=tool.output.model_json_schema(),
         annotations=types.ToolAnnotations(title=tool.title, **tool.hints),
     )
@@ -107,19 +109,12 @@ def error_result(exc: MnemoError) -> types.CallToolResult:
     body = f"{exc.code}: {exc.message}"
     if exc.zh != exc.message:
         body += f"\n{exc.zh}"
-    details = {"message": exc.message, **exc.extensions()}
-    return types.CallToolResult(
-        content=[types.TextContent(text=body)],
-        structured_content={"error": details},
-        is_error=True,
-    )
+    return types.CallToolResult(content=[types.TextContent(text=body)], is_error=True)
 
 
 def _coded(code: str, message: str) -> types.CallToolResult:
     return types.CallToolResult(
-        content=[types.TextContent(text=f"{code}: {message}")],
-        structured_content={"error": {"code": code, "message": message}},
-        is_error=True,
+        content=[types.TextContent(text=f"{code}: {message}")], is_error=True
     )
 
 
@@ -131,7 +126,7 @@ class _Edge:
         self.identify = identify
         self.limits = limits
         self.locale = locale
-        self._listing = [_tool_listing(t) for t in TOOLS.values()]
+        self._listing = [_tool_listing(t, limits) for t in TOOLS.values()]
 
     async def list_tools(
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
