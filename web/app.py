@@ -69,6 +69,7 @@ from mnemoql.web.guards import (
     within_deadline,
 )
 from mnemoql.web.mcp.mount import McpMount
+from mnemoql.web.persisted import PersistedQueries, PersistedQueryRefused
 from mnemoql.web.service import limit_blas_threads, open_store, warm_up
 
 if TYPE_CHECKING:
@@ -100,6 +101,7 @@ class MemoryGraphQL(GraphQL[RequestContext, None]):
         self.limits = limits
         self.parse_budget = ParseBudget()
         self.refusal_pause = RefusalPause()
+        self.persisted = PersistedQueries()  # Apollo's automatic persisted queries
 
     async def get_context(self, request: Request | WebSocket, response: Any) -> RequestContext:
         client = request.client
@@ -177,6 +179,10 @@ class MemoryGraphQL(GraphQL[RequestContext, None]):
         root_value: None,
         request_data: GraphQLRequestData,
     ) -> ExecutionResult:
+        try:
+            request_data, register = self.persisted.resolve(request_data)
+        except PersistedQueryRefused as exc:
+            return ExecutionResult(data=None, errors=[exc.error])
         method = request_adapter.method
         allowed = {OperationType.QUERY}
         if method == "POST":
@@ -194,9 +200,13 @@ class MemoryGraphQL(GraphQL[RequestContext, None]):
             )
 
         try:
-            return await within_deadline(
+            result = await within_deadline(
                 run, self.limits.query_timeout_s, self.limits.mutation_timeout_s
             )
+            query = request_data.query
+            if register is not None and query is not None and result.data is not None:
+                self.persisted.register(register, query)  # it parsed, validated and ran
+            return result
         except InvalidOperationTypeError as exc:
             if exc.operation_type is OperationType.SUBSCRIPTION:
                 return websocket_required(exc.operation_type)
