@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import os
 import shutil
 import signal
@@ -87,27 +88,38 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"mnemoql: {exc}", file=sys.stderr)
         return 2
+    from mnemoql.web import tracing
+
+    if settings.telemetry.traces and not tracing.available():
+        print(f"mnemoql: MNEMOQL_TELEMETRY__TRACES is on but OpenTelemetry is not installed: "
+              f"{tracing.INSTALL}", file=sys.stderr)  # fmt: skip
+        return 2
 
     def build() -> Any:
         from mnemoql.web.app import create_app
 
         return create_app(settings)
 
-    print(
+    from mnemoql.web.logs import JsonLines, serve_log_config
+
+    banner = (
         f"mnemoql on http://{settings.host}:{settings.port}/graphql "
-        f"(store: {settings.store}, data: {settings.data_dir})",
-        file=sys.stderr,
+        f"(store: {settings.store}, data: {settings.data_dir})"
     )
-    from mnemoql.web.logs import serve_log_config
+    if settings.log.format == "json":  # stderr holds JSON lines only
+        record = logging.LogRecord("mnemoql", logging.INFO, __file__, 0, banner, None, None)
+        banner = JsonLines().format(record)
+    print(banner, file=sys.stderr)
+    from mnemoql.web.observe import Observe
     from mnemoql.web.starting import StartingApp
 
     app = StartingApp(build, on_failure=_interrupt)
     uvicorn.run(
-        app,
+        Observe(app),  # request ids from the first request on, while the service starts too
         host=settings.host,
         port=settings.port,
         log_level=args.log_level,
-        log_config=serve_log_config(args.log_level),
+        log_config=serve_log_config(args.log_level, settings.log.format),
         # an idle keep-alive connection stays open 75 s (uvicorn's default is 5 s): without
         # tokens, one connection is one default session (resolvers.context.default_session),
         # and an agent thinks longer than 5 s between calls

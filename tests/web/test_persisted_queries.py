@@ -134,3 +134,20 @@ def test_the_store_is_bounded_by_documents_and_characters() -> None:
     assert len(store) == 3 and store.chars <= 100
     store.register(sha256_hex("y" * 60), "y" * 60)
     assert store.chars <= 100 and store.resolve(request(None, sha256_hex("y" * 60)))[0].query
+
+
+def test_what_ran_is_kept_even_with_a_field_error_and_what_did_not_validate_is_not(
+    server: Served,
+) -> None:
+    def send(query: str | None, digest: str) -> dict[str, Any]:
+        body: dict[str, Any] = {"extensions": {"persistedQuery": {"version": 1, "sha256Hash": digest}}}
+        if query is not None:
+            body["query"] = query
+        return httpx.post(server.graphql, json=body, headers=GRAPHQL_RESPONSE).json()
+
+    missing = '{ read(eventId: "apq_missing") { text } }'  # runs: a field error, no data
+    assert send(missing, sha256_hex(missing))["errors"][0]["extensions"]["code"] == "NOT_FOUND"
+    assert send(None, sha256_hex(missing))["errors"][0]["extensions"]["code"] == "NOT_FOUND"
+    invalid = "{ noSuchField }"
+    assert send(invalid, sha256_hex(invalid))["errors"][0]["extensions"]["code"] == "GRAPHQL_VALIDATION_FAILED"
+    assert send(None, sha256_hex(invalid))["errors"][0]["extensions"]["code"] == "PERSISTED_QUERY_NOT_FOUND"

@@ -22,7 +22,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Callable
+import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -35,6 +36,7 @@ from mnemoql.engine.config import Limits
 from mnemoql.engine.errors import Forbidden, MnemoError, StoreUnavailable
 from mnemoql.engine.memory import Memory
 from mnemoql.engine.retrieval.evidence import Locale
+from mnemoql.web import metrics
 from mnemoql.web.guards import timeout_message
 from mnemoql.web.mcp import arguments, results
 from mnemoql.web.mcp import text as texts
@@ -87,10 +89,36 @@ def build_server(
         title="mnemoql memory",
         instructions=INSTRUCTIONS,
         on_list_tools=edge.list_tools,
-        on_call_tool=edge.call_tool,
+        on_call_tool=_measured(edge.call_tool),
         on_list_resources=edge.list_resources,
         on_read_resource=edge.read_resource,
     )
+
+
+CallTool = Callable[
+    [ServerRequestContext[Any, Any], types.CallToolRequestParams], Awaitable[types.CallToolResult]
+]
+
+
+def _measured(call_tool: CallTool) -> CallTool:
+    """``call_tool`` counted and timed in the service's metrics, by tool and code."""
+
+    async def measured(
+        ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        started = time.perf_counter()
+        name = params.name if params.name in TOOLS else "(unknown)"
+        code = "UNKNOWN_TOOL"
+        try:
+            result = await call_tool(ctx, params)
+            block = result.content[0] if result.content else None
+            text = block.text if isinstance(block, types.TextContent) else ""
+            code = text.partition(":")[0] if result.is_error else "OK"
+            return result
+        finally:
+            metrics.operation("mcp", name, code, time.perf_counter() - started)
+
+    return measured
 
 
 def _tool_listing(tool: Tool, limits: Limits) -> types.Tool:
