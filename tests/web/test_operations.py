@@ -201,3 +201,47 @@ def test_tracing_costs_nothing_when_off_and_says_what_to_install(tmp_path: Path)
     out = subprocess.run([sys.executable, "-c", blocked], capture_output=True, text=True, timeout=60, env=env)
     assert out.returncode == 2 and out.stderr.strip().count("\n") == 0, out.stderr
     assert "pip install 'mnemoql[otel]'" in out.stderr
+
+
+async def test_an_escaped_exception_is_logged_and_answered_with_the_request_id(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from mnemoql.web.observe import Observe, request_id
+
+    seen: list[str | None] = []
+
+    async def broken(scope: Any, receive: Any, send: Any) -> None:
+        seen.append(request_id())
+        raise RuntimeError("a bug")
+
+    transport = httpx.ASGITransport(app=Observe(broken), raise_app_exceptions=False)
+    async with httpx.AsyncClient(transport=transport, base_url="http://service") as client:
+        r = await client.post("/graphql", json={}, headers={"x-request-id": "bug-7"})
+    assert r.status_code == 500 and r.headers["x-request-id"] == "bug-7" and seen == ["bug-7"]
+    assert r.json()["errors"][0]["extensions"]["code"] == "INTERNAL_SERVER_ERROR"
+    assert "a bug" not in r.text
+    failed = [rec for rec in caplog.records if rec.getMessage() == "POST /graphql failed"]
+    assert failed and failed[0].exc_info is not None
+
+
+def test_text_lines_end_with_the_request_id() -> None:
+    import logging
+
+    from uvicorn.logging import DefaultFormatter
+
+    from mnemoql.web import observe
+    from mnemoql.web.logs import Hygiene, serve_log_config
+
+    formatter = DefaultFormatter(fmt=serve_log_config("info")["formatters"]["service"]["fmt"])
+
+    def line() -> str:
+        record = logging.LogRecord("mnemoql", logging.INFO, __file__, 0, "saved %d", (3,), None)
+        assert Hygiene().filter(record)
+        return formatter.format(record)
+
+    assert line().endswith("mnemoql: saved 3")  # outside a request
+    token = observe._current.set(observe.Observation("req-9"))
+    try:
+        assert line().endswith("mnemoql: saved 3 [req req-9]")
+    finally:
+        observe._current.reset(token)
