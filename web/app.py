@@ -73,6 +73,7 @@ from mnemoql.web.guards import (
 from mnemoql.web.mcp.mount import McpMount
 from mnemoql.web.observe import Observe, OperationLabel
 from mnemoql.web.observe import current as observation
+from mnemoql.web.persisted import NOT_FOUND as PERSISTED_NOT_FOUND
 from mnemoql.web.persisted import PersistedQueries, PersistedQueryRefused
 from mnemoql.web.service import limit_blas_threads, open_store, warm_up
 
@@ -256,6 +257,8 @@ class MemoryGraphQL(GraphQL[RequestContext, None]):
             grant = grant_of(request.scope)
             if grant is not None:
                 self.app_state.spaces.mark_down(grant.space)
+        if PERSISTED_NOT_FOUND in codes:  # a cache must not keep the miss (web.persisted)
+            request.state.sub_response.headers["cache-control"] = "no-store"
         body = await super().process_result(request, result)
         status = shape(cast(dict[str, Any], body), request.state.media_type)
         if status != 200:

@@ -5,8 +5,9 @@ this process knows the hash, the request runs the document registered under it; 
 is answered ``PersistedQueryNotFound`` (code ``PERSISTED_QUERY_NOT_FOUND``, a request error),
 and the client sends the same request again with the full ``query``, which registers it: the
 hash must be the SHA-256 of the query text's UTF-8 bytes, or nothing is registered and the
-request is refused (``BAD_REQUEST``). A hashed GET is what CDNs can cache; mutations still go
-by POST (a mutation over GET stays a 405, whatever document the hash names).
+request is refused (``BAD_REQUEST``). A hashed GET is what CDNs can cache (the miss is sent
+``Cache-Control: no-store``, so no cache keeps it); mutations still go by POST (a mutation over
+GET stays a 405, whatever document the hash names).
 
 The store is per process and bounded (``MAX_DOCUMENTS`` documents and ``MAX_CHARS`` characters
 of text, least recently used out first), so a restart or an eviction costs a client one extra

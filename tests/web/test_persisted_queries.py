@@ -85,6 +85,7 @@ def test_a_miss_is_what_apollo_expects_in_either_media_type(server: Served) -> N
             headers={**GRAPHQL_RESPONSE, "accept": accept},
         )
         assert r.status_code == status, r.text
+        assert r.headers["cache-control"] == "no-store"  # a CDN must not keep the miss
         (error,) = r.json()["errors"]
         assert error["message"] == "PersistedQueryNotFound"
         assert error["extensions"]["code"] == "PERSISTED_QUERY_NOT_FOUND"
