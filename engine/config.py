@@ -229,7 +229,8 @@ class Limits(BaseModel):
 
 
 SPACE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
-Scope = Literal["read", "write"]
+# metrics: reading /metrics (service-wide counts), nothing of any memory space
+Scope = Literal["read", "write", "metrics"]
 
 
 def check_space(name: str) -> str:
@@ -262,7 +263,7 @@ class TokenGrant(BaseModel):
     @classmethod
     def _some_scope(cls, v: frozenset[Scope]) -> frozenset[Scope]:
         if not v:
-            raise ValueError("a token needs at least one scope: read, write or both")
+            raise ValueError("a token needs at least one scope: read, write or metrics")
         return v
 
     @field_validator("space")
@@ -334,6 +335,20 @@ class HttpSettings(BaseModel):
     @classmethod
     def _lists(cls, v: Any) -> Any:
         return _names(v)
+class LogSettings(BaseModel):
+    """How ``mnemoql serve`` writes its log lines (stderr)."""
+
+    # json: one object a line (time, level, logger, message, request_id), for log shippers
+    format: Literal["text", "json"] = "text"
+
+
+class TelemetrySettings(BaseModel):
+    """What the service tells its operators (docs/clients.md, "Metrics and tracing")."""
+
+    # Prometheus text at /metrics; with tokens on, only tokens with the 'metrics' scope read it
+    metrics: bool = True
+    # OpenTelemetry spans: needs pip install 'mnemoql[otel]'; OTEL_* variables pick the exporter
+    traces: bool = False
 
 
 class Settings(BaseSettings):
@@ -360,6 +375,8 @@ class Settings(BaseSettings):
     auth: AuthSettings = Field(default_factory=AuthSettings)
     mcp: McpSettings = Field(default_factory=McpSettings)
     http: HttpSettings = Field(default_factory=HttpSettings)
+    log: LogSettings = Field(default_factory=LogSettings)
+    telemetry: TelemetrySettings = Field(default_factory=TelemetrySettings)
 
 
 # alias name -> (group, field); group None means a top-level field

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import json
 import logging
 import time
 from collections.abc import AsyncIterator
@@ -45,6 +46,7 @@ from mnemoql.engine.spaces import DEFAULT_SPACE, Spaces
 from mnemoql.engine.store.base import Store
 from mnemoql.resolvers import build_schema
 from mnemoql.resolvers.context import RequestContext
+from mnemoql.web import metrics, tracing
 from mnemoql.web.auth import (
     BearerAuth,
     Grant,
@@ -82,6 +84,10 @@ from mnemoql.web.guards import (
 )
 from mnemoql.web.guards.subscriptions import LimitedTransportWSHandler, LimitedWSHandler
 from mnemoql.web.mcp.mount import McpMount
+from mnemoql.web.observe import Observe, OperationLabel
+from mnemoql.web.observe import current as observation
+from mnemoql.web.persisted import NOT_FOUND as PERSISTED_NOT_FOUND
+from mnemoql.web.persisted import PersistedQueries, PersistedQueryRefused
 from mnemoql.web.service import limit_blas_threads, open_store, warm_up
 
 if TYPE_CHECKING:
@@ -110,7 +116,7 @@ class MemoryGraphQL(GraphQL[RequestContext, None]):
                 max_depth=limits.max_query_depth,
                 max_aliases=limits.max_aliases,
                 max_tokens=limits.max_query_tokens,
-                extensions=[MutationDeadline, input_guard(limits)],
+                extensions=[MutationDeadline, input_guard(limits), OperationLabel],
             ),
             **kwargs,
         )
@@ -118,6 +124,7 @@ class MemoryGraphQL(GraphQL[RequestContext, None]):
         self.limits = limits
         self.parse_budget = ParseBudget()
         self.refusal_pause = RefusalPause()
+        self.persisted = PersistedQueries()  # Apollo's automatic persisted queries
 
     async def get_context(self, request: Request | WebSocket, response: Any) -> RequestContext:
         client = request.client
@@ -186,6 +193,8 @@ class MemoryGraphQL(GraphQL[RequestContext, None]):
         except HTTPException as exc:
             allow = getattr(exc, "allow", "GET, POST" if exc.status_code == 405 else None)
             response = error_response(exc.status_code, exc.reason, media, allow=allow)
+            if (seen := observation()) is not None:
+                seen.codes.append(json.loads(response.body)["errors"][0]["extensions"]["code"])
         await self.refusal_pause.after(request.state.codes, started)  # guards.RefusalPause
         await response(scope, receive, send)
 
@@ -198,6 +207,10 @@ class MemoryGraphQL(GraphQL[RequestContext, None]):
         root_value: None,
         request_data: GraphQLRequestData,
     ) -> ExecutionResult:
+        try:
+            request_data, register = self.persisted.resolve(request_data)
+        except PersistedQueryRefused as exc:
+            return ExecutionResult(data=None, errors=[exc.error])
         method = request_adapter.method
         allowed = {OperationType.QUERY}
         if method == "POST":
@@ -215,9 +228,14 @@ class MemoryGraphQL(GraphQL[RequestContext, None]):
             )
 
         try:
-            return await within_deadline(
+            result = await within_deadline(
                 run, self.limits.query_timeout_s, self.limits.mutation_timeout_s
             )
+            query = request_data.query
+            ran = result.data is not None or any(e.path for e in result.errors or [])
+            if register is not None and query is not None and ran:
+                self.persisted.register(register, query)  # it parsed, validated and ran
+            return result
         except InvalidOperationTypeError as exc:
             if exc.operation_type is OperationType.SUBSCRIPTION:
                 return websocket_required(exc.operation_type)
@@ -252,12 +270,16 @@ class MemoryGraphQL(GraphQL[RequestContext, None]):
         self, request: Request, result: ExecutionResult
     ) -> GraphQLHTTPResponse:
         codes = {(e.extensions or {}).get("code") for e in result.errors or []}
+        if (seen := observation()) is not None:  # the metrics' code: the first error's
+            seen.codes.extend(str((e.extensions or {}).get("code")) for e in result.errors or [])
         getattr(request.state, "codes", set()).update(codes)  # read by __call__
         if "STORE_UNAVAILABLE" in codes:
             # the next request of this space (or /readyz) tries to reopen its store
             grant = grant_of(request.scope)
             if grant is not None:
                 self.app_state.spaces.mark_down(grant.space)
+        if PERSISTED_NOT_FOUND in codes:  # a cache must not keep the miss (web.persisted)
+            request.state.sub_response.headers["cache-control"] = "no-store"
         body = await super().process_result(request, result)
         status = shape(cast(dict[str, Any], body), request.state.media_type)
         if status != 200:
@@ -321,8 +343,8 @@ def create_app(
 
     def store_for(space: str) -> Store:
         if store is not None and space == DEFAULT_SPACE:
-            return store
-        return open_store(settings, space)
+            return tracing.instrument_store(store)
+        return tracing.instrument_store(open_store(settings, space))
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -334,10 +356,13 @@ def create_app(
                 from mnemoql.web.neo4j_boot import stop_started
 
                 stack.push_async_callback(asyncio.to_thread, stop_started)
+            if settings.telemetry.traces:
+                stack.callback(tracing.start())  # last out: flushes the spans
             client = http_client or await stack.enter_async_context(httpx.AsyncClient())
             providers = build_providers(settings, client)
             if embedder is not None:
                 providers = dataclasses.replace(providers, embedder=embedder)
+            tracing.instrument_embedder(providers.embedder)
             spaces = Spaces(settings, providers, store_for)
             stack.push_async_callback(spaces.close)
             await stack.enter_async_context(mcp.serving(spaces))  # MCP sessions end first
@@ -381,6 +406,7 @@ def create_app(
     app = Starlette(
         lifespan=lifespan,
         middleware=[  # outermost first (web.guards)
+            Middleware(Observe),  # request id, metrics, the request's span
             Middleware(HostGuard, rule=host_rule(settings)),
             *cors(settings.http.cors_origins),
             Middleware(RateLimit, limits=client_limits, tokens=tokens),
@@ -408,6 +434,7 @@ def create_app(
             Route("/graphql", graphql),  # any method: the view answers others with a JSON 405
             WebSocketRoute("/graphql", graphql),
             Route("/mcp", mcp, methods=["GET", "POST", "DELETE"]),
+            *([Route("/metrics", metrics.endpoint(tokens))] if settings.telemetry.metrics else []),
             Mount("/static", StaticFiles(directory=STATIC, check_dir=False), name="static"),
         ]
     )

@@ -12,6 +12,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import logging
 import os
 import shutil
 import signal
@@ -90,12 +91,20 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"mnemoql: {exc}", file=sys.stderr)
         return 2
+    from mnemoql.web import tracing
+
+    if settings.telemetry.traces and not tracing.available():
+        print(f"mnemoql: MNEMOQL_TELEMETRY__TRACES is on but OpenTelemetry is not installed: "
+              f"{tracing.INSTALL}", file=sys.stderr)  # fmt: skip
+        return 2
 
     def build() -> Any:
         from mnemoql.web.app import create_app
 
         return create_app(settings)
 
+    from mnemoql.web.logs import JsonLines, serve_log_config
+    from mnemoql.web.observe import Observe
     from mnemoql.web.starting import StartingApp, listen_problem
 
     if settings.port != 0 and (taken := listen_problem(settings.host, settings.port)):
@@ -103,28 +112,31 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return 2
     sockets = [_free_port_socket(settings.host)] if settings.port == 0 else None
     port = sockets[0].getsockname()[1] if sockets else settings.port
-    print(
+    banner = (
         f"mnemoql on http://{settings.host}:{port}/graphql "
-        f"(store: {settings.store}, data: {settings.data_dir})",
-        file=sys.stderr,
+        f"(store: {settings.store}, data: {settings.data_dir})"
     )
-    from mnemoql.web.logs import serve_log_config
+    if settings.log.format == "json":  # stderr holds JSON lines only
+        record = logging.LogRecord("mnemoql", logging.INFO, __file__, 0, banner, None, None)
+        banner = JsonLines().format(record)
+    print(banner, file=sys.stderr)
 
     app = StartingApp(build, on_failure=_interrupt)
+    served = Observe(app)  # request ids from the first request on, while the service starts too
     options: dict[str, Any] = dict(
         host=settings.host,
         port=port,
         log_level=args.log_level,
-        log_config=serve_log_config(args.log_level),
+        log_config=serve_log_config(args.log_level, settings.log.format),
         # an idle keep-alive connection stays open 75 s (uvicorn's default is 5 s): without
         # tokens, one connection is one default session (resolvers.context.default_session),
         # and an agent thinks longer than 5 s between calls
         timeout_keep_alive=KEEP_ALIVE_S,
     )
     if sockets is None:
-        uvicorn.run(app, **options)
+        uvicorn.run(served, **options)
     else:  # --port 0: serve the socket bound above (uvicorn.run takes no socket)
-        server = uvicorn.Server(uvicorn.Config(app, **options))
+        server = uvicorn.Server(uvicorn.Config(served, **options))
         with contextlib.suppress(KeyboardInterrupt):  # as uvicorn.run does
             server.run(sockets=sockets)
         if not server.started and app.error is None:

@@ -10,6 +10,9 @@
   Execution errors (a field failed; ``data`` is there) are a 200 either way.
 - A mutation over GET is a 405 with ``Allow: POST``; a subscription over HTTP is the request
   error ``WEBSOCKET_REQUIRED`` (subscriptions run over the websocket at the same path).
+- A persisted query (Apollo's APQ, ``web.persisted``) the process does not know is the request
+  error ``PERSISTED_QUERY_NOT_FOUND`` (a 400 with ``application/graphql-response+json``);
+  Apollo's link then sends the query text with its hash.
 - Every error the transport itself raises (bad JSON, a wrong method or content type) has a
   JSON body ``{"errors": [{"message", "extensions": {"code"}}]}``, never plain text.
 """
@@ -43,6 +46,7 @@ REQUEST_ERROR_STATUS: Mapping[str, int] = {
     "UNAUTHENTICATED": 401,
     "FORBIDDEN": 403,
     "STORE_UNAVAILABLE": 503,
+    "PERSISTED_QUERY_NOT_FOUND": 400,  # web.persisted: Apollo's link then sends the query
 }
 _TRANSPORT_CODES = {400: BAD_REQUEST, 404: "NOT_FOUND", 405: METHOD_NOT_ALLOWED, 415: BAD_REQUEST}
 

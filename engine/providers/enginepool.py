@@ -134,6 +134,11 @@ class EnginePool(Generic[E]):
         """The engines loaded so far (in load order)."""
         return list(self._engines)
 
+    def waiting(self) -> tuple[int, int]:
+        """How many jobs wait now: (queries, passages); read by /metrics."""
+        with self._wake:
+            return len(self._queries), len(self._passages)
+
     def submit(self, fn: Callable[[E], T], *, query: bool) -> Future[T]:
         """Queue ``fn(engine)``; its future holds the result or the exception."""
         future: Future[T] = Future()

@@ -285,6 +285,11 @@ class LocalEmbedder:
     def workers(self) -> int:
         return self._pool.workers
 
+    def queue_depth(self) -> dict[str, int]:
+        """Embedding jobs waiting for a worker, by kind (the service's /metrics)."""
+        queries, passages = self._pool.waiting()
+        return {"query": queries, "passage": passages}
+
     @property
     def loaded(self) -> bool:
         """Whether the model is in memory (``warm_up`` or a first embedding happened)."""

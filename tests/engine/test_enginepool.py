@@ -232,3 +232,20 @@ async def test_a_cancelled_embed_drops_its_queued_calls() -> None:
     await running
     assert (await emb.embed(["after"])).shape == (1, 384)
     assert seen == ["first", "after"]
+
+
+def test_waiting_counts_the_jobs_queued_behind_the_workers() -> None:
+    # what /metrics reports as mnemoql_embedder_queue_depth
+    pool: EnginePool[object] = EnginePool(1, object, name="t")
+    gate = Gate()
+    assert pool.waiting() == (0, 0)
+    first = pool.submit(gate.job("running", hold=True), query=False)
+    assert gate.started.wait(WAIT)
+    queued = [pool.submit(gate.job("p"), query=False) for _ in range(2)]
+    queued.append(pool.submit(gate.job("q"), query=True))
+    assert pool.waiting() == (1, 2)
+    gate.open()
+    for future in (first, *queued):
+        future.result(WAIT)
+    assert pool.waiting() == (0, 0)
+    pool.close()

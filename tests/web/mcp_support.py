@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -130,10 +131,12 @@ def ok(result: CallToolResult) -> dict[str, Any]:
 
 
 def error_code(result: CallToolResult) -> str:
-    """The stable code of a call that must fail; the text starts with it."""
+    """The stable code of a call that must fail: the text starts with it. An error carries no
+    structured content (clients check that against the tool's output schema)."""
     assert result.is_error, text(result)
-    code: str = result.structured_content["error"]["code"]
-    assert text(result).startswith(code + ": ")
+    assert result.structured_content is None, result.structured_content
+    code, sep, _ = text(result).partition(": ")
+    assert sep and re.fullmatch(r"[A-Z][A-Z_]+", code), text(result)
     return code
 
 
@@ -186,7 +189,7 @@ async def walk(client: Client, *, stateless: bool, records: int = 12) -> None:
     page = ok(first)
     items = [i["event_id"] for i in page["items"]]
     assert len(items) == 4 and page["cursor"] and page["chain_count"] == 4
-    assert text(first).startswith("[memory_database_search] operation=search target=Event")
+    assert text(first).startswith("[memory_search] operation=search target=Event")
     assert f"cursor={page['cursor']}" in text(first)
     concept = page["expand_concepts"][0]
     session = page["session"]

@@ -1,10 +1,12 @@
 """The tools' arguments: one pydantic model per tool, its JSON schema, and coded validation.
 
 The schemas are what a model reads before it calls a tool, so every field says what it is for.
-Numeric ranges are advertised in the schema (``minimum`` / ``maximum``) but enforced by the
-engine, so an out-of-range number gets the same ``OUT_OF_RANGE`` error (and wording) as over
-GraphQL; everything else that does not fit the model is ``BAD_USER_INPUT``, and a malformed
-``extraction`` is ``EXTRACTION_INVALID`` as it is for the ``save`` mutation.
+Every bound the engine enforces is advertised in the schema (``minimum`` / ``maximum``,
+``maxLength``, ``minItems`` / ``maxItems``; those that are settings, such as
+``max_content_chars``, filled in from the running service's ``Limits`` by ``schema``), but the
+engine enforces them, so an out-of-range number gets the same ``OUT_OF_RANGE`` error (and
+wording) as over GraphQL; everything else that does not fit the model is ``BAD_USER_INPUT``,
+and a malformed ``extraction`` is ``EXTRACTION_INVALID`` as it is for the ``save`` mutation.
 """
 
 from __future__ import annotations
@@ -14,9 +16,12 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from mnemoql.engine import ingest
+from mnemoql.engine.activation import ACTIVATE_LIMIT, MAX_LINES
 from mnemoql.engine.activation import DEFAULT_LIMIT as DEFAULT_ACTIVATE_LIMIT
+from mnemoql.engine.config import Limits
 from mnemoql.engine.errors import ExtractionInvalid, InvalidInput, ResetSeenMisuse
-from mnemoql.engine.memory import READ_DEFAULT, READ_MAX
+from mnemoql.engine.memory import READ_DEFAULT, READ_MAX, TIME_HINT_MAX
+from mnemoql.engine.retrieval.pipeline import EXPAND_MAX, NEARBY_MAX
 from mnemoql.prompts.extraction import Extraction
 
 SESSION = (
@@ -33,6 +38,11 @@ def _bounded(low: int, high: int, default: int, description: str) -> Any:
         description=description,
         json_schema_extra={"minimum": low, "maximum": high},
     )
+
+
+def _told(**bounds: int) -> dict[str, Any]:
+    # a bound the engine enforces (with its own coded error), advertised only
+    return {"json_schema_extra": bounds}
 
 
 class _Args(BaseModel):
@@ -100,6 +110,7 @@ class SearchArgs(_Args):
     )
     time_hint: str | None = Field(
         default=None,
+        **_told(maxLength=TIME_HINT_MAX),
         description="Only memories written in this period: today, yesterday, this week, last "
         "week, last 7 days, this month, 2026-03, 2026-03-01..2026-03-15, 上周, 最近3天 ... "
         "It filters on the save date, not on when things happened.",
@@ -119,25 +130,30 @@ class SearchArgs(_Args):
 class ExpandArgs(_Args):
     cursor: str = Field(description="The cursor of an earlier search, expand or nearby result.")
     concept_id: str = Field(
-        description="A concept that result offered (its 'next: expand(...)' line)."
+        description="A concept that result offered (its 'next: memory_expand(...)' line)."
     )
-    limit: int = _bounded(1, 8, 3, "How many new events to ask for (at most 4 arrive).")
+    limit: int = _bounded(1, EXPAND_MAX, 3, "How many new events to ask for (at most 4 arrive).")
     session: str | None = Field(default=None, description=SESSION)
 
 
 class NearbyArgs(_Args):
     cursor: str = Field(description="The cursor of an earlier search, expand or nearby result.")
     event_id: str = Field(
-        description="A positional event that result offered (its 'next: nearby(...)' line)."
+        description="A positional event that result offered (its 'next: memory_nearby(...)' "
+        "line)."
     )
-    before: int = _bounded(0, 10, 2, "Records to read before it, in the same chapter.")
-    after: int = _bounded(0, 10, 2, "Records to read after it, in the same chapter.")
+    before: int = _bounded(0, NEARBY_MAX, 2, "Records to read before it, in the same chapter.")
+    after: int = _bounded(0, NEARBY_MAX, 2, "Records to read after it, in the same chapter.")
     session: str | None = Field(default=None, description=SESSION)
 
 
 class ReadArgs(_Args):
     event_id: str = Field(description="The event whose original text to read.")
-    start: int = Field(default=0, description="Code-point offset to start at (0 = the start).")
+    start: int = Field(
+        default=0,
+        **_told(minimum=0),
+        description="Code-point offset to start at (0 = the start; at most the text's total).",
+    )
     limit: int = _bounded(1, READ_MAX, READ_DEFAULT, "How many code points to read.")
 
 
@@ -175,15 +191,15 @@ class RecallArgs(_Args):
 
 class ActivateArgs(_Args):
     lines: list[str] = Field(
+        **_told(minItems=1, maxItems=MAX_LINES),
         description="The latest lines of the conversation, oldest first; their topics, dates "
         "and names call up the memories that fit."
     )
     evaluate: bool = Field(
         default=False, description="Let the chat model keep only the memories that help."
     )
-    limit: int = Field(
-        default=DEFAULT_ACTIVATE_LIMIT,
-        description="At most this many memories (1..20), best first.",
+    limit: int = _bounded(
+        1, ACTIVATE_LIMIT, DEFAULT_ACTIVATE_LIMIT, "At most this many memories, best first."
     )
     projection: Literal["full", "compact", "abstract"] | None = Field(
         default=None,
@@ -193,12 +209,35 @@ class ActivateArgs(_Args):
     )
 
 
-def schema(model: type[BaseModel]) -> dict[str, Any]:
-    """The JSON schema of a tool's arguments (``type: object`` at the root)."""
+def _configured(limits: Limits) -> dict[type[BaseModel], dict[str, dict[str, int]]]:
+    """The bounds that are settings (MNEMOQL_LIMITS__*), by arguments model and property."""
+    return {
+        SaveArgs: {"content": {"minLength": 1, "maxLength": limits.max_content_chars}},
+        SearchArgs: {"query": {"maxLength": limits.max_search_chars}},
+    }
+
+
+def _extraction_bounds(out: dict[str, Any], limits: Limits) -> None:
+    extraction = out.get("$defs", {}).get("Extraction", {}).get("properties", {})
+    if "events" in extraction:
+        extraction["events"]["maxItems"] = limits.max_extraction_events
+    for name in ("persons", "concepts", "locations", "attitudes"):
+        if name in extraction:  # persons, concepts and locations share the cap together
+            extraction[name]["maxItems"] = limits.max_extraction_entities
+
+
+def schema(model: type[BaseModel], limits: Limits | None = None) -> dict[str, Any]:
+    """The JSON schema of a tool's arguments (``type: object`` at the root), with the bounds
+    ``limits`` sets (the defaults when None)."""
+    limits = limits or Limits()
     out = model.model_json_schema(by_alias=True)
     out.pop("title", None)
-    for prop in out.get("properties", {}).values():
+    properties = out.get("properties", {})
+    for prop in properties.values():
         prop.pop("title", None)
+    for name, bounds in _configured(limits).get(model, {}).items():
+        properties[name].update(bounds)
+    _extraction_bounds(out, limits)
     return out
 
 

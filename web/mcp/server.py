@@ -8,11 +8,13 @@ configured space and the process. A tool call then runs like a GraphQL operation
 - the arguments are validated (``web.mcp.arguments``) before anything is touched;
 - one ``Memory`` call runs under the GraphQL deadlines (``query_timeout_s``, or
   ``mutation_timeout_s`` for writes);
-- an expected failure (``engine.errors``) is a tool error whose text starts with its stable code
-  (``OUT_OF_RANGE: limit must be between 1 and 8 (got 9)``) and whose structured content
-  carries the code and details; anything else is logged and reported as
-  ``INTERNAL_SERVER_ERROR`` without details. A failed call has written nothing: saves are one
-  transaction, and the session records nothing for a call that failed.
+- an expected failure (``engine.errors``) is a tool error (``isError``) whose text starts with
+  its stable code (``OUT_OF_RANGE: limit must be between 1 and 8 (got 9)``); anything else is
+  logged and reported as ``INTERNAL_SERVER_ERROR`` without details. An error carries text only:
+  clients check structured content against the tool's ``outputSchema`` (the TypeScript SDK
+  even on errors, turning a mismatch into -32602), and an error is no result of that shape.
+  A failed call has written nothing: saves are one transaction, and the session records
+  nothing for a call that failed.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Callable
+import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -33,6 +36,7 @@ from mnemoql.engine.config import Limits
 from mnemoql.engine.errors import Forbidden, MnemoError, StoreUnavailable
 from mnemoql.engine.memory import Memory
 from mnemoql.engine.retrieval.evidence import Locale
+from mnemoql.web import metrics
 from mnemoql.web.guards import timeout_message
 from mnemoql.web.mcp import arguments, results
 from mnemoql.web.mcp import text as texts
@@ -85,18 +89,44 @@ def build_server(
         title="mnemoql memory",
         instructions=INSTRUCTIONS,
         on_list_tools=edge.list_tools,
-        on_call_tool=edge.call_tool,
+        on_call_tool=_measured(edge.call_tool),
         on_list_resources=edge.list_resources,
         on_read_resource=edge.read_resource,
     )
 
 
-def _tool_listing(tool: Tool) -> types.Tool:
+CallTool = Callable[
+    [ServerRequestContext[Any, Any], types.CallToolRequestParams], Awaitable[types.CallToolResult]
+]
+
+
+def _measured(call_tool: CallTool) -> CallTool:
+    """``call_tool`` counted and timed in the service's metrics, by tool and code."""
+
+    async def measured(
+        ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        started = time.perf_counter()
+        name = params.name if params.name in TOOLS else "(unknown)"
+        code = "UNKNOWN_TOOL"
+        try:
+            result = await call_tool(ctx, params)
+            block = result.content[0] if result.content else None
+            text = block.text if isinstance(block, types.TextContent) else ""
+            code = text.partition(":")[0] if result.is_error else "OK"
+            return result
+        finally:
+            metrics.operation("mcp", name, code, time.perf_counter() - started)
+
+    return measured
+
+
+def _tool_listing(tool: Tool, limits: Limits) -> types.Tool:
     return types.Tool(
         name=tool.name,
         title=tool.title,
         description=tool.description,
-        input_schema=arguments.schema(tool.args),
+        input_schema=arguments.schema(tool.args, limits),
         output_schema=tool.output.model_json_schema(),
         annotations=types.ToolAnnotations(title=tool.title, **tool.hints),
     )
@@ -107,19 +137,12 @@ def error_result(exc: MnemoError) -> types.CallToolResult:
     body = f"{exc.code}: {exc.message}"
     if exc.zh != exc.message:
         body += f"\n{exc.zh}"
-    details = {"message": exc.message, **exc.extensions()}
-    return types.CallToolResult(
-        content=[types.TextContent(text=body)],
-        structured_content={"error": details},
-        is_error=True,
-    )
+    return types.CallToolResult(content=[types.TextContent(text=body)], is_error=True)
 
 
 def _coded(code: str, message: str) -> types.CallToolResult:
     return types.CallToolResult(
-        content=[types.TextContent(text=f"{code}: {message}")],
-        structured_content={"error": {"code": code, "message": message}},
-        is_error=True,
+        content=[types.TextContent(text=f"{code}: {message}")], is_error=True
     )
 
 
@@ -131,7 +154,7 @@ class _Edge:
         self.identify = identify
         self.limits = limits
         self.locale = locale
-        self._listing = [_tool_listing(t) for t in TOOLS.values()]
+        self._listing = [_tool_listing(t, limits) for t in TOOLS.values()]
 
     async def list_tools(
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None

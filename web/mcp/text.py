@@ -3,11 +3,13 @@ recall and activation. Evidence and reads use the engine's renderings (``engine.
 unchanged.
 
 Like those, it prints what the model can act on (ids, write times, summaries, exact quotes,
-where a memory came from) and never scores, vectors or configuration.
+where a memory came from) and never scores, vectors or configuration. Every call a text names is
+a tool of this server (``tool_names``).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from mnemoql.engine.retrieval.evidence import Locale
@@ -28,7 +30,7 @@ _EN = {
     "quote": "source[{start},{end})/{total}: “{text}”",
     "empty_tree": "(the topic tree is empty: memories saved with a topic_path build it)",
     "none": "No memories found.",
-    "next": "next: read(event_id)",
+    "next": "next: memory_read(event_id)",
     "deleted": "deleted: ",
     "sep": "; ",
 }
@@ -38,10 +40,28 @@ _ZH = {
     "quote": "原文[{start},{end})/{total}：「{text}」",
     "empty_tree": "（话题树为空：带 topic_path 保存的记忆会建立它）",
     "none": "未找到记忆。",
-    "next": "可继续：read(event_id)",
+    "next": "可继续：memory_read(event_id)",
     "deleted": "已删除：",
     "sep": "；",
 }
+
+
+_HEADER = re.compile(r"\[memory_database_search\] operation=(search|expand|nearby)\b")
+_NEXT_LINE = re.compile(r"^(?:next: |可继续：).*$", re.MULTILINE)
+# an operation named as a word of its own: not inside an id (letters, digits and _.:-)
+_OPERATION = re.compile(r"(?<![\w.:-])(search|read|expand|nearby)(?![\w.:-])")
+
+
+def tool_names(body: str) -> str:
+    """The engine's evidence text with this server's tool names.
+
+    That text is also the GraphQL ``text`` field, which keeps the original's wording (SPEC
+    §1.10): one tool, ``memory_database_search``, with operations. Here each operation is a
+    tool of its own, so the header and the ``next:`` line name ``memory_search``,
+    ``memory_expand``, ``memory_nearby`` and ``memory_read``, the tools a model can call.
+    """
+    body = _HEADER.sub(lambda m: f"[memory_{m[1]}] operation={m[1]}", body, count=1)
+    return _NEXT_LINE.sub(lambda m: _OPERATION.sub(r"memory_\1", m[0]), body)
 
 
 def _words(locale: Locale) -> dict[str, str]:

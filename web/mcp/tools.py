@@ -58,7 +58,7 @@ def new_session() -> str:
 
 
 def _evidence(call: Call, out: Outcome) -> Answer:
-    body = render(out.page, call.locale)
+    body = text.tool_names(render(out.page, call.locale))
     if call.session is None:  # stateless: the model has to carry the session itself
         body += "\n" + (
             f"session={out.session_id}（后续 search / expand / nearby 请传入此 session）"
@@ -77,7 +77,8 @@ async def search(call: Call, args: a.SearchArgs) -> Answer:
     sid = args.session or call.session or new_session()
     if args.target != "Event":
         page = await call.memory.search_entities(args.target, args.query)
-        return render_targeted(page, call.locale), r.Evidence.from_targeted(page, sid)
+        body = text.tool_names(render_targeted(page, call.locale))
+        return body, r.Evidence.from_targeted(page, sid)
     request = SearchRequest(args.query, args.entities, args.time_hint, args.reset_seen)
     return _evidence(call, await call.memory.search(request, sid))
 

@@ -69,9 +69,9 @@ from mnemoql.engine.store.embedded._db import Database
 from mnemoql.engine.store.embedded._index import normalise
 from mnemoql.engine.store.embedded._reader import Reader
 from mnemoql.engine.store.embedded._search import entity_hits, pool_hits, route_hits
+from mnemoql.engine.store.faults import probe_write, storage_fault, unwritable
 from mnemoql.engine.store.lexical import query_terms as lexical_terms
 from mnemoql.engine.store.rules import entity_label
-from mnemoql.engine.store.faults import probe_write, storage_fault, unwritable
 
 __all__ = ["EmbeddedStore"]
 
