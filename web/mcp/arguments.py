@@ -114,6 +114,11 @@ class SearchArgs(_Args):
         description="Forget what this session was already given (and its cursors) first.",
     )
     session: str | None = Field(default=None, description=SESSION)
+    cursor: str | None = Field(
+        default=None,
+        description="The cursor of an earlier result: the next page of that result's search "
+        "(its 'next: search(cursor)' line). query, entities and time_hint may be left out.",
+    )
 
 
 class ExpandArgs(_Args):
