@@ -16,7 +16,9 @@ from mnemoql.engine import checks, dump
 from mnemoql.engine.activation import DEFAULT_LIMIT, Activation, Activator
 from mnemoql.engine.binding import as_profile
 from mnemoql.engine.changes import Changes
+from mnemoql.engine.checks import clip
 from mnemoql.engine.config import Settings
+from mnemoql.engine.dates import parse_day
 from mnemoql.engine.errors import InvalidInput, NotFound, out_of_range
 from mnemoql.engine.ingest import Ingestor, SaveInput, SaveOutcome
 from mnemoql.engine.models import (
@@ -383,9 +385,22 @@ class Memory:
         return await self.recall.by_topic(topic_path)
 
     async def recall_date(self, day: str) -> Recollection:
+        """Every memory saved on ``day``: ``2026-03-01``, or any phrase of the date grammar
+        that names one day (``yesterday``, ``last Friday``, 上周五, ``12月1日``), read on the
+        memory's clock (``engine.dates``)."""
         checks.text(day, "date")
+        checks.size("date", len(day), TIME_HINT_MAX, "characters")
+        try:
+            when = parse_day(day, self.ingestor.now().date())
+        except (ValueError, OverflowError):
+            raise InvalidInput(
+                f"invalid date {clip(day)!r}: name one day, e.g. 2026-03-01, yesterday, "
+                "last Friday, 上周五 or 12月1日",
+                zh=f"日期格式无效：{clip(day)}（应为一天，如 2026-03-01、昨天、上周五）",
+                argument="date",
+            ) from None
         await self._catch_up()
-        return await self.recall.by_date(day)
+        return await self.recall.by_date(when)
 
     async def activate(
         self, lines: Sequence[str], evaluate: bool = False, limit: int = DEFAULT_LIMIT

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -307,6 +308,12 @@ async def test_time_hint_filters_on_write_date(api: Api) -> None:
     assert len((await search(api, t="今天", s="t1"))["items"]) == 3
     assert len((await search(api, q="Neo4j", t="last 7 days", s="t2"))["items"]) == 3
     assert (await search(api, t="2001-01-01~2001-12-31", s="t3"))["items"] == []
+    # issue 27 item 6: the phrases activation cues read, refused by search on main
+    for hint in ("3 days ago to today", "since last Friday", "上周五至今", "12月1日到今天", "今天上午"):
+        assert len((await search(api, t=hint, s=f"t-{hint}"))["items"]) == 3, hint
+    day = api.app.state.memory.ingestor.now().date() - timedelta(days=1)  # the memory's clock
+    for hint in ("3 days ago", "上周五", f"{day.month}月{day.day}日"):
+        assert (await search(api, t=hint, s=f"t-{hint}"))["items"] == [], hint
     err = await api.error(SEARCH, t="sometime soon")
     assert err["extensions"]["code"] == "TIME_HINT_INVALID"
     assert err["extensions"]["zh"] == "无法解析 time_hint：sometime soon"
