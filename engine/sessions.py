@@ -199,6 +199,14 @@ class SessionStore:
         finally:
             session._users -= 1
 
+    def page(self, session_id: str, key: str) -> object | None:
+        """The page a live session was given for the call ``key``, without touching it (a
+        repeat can skip the query's embedding; ``Session.page`` under the lock decides)."""
+        session = self._sessions.get(session_id)
+        if session is None or self._expired(session, self._clock()):
+            return None
+        return session.page(key)
+
     def excerpt_lookup(self, session_id: str, text: str) -> tuple[str, int, int] | None:
         """``(event_id, start, end)`` of an excerpt this session was already given."""
         session = self._sessions.get(session_id)

@@ -192,14 +192,16 @@ class Retriever:
                 zh="search 需要 query_text、entity_filter、time_hint 至少一项",
             )
         sid = session_id or DEFAULT_SESSION
+        asked: Asked = (query, tuple(terms_in), hint)
+        key = _call_key("search", *asked) if repeatable and not req.reset_seen else None
+        if key is not None and isinstance(again := self.sessions.page(sid, key), Outcome):
+            return again  # a repeat: no embedding, no store
         # Everything that can fail on bad input runs before reset_seen touches the session.
         date_from, date_to = parse_time_hint(hint, self.today()) if hint else (None, None)
         vector: Vector | None = None
         if query is not None:  # the meta check's round trip overlaps the query's embedding
             vector, _ = await asyncio.gather(self._embed_query(query), self._check_meta())
-        asked: Asked = (query, tuple(terms_in), hint)
         async with self.sessions.acquire(sid) as session:
-            key = _call_key("search", *asked) if repeatable and not req.reset_seen else None
             if (again := _replay(session, key)) is not None:
                 return again
             if req.reset_seen:
