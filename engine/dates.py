@@ -209,7 +209,9 @@ _DAYS: list[DayRule] = [
     (re.compile(r"大前天|前天|昨天|昨日|昨晚|今天|今日|今早|今晨|今晚|明天"), _zh_relative),
     (re.compile(rf"{_NOT_WORD}({_EN_NUMBER})\s+(days?|weeks?|months?|years?)\s+ago{_END}",
                 re.IGNORECASE), _en_ago),
-    (re.compile(rf"({_NUM})\s*(天|个?星期|个?礼拜|周|个月|年)(?:以)?前"), _zh_ago),
+    # at most three digits: "2025年前" is "before 2025", not 2025 years ago
+    (re.compile(rf"(?<!\d)(\d{{1,3}}|{_ZH_NUM})\s*(天|个?星期|个?礼拜|周|个月|年)(?:以)?前"),
+     _zh_ago),
     (re.compile(rf"{_NOT_WORD}(last|this|on)\s+({_EN_WEEKDAY}){_END}", re.IGNORECASE),
      _en_weekday),
     (re.compile(r"(上个?|这个?|本)?(?:周|星期|礼拜)([一二三四五六日天])"), _zh_weekday),

@@ -181,6 +181,11 @@ def test_the_issue_phrases_are_cues_and_time_hints_alike() -> None:
         assert first == last and first.isoformat() in cues
 
 
+def test_a_year_before_is_no_cue() -> None:
+    assert find_days("2025年前的事", TODAY) == []
+    assert [d for _, d in find_days("10年前的事", TODAY)] == [date(2016, 3, 5)]
+
+
 def test_ranges_are_never_days() -> None:
     for phrase in ("last week", "上个月", "最近3天", "since March 1"):
         with pytest.raises(ValueError, match="names"):
