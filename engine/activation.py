@@ -51,7 +51,7 @@ from mnemoql.engine.models import (
 from mnemoql.engine.providers.base import ChatModel, Embedder
 from mnemoql.engine.recall import Recall, RecalledMemory
 from mnemoql.engine.retrieval.evidence import Quote
-from mnemoql.engine.retrieval.quotes import QUOTE_CAP, choose_window
+from mnemoql.engine.retrieval.quotes import QUOTE_CAP, quote_window
 from mnemoql.engine.retrieval.terms import QUOTE_SCOPE, coverage, query_terms
 from mnemoql.engine.text import normalise_name
 from mnemoql.engine.topics import LookupMiss, TopicRecall, fix_cues, offline_cues, parse_date
@@ -439,5 +439,5 @@ def _path_terms(path: str) -> frozenset[str]:
 def _quote(content: str, terms: frozenset[str]) -> Quote | None:
     if not content:
         return None
-    start, end = choose_window(content, (0, min(len(content), QUOTE_SCOPE)), terms, QUOTE_CAP)
+    start, end = quote_window(content, (0, min(len(content), QUOTE_SCOPE)), terms, QUOTE_CAP)
     return Quote(content[start:end], start, end, len(content))

@@ -16,7 +16,9 @@ from mnemoql.engine import checks, dump
 from mnemoql.engine.activation import DEFAULT_LIMIT, Activation, Activator
 from mnemoql.engine.binding import as_profile
 from mnemoql.engine.changes import Changes
+from mnemoql.engine.checks import clip
 from mnemoql.engine.config import Settings
+from mnemoql.engine.dates import parse_day
 from mnemoql.engine.errors import Conflict, InvalidInput, NotFound, out_of_range
 from mnemoql.engine.ingest import Ingestor, SaveInput, SaveOutcome
 from mnemoql.engine.meta import vectors_are_ours
@@ -143,8 +145,14 @@ class Memory:
 
     # ---- evidence ----
 
-    async def search(self, request: SearchRequest, session: str | None) -> Outcome:
-        """Evidence for a query, entities and/or a time hint (SPEC §1.4).
+    async def search(
+        self, request: SearchRequest, session: str | None, *, repeatable: bool = False
+    ) -> Outcome:
+        """Evidence for a query, entities and/or a time hint (SPEC §1.4); with
+        ``request.cursor``, the next page of that cursor's search.
+
+        ``repeatable`` (GraphQL): the same arguments in the same session answer the page they
+        were given before, instead of the next one (docs/followups.md).
 
         Raises:
             InvalidText / LimitExceeded: text that is not valid Unicode, or larger than the
@@ -158,23 +166,46 @@ class Memory:
             checks.text(request.time_hint, "timeHint")
             checks.size("timeHint", len(request.time_hint), TIME_HINT_MAX, "characters")
         checks.texts([("session", session)] if session is not None else [])
-        return await self.retriever.search(request, session)
+        checks.texts([("cursor", request.cursor)] if request.cursor is not None else [])
+        return await self.retriever.search(request, session, repeatable=repeatable)
 
     async def search_entities(self, target: str, query: str | None) -> TargetedPage:
         self._check_query(query)
         return await self.retriever.targeted(target, query)
 
     async def expand(
-        self, cursor: str, concept_id: str, limit: int, session: str | None
+        self,
+        cursor: str,
+        concept_id: str,
+        limit: int,
+        session: str | None,
+        *,
+        repeatable: bool = False,
     ) -> Outcome:
         checks.texts([("cursor", cursor), ("conceptId", concept_id)])
-        return await self.retriever.expand(cursor, concept_id, limit, session)
+        return await self.retriever.expand(
+            cursor, concept_id, limit, session, repeatable=repeatable
+        )
 
     async def nearby(
-        self, cursor: str, event_id: str, before: int, after: int, session: str | None
+        self,
+        cursor: str,
+        event_id: str,
+        before: int,
+        after: int,
+        session: str | None,
+        *,
+        repeatable: bool = False,
     ) -> Outcome:
         checks.texts([("cursor", cursor), ("eventId", event_id)])
-        return await self.retriever.nearby(cursor, event_id, before, after, session)
+        return await self.retriever.nearby(
+            cursor, event_id, before, after, session, repeatable=repeatable
+        )
+
+    def cursor_session(self, cursor: str) -> str | None:
+        """The session a live cursor belongs to (None when unknown or expired): the session a
+        follow-up continues in when its caller names none."""
+        return self.cursors.owner(cursor)
 
     def _check_query(self, query: str | None) -> None:
         """A search text: valid Unicode, at most ``max_search_chars``, and within the window
@@ -373,9 +404,22 @@ class Memory:
         return await self.recall.by_topic(topic_path)
 
     async def recall_date(self, day: str) -> Recollection:
+        """Every memory saved on ``day``: ``2026-03-01``, or any phrase of the date grammar
+        that names one day (``yesterday``, ``last Friday``, 上周五, ``12月1日``), read on the
+        memory's clock (``engine.dates``)."""
         checks.text(day, "date")
+        checks.size("date", len(day), TIME_HINT_MAX, "characters")
+        try:
+            when = parse_day(day, self.ingestor.now().date())
+        except (ValueError, OverflowError):
+            raise InvalidInput(
+                f"invalid date {clip(day)!r}: name one day, e.g. 2026-03-01, yesterday, "
+                "last Friday, 上周五 or 12月1日",
+                zh=f"日期格式无效：{clip(day)}（应为一天，如 2026-03-01、昨天、上周五）",
+                argument="date",
+            ) from None
         await self._catch_up()
-        return await self.recall.by_date(day)
+        return await self.recall.by_date(when)
 
     async def activate(
         self, lines: Sequence[str], evaluate: bool = False, limit: int = DEFAULT_LIMIT

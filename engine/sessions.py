@@ -2,7 +2,14 @@
 
 A session remembers which events and excerpts it has been given, so search, expand and nearby
 skip them and repeated excerpts become quoteRefs. A cursor remembers how a chain was started
-(query, vector, filters) so expand and nearby can continue it without new model calls.
+(query, vector, filters) so expand and nearby can continue it without new model calls, and so
+``search(cursor:)`` can ask for the search's next page.
+
+A session also keeps the pages it was given, by the arguments that asked for them
+(``Session.page``): a GraphQL query is safe to repeat, so asking the same thing again in the
+session answers the same page instead of the next one (docs/followups.md). The page ledger and
+the cursors are the state a later shared store (issue 30) takes over; callers only ever see
+opaque cursor strings and session names.
 
 Both stores read an injected clock, so tests move time instead of sleeping. They are meant for
 one event loop: every mutation is synchronous, and a session's ``asyncio.Lock`` serialises the
@@ -34,6 +41,7 @@ MAX_SESSIONS = 32
 MAX_IDS = 640
 MAX_EXCERPTS = 640
 MAX_CURSORS = 32
+MAX_PAGES = 64  # pages a session can replay, oldest dropped first
 
 
 class Clock(Protocol):
@@ -45,7 +53,14 @@ class Clock(Protocol):
 class Session:
     """One session's evidence history: delivered ids and excerpts, both FIFO-capped."""
 
-    def __init__(self, session_id: str, now: float, max_ids: int, max_excerpts: int) -> None:
+    def __init__(
+        self,
+        session_id: str,
+        now: float,
+        max_ids: int,
+        max_excerpts: int,
+        max_pages: int = MAX_PAGES,
+    ) -> None:
         self.id = session_id
         self.lock = asyncio.Lock()
         self.committed_at = now
@@ -53,6 +68,8 @@ class Session:
         self._excerpts: OrderedDict[str, tuple[str, int, int]] = OrderedDict()
         self._max_ids = max_ids
         self._max_excerpts = max_excerpts
+        self._pages: OrderedDict[str, object] = OrderedDict()
+        self._max_pages = max_pages
         self._users = 0  # callers inside acquire(); such a session is never evicted
 
     @property
@@ -84,9 +101,21 @@ class Session:
         while len(self._excerpts) > self._max_excerpts:
             self._excerpts.popitem(last=False)
 
+    def page(self, key: str) -> object | None:
+        """The page this session was given for the call ``key`` (its arguments), or None."""
+        return self._pages.get(key)
+
+    def keep_page(self, key: str, page: object) -> None:
+        """Remember the page a call was given, so asking again answers it again."""
+        self._pages[key] = page
+        self._pages.move_to_end(key)
+        while len(self._pages) > self._max_pages:
+            self._pages.popitem(last=False)
+
     def clear(self) -> None:
         self._ids.clear()
         self._excerpts.clear()
+        self._pages.clear()
 
 
 class SessionStore:
@@ -170,6 +199,14 @@ class SessionStore:
         finally:
             session._users -= 1
 
+    def page(self, session_id: str, key: str) -> object | None:
+        """The page a live session was given for the call ``key``, without touching it (a
+        repeat can skip the query's embedding; ``Session.page`` under the lock decides)."""
+        session = self._sessions.get(session_id)
+        if session is None or self._expired(session, self._clock()):
+            return None
+        return session.page(key)
+
     def excerpt_lookup(self, session_id: str, text: str) -> tuple[str, int, int] | None:
         """``(event_id, start, end)`` of an excerpt this session was already given."""
         session = self._sessions.get(session_id)
@@ -196,6 +233,10 @@ class SessionStore:
             self._cursors.clear_session(session_id)
 
 
+Asked = tuple[str | None, tuple[str, ...], str | None]
+"""A search's arguments: query, entity names, time hint (normalised: stripped, None if empty)."""
+
+
 @dataclass(frozen=True, slots=True)
 class CursorState:
     """How a chain continues (SPEC §1.9).
@@ -212,6 +253,8 @@ class CursorState:
         delivered_ids: Every id delivered along the chain, root first (checked before use).
         concepts: Concepts mentioned by the events of the producing call (expand entries).
         anchors: Positional ids delivered by the producing call (nearby entries).
+        asked: The search's arguments as given (query, entity names, time hint), so that
+            ``search(cursor:)`` can tell a cursor of another search.
         created_at: Clock time of issue; the TTL counts from here.
     """
 
@@ -226,6 +269,7 @@ class CursorState:
     delivered_ids: tuple[str, ...]
     concepts: frozenset[str] = field(default_factory=frozenset)
     anchors: frozenset[str] = field(default_factory=frozenset)
+    asked: Asked = (None, (), None)
     created_at: float = 0.0
 
 
@@ -284,6 +328,7 @@ class CursorStore:
         delivered_ids: Iterable[str],
         concepts: Iterable[str] = (),
         anchors: Iterable[str] = (),
+        asked: Asked = (None, (), None),
     ) -> tuple[str, CursorState]:
         """Issue the cursor of a search: a new chain with ``chain_count = delivered``.
 
@@ -305,6 +350,7 @@ class CursorStore:
             delivered_ids=ids,
             concepts=frozenset(concepts),
             anchors=frozenset(anchors),
+            asked=asked,
         )
         token = self._put(state)
         return token, self._states[token]

@@ -113,6 +113,11 @@ class RequestContext:
         return self._explicit_session or default_session(self._caller, self._client)
 
     @property
+    def named_session(self) -> str | None:
+        """The session the request names itself (``X-Memory-Session``), None when it names none."""
+        return self._explicit_session
+
+    @property
     def memory(self) -> Memory:
         if self._memory is None:
             raise self.failure or _unauthenticated()

@@ -23,10 +23,24 @@ ResetSeen = Annotated[
     strawberry.argument(description="Forget what this session was given (search only)."),
 ]
 Cursor = Annotated[str, strawberry.argument(description="The cursor of an earlier page.")]
+NextOf = Annotated[
+    str | None,
+    strawberry.argument(
+        description="The cursor of an earlier page: the next page of that page's search (new "
+        "events, the same page each time it is asked). query, entities and timeHint may then "
+        "be left out."
+    ),
+]
 
 
-def _session(info: Info, session: str | None) -> str | None:
-    return session or info.context.session
+def _session(info: Info, session: str | None, cursor: str | None = None) -> str | None:
+    """The session of a call: the argument, else the request's header, else for a follow-up
+    the session its cursor belongs to (a client whose connection changed still continues
+    it), else the caller's default session."""
+    if session or info.context.named_session:
+        return session or info.context.named_session
+    owner = info.context.memory.cursor_session(cursor) if cursor else None
+    return owner or info.context.session
 
 
 def _no_reset(reset_seen: bool) -> None:
@@ -39,7 +53,9 @@ def _no_reset(reset_seen: bool) -> None:
 @strawberry.type
 class EvidenceQuery:
     @strawberry.field(
-        description="Find evidence: at most 4 new events, each with an exact quote, and a cursor."
+        description="Find evidence: at most 4 new events, each with an exact quote, and a cursor. "
+        "Safe to repeat: the same arguments in the same session give the same page; "
+        "search(cursor: <the page's cursor>) gives the next one."
     )
     async def search(
         self,
@@ -60,14 +76,15 @@ class EvidenceQuery:
         ] = SearchTarget.EVENT,
         session: Session = None,
         reset_seen: ResetSeen = False,
+        cursor: NextOf = None,
     ) -> EvidencePage:
         memory = info.context.memory
-        sid = _session(info, session)
+        sid = _session(info, session, cursor)
         if target is not SearchTarget.EVENT:
             page = await memory.search_entities(target.value, query)
             return EvidencePage.from_targeted(page, sid or "default")
-        request = SearchRequest(query, entities, time_hint, reset_seen)
-        return EvidencePage.from_outcome(await memory.search(request, sid))
+        request = SearchRequest(query, entities, time_hint, reset_seen, cursor)
+        return EvidencePage.from_outcome(await memory.search(request, sid, repeatable=True))
 
     @strawberry.field(description="Continue a chain through a concept the cursor offered.")
     async def expand(
@@ -83,7 +100,7 @@ class EvidenceQuery:
     ) -> EvidencePage:
         _no_reset(reset_seen)
         out = await info.context.memory.expand(
-            cursor, str(concept_id), limit, _session(info, session)
+            cursor, str(concept_id), limit, _session(info, session, cursor), repeatable=True
         )
         return EvidencePage.from_outcome(out)
 
@@ -102,6 +119,6 @@ class EvidenceQuery:
     ) -> EvidencePage:
         _no_reset(reset_seen)
         out = await info.context.memory.nearby(
-            cursor, str(event_id), before, after, _session(info, session)
+            cursor, str(event_id), before, after, _session(info, session, cursor), repeatable=True
         )
         return EvidencePage.from_outcome(out)

@@ -45,11 +45,19 @@ class TopicQuery:
     async def recall(self, info: Info, topic_path: TopicPath) -> Recollection:
         return Recollection.from_domain(await info.context.memory.recall_topic(topic_path))
 
-    @strawberry.field(description="Every memory saved on a day (yyyy-MM-dd), in save order.")
+    @strawberry.field(
+        description="Every memory saved on a day, in save order: yyyy-MM-dd, or a phrase "
+        "naming one day on the memory's clock (yesterday, last Friday, 上周五, 12月1日)."
+    )
     async def recall_by_date(
         self,
         info: Info,
-        date: Annotated[str, strawberry.argument(description="The day, yyyy-MM-dd.")],
+        date: Annotated[
+            str,
+            strawberry.argument(
+                description="The day: yyyy-MM-dd or a phrase such as '3 days ago' or 上周五."
+            ),
+        ],
     ) -> Recollection:
         return Recollection.from_domain(await info.context.memory.recall_date(date))
 

@@ -34,6 +34,7 @@ class Context(Protocol):
     memory: Memory
     loaders: Loaders
     session: str | None
+    named_session: str | None  # the X-Memory-Session header only
 
 
 Info = _Info[Context, None]

@@ -213,7 +213,10 @@ class EvidencePage:
     operation: str = strawberry.field(description="search, expand or nearby.")
     target: str = strawberry.field(description="Event, Person or Concept.")
     session: str = strawberry.field(description="The session whose history this page used.")
-    cursor: str | None = strawberry.field(description="Continue with expand/nearby (15 minutes).")
+    cursor: str | None = strawberry.field(
+        description="The next calls of this page (15 minutes): search(cursor:) for the next "
+        "page of its search, expand/nearby for its entries. Null when it delivered nothing."
+    )
     chain_count: int = strawberry.field(description="Follow-ups made on this chain so far.")
     chain_limit: int = strawberry.field(description="Follow-ups a chain may make.")
     items: list[EvidenceItem] = strawberry.field(description="At most 4 new events.")
@@ -230,8 +233,8 @@ class EvidencePage:
         description="Events excluded because this session already received them."
     )
     search_again: bool = strawberry.field(
-        description="The next best call is this search again in the same session (its "
-        "ranking held more candidates than it delivered); on the bench asking again found "
+        description="The next best call is search(cursor:) with this page's cursor (its "
+        "ranking held more candidates than it delivered); on the bench the next page found "
         "more than expand or nearby."
     )
     notes: list[Note] = strawberry.field(description="Remarks about this page.")
@@ -251,7 +254,7 @@ class EvidencePage:
         self, info: Info, concept_id: ConceptArg, limit: ExpandLimit = 3
     ) -> EvidencePage:
         out = await info.context.memory.expand(
-            _need_cursor(self.cursor), str(concept_id), limit, self.session
+            _need_cursor(self.cursor), str(concept_id), limit, self.session, repeatable=True
         )
         return EvidencePage.from_outcome(out)
 
@@ -264,7 +267,7 @@ class EvidencePage:
         after: AfterCount = 2,
     ) -> EvidencePage:
         out = await info.context.memory.nearby(
-            _need_cursor(self.cursor), str(event_id), before, after, self.session
+            _need_cursor(self.cursor), str(event_id), before, after, self.session, repeatable=True
         )
         return EvidencePage.from_outcome(out)
 

@@ -148,8 +148,9 @@ class EvidencePage:
         continuations: Entries for expand / nearby.
         excluded_count: Session ids that were excluded from candidates.
         notes: Page-level notes (e.g. an entity filter term that matched nothing).
-        search_again: The next best call is the same search again in this session: its
-            ranking held more candidates than it delivered (a query search only). On the
+        search_again: The next best call is the next page of this search (``search(cursor)``;
+            over MCP also the same search again): its ranking held more candidates than it
+            delivered (a query search only). On the
             LongMemEval bench asking again found more evidence per event than every
             expand/nearby chain (docs/DECISIONS.md, "The next best call").
     """

@@ -4,11 +4,18 @@ MMR, quotes, session history and cursors.
 Everything store-specific stays behind the ``Store`` protocol; the maths are the pure functions
 of ``scoring``, ``terms`` and ``quotes``. A call records nothing in its session unless it
 completes: the page is fully built first, then the cursor is issued and the session committed.
+
+Follow-ups are named by arguments: a page's cursor continues its search (``SearchRequest.cursor``)
+as well as expand and nearby. A ``repeatable`` call (GraphQL) that repeats the arguments of an
+earlier call of its session is answered with that call's page, so a client's cache and the
+server agree (docs/followups.md); MCP tools leave it off, so calling the same search again still
+brings the next events.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -43,7 +50,7 @@ from mnemoql.engine.retrieval.evidence import (
 from mnemoql.engine.retrieval.nearby import parse_position, pick_neighbours
 from mnemoql.engine.retrieval.quotes import QuoteBudget, best_chunk
 from mnemoql.engine.retrieval.terms import coverage, is_cjk_term, query_terms
-from mnemoql.engine.sessions import CursorState, CursorStore, Session, SessionStore
+from mnemoql.engine.sessions import Asked, CursorState, CursorStore, Session, SessionStore
 from mnemoql.engine.store.base import Store
 from mnemoql.engine.text import normalise_name
 from mnemoql.engine.timehint import parse_time_hint
@@ -100,10 +107,14 @@ class Outcome:
 
 @dataclass(frozen=True, slots=True)
 class SearchRequest:
+    """What a search asks for. With ``cursor``, the next page of the search that cursor came
+    from; query, entities and time hint may then be left out (or repeat that search's own)."""
+
     query: str | None = None
     entities: Sequence[str] | str | None = None
     time_hint: str | None = None
     reset_seen: bool = False
+    cursor: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,7 +176,14 @@ class Retriever:
 
     # ---- public operations ----
 
-    async def search(self, req: SearchRequest, session_id: str | None) -> Outcome:
+    async def search(
+        self, req: SearchRequest, session_id: str | None, *, repeatable: bool = False
+    ) -> Outcome:
+        """A page of evidence (SPEC §1.4): the first page of a search, or with ``req.cursor``
+        the next one. ``repeatable``: the same arguments in the same session give the same page.
+        """
+        if req.cursor is not None:
+            return await self._search_on(req, session_id, repeatable)
         query = (req.query or "").strip() or None
         terms_in = _entity_terms(req.entities)
         hint = (req.time_hint or "").strip() or None
@@ -175,12 +193,18 @@ class Retriever:
                 zh="search 需要 query_text、entity_filter、time_hint 至少一项",
             )
         sid = session_id or DEFAULT_SESSION
+        asked: Asked = (query, tuple(terms_in), hint)
+        key = _call_key("search", *asked) if repeatable and not req.reset_seen else None
+        if key is not None and isinstance(again := self.sessions.page(sid, key), Outcome):
+            return again  # a repeat: no embedding, no store
         # Everything that can fail on bad input runs before reset_seen touches the session.
         date_from, date_to = parse_time_hint(hint, self.today()) if hint else (None, None)
         vector: Vector | None = None
         if query is not None:  # the meta check's round trip overlaps the query's embedding
             vector, _ = await asyncio.gather(self._embed_query(query), self._check_meta())
         async with self.sessions.acquire(sid) as session:
+            if (again := _replay(session, key)) is not None:
+                return again
             if req.reset_seen:
                 self.sessions.reset(sid)
             groups: list[frozenset[str]] = []
@@ -198,15 +222,75 @@ class Retriever:
             quota = min(PER_CALL, CHAIN_LIMIT)
             excluded = session.excluded
             ranked = await self._rank(query, vector, filters, excluded, quota, None)
-            return await self._deliver("search", session, ranked, query, vector, filters, None)
+            out = await self._deliver(
+                "search", session, ranked, query, vector, filters, None, asked=asked
+            )
+            return _kept(session, key, out)
+
+    async def _search_on(
+        self, req: SearchRequest, session_id: str | None, repeatable: bool
+    ) -> Outcome:
+        """The next page of the search behind ``req.cursor``: the same query, vector and
+        filters, ranked again without what the session has been given; a new chain."""
+        token = req.cursor or ""
+        if req.reset_seen:
+            raise InvalidInput(
+                "resetSeen starts a search over: pass it without a cursor",
+                zh="reset_seen 用于重新开始 search，不能与 cursor 同用",
+                argument="resetSeen",
+            )
+        sid = session_id or DEFAULT_SESSION
+        async with self.sessions.acquire(sid) as session:
+            key = _call_key("search", token) if repeatable else None
+            if (again := _replay(session, key)) is not None:
+                return again
+            state = self.cursors.get(token, sid)
+            _same_search(req, state.asked)
+            await self._check_meta()
+            if (state.model, state.dims) != (self.embedder.model, self.embedder.dimensions):
+                self.cursors.verify(
+                    token,
+                    state,
+                    model=self.embedder.model,
+                    dims=self.embedder.dimensions,
+                    id_counts={},
+                )
+            ranked = await self._rank(
+                state.query_text,
+                state.query_vector,
+                state.filters,
+                session.excluded,
+                min(PER_CALL, CHAIN_LIMIT),
+                None,
+            )
+            out = await self._deliver(
+                "search",
+                session,
+                ranked,
+                state.query_text,
+                state.query_vector,
+                state.filters,
+                None,
+                asked=state.asked,
+            )
+            return _kept(session, key, out)
 
     async def expand(
-        self, token: str, concept_id: str, limit: int, session_id: str | None
+        self,
+        token: str,
+        concept_id: str,
+        limit: int,
+        session_id: str | None,
+        *,
+        repeatable: bool = False,
     ) -> Outcome:
         if not 1 <= limit <= EXPAND_MAX:
             raise out_of_range("limit", 1, EXPAND_MAX, limit)
         sid = session_id or DEFAULT_SESSION
         async with self.sessions.acquire(sid) as session:
+            key = _call_key("expand", token, concept_id, limit) if repeatable else None
+            if (again := _replay(session, key)) is not None:
+                return again
             state = await self._cursor(token, sid)
             if concept_id not in state.concepts:
                 raise ConceptNotOffered(
@@ -224,7 +308,7 @@ class Retriever:
                 quota,
                 candidates,
             )
-            return await self._deliver(
+            out = await self._deliver(
                 "expand",
                 session,
                 ranked,
@@ -233,15 +317,26 @@ class Retriever:
                 state.filters,
                 state,
             )
+            return _kept(session, key, out)
 
     async def nearby(
-        self, token: str, event_id: str, before: int, after: int, session_id: str | None
+        self,
+        token: str,
+        event_id: str,
+        before: int,
+        after: int,
+        session_id: str | None,
+        *,
+        repeatable: bool = False,
     ) -> Outcome:
         for name, value in (("before", before), ("after", after)):
             if not 0 <= value <= NEARBY_MAX:
                 raise out_of_range(name, 0, NEARBY_MAX, value)
         sid = session_id or DEFAULT_SESSION
         async with self.sessions.acquire(sid) as session:
+            key = _call_key("nearby", token, event_id, before, after) if repeatable else None
+            if (again := _replay(session, key)) is not None:
+                return again
             state = await self._cursor(token, sid)
             pos = parse_position(event_id)
             if event_id not in state.anchors:
@@ -256,7 +351,7 @@ class Retriever:
                 event_id, same_chapter, before, after, quota, exclude=session.excluded
             )
             ranked = Ranked(picked, {i: Explain(order="position") for i in picked})
-            return await self._deliver(
+            out = await self._deliver(
                 "nearby",
                 session,
                 ranked,
@@ -265,6 +360,7 @@ class Retriever:
                 state.filters,
                 state,
             )
+            return _kept(session, key, out)
 
     async def targeted(self, target: str, query: str | None) -> TargetedPage:
         """Person/Concept search: top 3 plus one-hop context; no history, no cursor."""
@@ -424,6 +520,8 @@ class Retriever:
         vector: Vector | None,
         filters: Filters,
         parent: CursorState | None,
+        *,
+        asked: Asked = (None, (), None),
     ) -> Outcome:
         explain, best = ranked.explain, ranked.best
         events = {i: ranked.events[i] for i in ranked.picked if i in ranked.events}
@@ -478,6 +576,7 @@ class Retriever:
                     delivered_ids=ids,
                     concepts=conts.expand_concepts,
                     anchors=conts.nearby_events,
+                    asked=asked,
                 )
             else:
                 token, state = self.cursors.branch(
@@ -523,6 +622,44 @@ def lexical_fade(n_terms: int, long_terms: int = LONG_QUERY_TERMS) -> float:
     if long_terms <= 0 or n_terms <= long_terms:
         return 1.0
     return float((long_terms / n_terms) ** LONG_QUERY_POWER)
+
+
+def _call_key(operation: str, *args: object) -> str:
+    """A call's arguments as one key of the session's page ledger."""
+    return json.dumps([operation, *args], ensure_ascii=False)
+
+
+def _replay(session: Session, key: str | None) -> Outcome | None:
+    page = session.page(key) if key is not None else None
+    return page if isinstance(page, Outcome) else None
+
+
+def _kept(session: Session, key: str | None, out: Outcome) -> Outcome:
+    """Keep a page that delivered something under its call's key (a page that delivered
+    nothing changed nothing, so asking again already gives the same answer)."""
+    if key is not None and out.page.items:
+        session.keep_page(key, out)
+    return out
+
+
+def _same_search(req: SearchRequest, asked: Asked) -> None:
+    """With a cursor, query / entities / timeHint may be left out or repeat the cursor's own
+    (a client that keeps its variables and adds the cursor); anything else is a mistake."""
+    query = (req.query or "").strip() or None
+    terms = tuple(_entity_terms(req.entities))
+    hint = (req.time_hint or "").strip() or None
+    for name, given, own in (
+        ("query", query, asked[0]),
+        ("entities", terms or None, asked[1] or None),
+        ("timeHint", hint, asked[2]),
+    ):
+        if given is not None and given != own:
+            raise InvalidInput(
+                f"this cursor continues another search ({name} differs): leave {name} out "
+                "or start a new search without the cursor",
+                zh="该游标属于另一个 search：请去掉该参数，或不带 cursor 重新 search",
+                argument=name,
+            )
 
 
 def _entity_terms(entities: Sequence[str] | str | None) -> list[str]:

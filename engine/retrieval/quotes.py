@@ -15,6 +15,7 @@ Typical use, inside a session's lock::
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -27,6 +28,9 @@ from mnemoql.engine.retrieval.terms import QUOTE_SCOPE, term_spans
 
 QUOTE_CAP = 120
 PACKAGE_BUDGET = 1000
+# How far a quote's end moves to reach a word boundary. Longer "words" (a URL, a hash, a run
+# without spaces) are cut where the window fell rather than dropped from the quote.
+WORD_SHIFT = 24
 
 # text -> (event_id, start, end) of an excerpt delivered earlier, or None
 ExcerptLookup = Callable[[str], tuple[str, int, int] | None]
@@ -113,6 +117,102 @@ def choose_window(
     return p, min(p + length, end)
 
 
+def _cjk(ch: str) -> bool:
+    """A character of a script written without spaces (Han, kana): every position beside it is
+    a word boundary."""
+    o = ord(ch)
+    return (
+        0x2E80 <= o <= 0x9FFF  # radicals, CJK punctuation, kana, CJK ideographs (ext. A too)
+        or 0xF900 <= o <= 0xFAFF  # compatibility ideographs
+        or 0xFF66 <= o <= 0xFF9F  # half-width katakana
+        or 0x20000 <= o <= 0x3FFFF  # ideographs of the supplementary planes
+    )
+
+
+def _wordy(ch: str) -> bool:
+    """A character that belongs to a space-separated word: letters, digits, combining marks."""
+    if _cjk(ch):
+        return False
+    return ch.isalnum() or ch == "_" or unicodedata.category(ch)[0] == "M"
+
+
+_JOINERS = "'’"  # inside a word when letters stand on both sides ("don't", "O’Brien")
+
+
+def _inside_word(text: str, i: int) -> bool:
+    """True when position ``i`` (between ``text[i-1]`` and ``text[i]``) splits a word."""
+    if i <= 0 or i >= len(text):
+        return False
+    before, after = text[i - 1], text[i]
+    if _wordy(before) and _wordy(after):
+        return True
+    if after in _JOINERS and _wordy(before) and i + 1 < len(text) and _wordy(text[i + 1]):
+        return True
+    return before in _JOINERS and _wordy(after) and i >= 2 and _wordy(text[i - 2])
+
+
+def _starts_word(text: str, i: int) -> bool:
+    return i == 0 or (i < len(text) and not _inside_word(text, i) and not text[i].isspace())
+
+
+def _ends_word(text: str, i: int) -> bool:
+    return i == len(text) or (i > 0 and not _inside_word(text, i) and not text[i - 1].isspace())
+
+
+def snap_to_words(
+    content: str,
+    window: tuple[int, int],
+    region: tuple[int, int],
+    terms: frozenset[str],
+    length: int,
+) -> tuple[int, int]:
+    """Move a quote's ends onto word boundaries without losing a term or growing past ``length``.
+
+    The window from ``choose_window`` starts wherever its terms allowed, often inside a word
+    ("hem by hand" of "them by hand"), and a chunk region can start inside one too ("rson at
+    Café"). The start moves to the nearest word start at which every term occurrence of the
+    window still fits (first to the right, else to the left, inside the region); the end then
+    moves back to the last word end that keeps the terms. In CJK text every character is a
+    word, so only spaced scripts move. An end moves at most ``WORD_SHIFT`` code points; when
+    no boundary is that near (a URL, a long token) it stays where it was.
+
+    Args:
+        content: The event's full content.
+        window: ``[p, q)`` from ``choose_window``.
+        region: ``[start, end)`` the quote must stay in.
+        terms: The query's terms (their occurrences in the window are kept whole).
+        length: The most code points the quote may have.
+
+    Returns:
+        ``[s, t)`` inside ``region``, ``t - s <= length``, an exact range of ``content``.
+    """
+    p, q = window
+    lo_region, hi_region = max(0, region[0]), min(region[1], len(content))
+    if q <= p:
+        return p, q
+    spans = [s for occ in term_spans(content[p:q], terms).values() for s in occ] if terms else []
+    first = p + min(a for a, _ in spans) if spans else q - 1
+    last = p + max(b for _, b in spans) if spans else None
+    ahead = min(first, p + WORD_SHIFT)
+    s = next((i for i in range(p, ahead + 1) if _starts_word(content, i)), None)
+    if s is None:
+        floor = max(lo_region, (last or q) - length, p - WORD_SHIFT)
+        s = next((i for i in range(p - 1, floor - 1, -1) if _starts_word(content, i)), p)
+    t = min(s + length, hi_region)
+    keep = max(s + 1, last or 0, t - WORD_SHIFT)  # never into the last term, nor a long word
+    if not _ends_word(content, t):
+        t = next((i for i in range(t - 1, keep - 1, -1) if _ends_word(content, i)), t)
+    return s, t
+
+
+def quote_window(
+    content: str, region: tuple[int, int], terms: frozenset[str], length: int
+) -> tuple[int, int]:
+    """The quote range: ``choose_window``'s best window for the terms, on word boundaries."""
+    window = choose_window(content, region, terms, length)
+    return snap_to_words(content, window, region, terms, length)
+
+
 @dataclass(frozen=True, slots=True)
 class QuoteResult:
     """What one event gets: a quote, a quoteRef, or neither (budget used up, no content)."""
@@ -181,7 +281,7 @@ class QuoteBudget:
         if length <= 0:
             notes.insert(0, Note(NoteCode.BUDGET_EXHAUSTED))
             return QuoteResult(event_id, None, None, total, tuple(notes))
-        start, end = choose_window(content, quote_region(total, best_chunk), self.terms, length)
+        start, end = quote_window(content, quote_region(total, best_chunk), self.terms, length)
         text = content[start:end]
         if not text:
             return QuoteResult(event_id, None, None, total, tuple(notes))

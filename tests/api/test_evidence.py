@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +21,9 @@ PAGE = """
   expandConcepts nearbyEvents notes { code value }
 """
 SEARCH = (
-    "query($q: String, $e: [String!], $t: String, $s: String, $r: Boolean! = false) {"
-    " search(query: $q, entities: $e, timeHint: $t, session: $s, resetSeen: $r) {"
+    "query($q: String, $e: [String!], $t: String, $s: String, $r: Boolean! = false,"
+    " $c: String) {"
+    " search(query: $q, entities: $e, timeHint: $t, session: $s, resetSeen: $r, cursor: $c) {"
     + PAGE
     + " text } }"
 )
@@ -114,16 +116,17 @@ async def test_search_delivers_at_most_four_events_with_exact_quotes(api: Api) -
 async def test_session_history_excludes_delivered_events_and_reset_seen_clears_it(api: Api) -> None:
     await seed_neo4j_notes(api)
     first = await search(api, q="Neo4j", s="s1")
-    second = await search(api, q="Neo4j", s="s1")
+    assert await search(api, q="Neo4j", s="s1") == first  # a query is safe to repeat
+    second = await search(api, c=first["cursor"], s="s1")  # the next page
     a = {i["eventId"] for i in first["items"]}
     b = {i["eventId"] for i in second["items"]}
     assert len(a) == 4 and len(b) == 4 and not a & b
     assert second["excludedCount"] == 4
+    assert await search(api, c=first["cursor"], s="s1") == second  # the same next page
     other = await search(api, q="Neo4j", s="s2")  # sessions are independent
     assert [i["eventId"] for i in other["items"]] == [i["eventId"] for i in first["items"]]
-    third = await search(api, q="Neo4j", s="s1")
-    assert not ({i["eventId"] for i in third["items"]} & (a | b))
-    empty = await search(api, q="Neo4j", s="s1")
+    # another search in the session: the ledger holds all 8, so nothing new is left
+    empty = await search(api, q="Neo4j backup", s="s1")
     assert empty["items"] == [] and empty["cursor"] is None
     assert (
         empty["text"]
@@ -135,15 +138,15 @@ async def test_session_history_excludes_delivered_events_and_reset_seen_clears_i
 
 async def test_search_again_is_offered_while_the_ranking_holds_more(api: Api) -> None:
     await seed_neo4j_notes(api)  # 8 candidates: two pages of 4
-    hint = "再次 search（同一会话，换来新的事件）"
+    hint = "search(cursor) 取下一页（新的事件）"
     q = (
-        'query($s: String!) { search(query: "Neo4j", session: $s) {'
+        'query($s: String!, $c: String) { search(query: "Neo4j", session: $s, cursor: $c) {'
         " cursor searchAgain text expandConcepts } }"
     )
     first = (await api.gql(q, s="hint"))["search"]
     assert first["searchAgain"] is True
     assert f"可继续：{hint} | read(event_id)" in first["text"]
-    second = (await api.gql(q, s="hint"))["search"]
+    second = (await api.gql(q, s="hint", c=first["cursor"]))["search"]
     assert second["searchAgain"] is False and hint not in second["text"]
     follow = await api.gql(
         'query($c: String!, $id: ID!) {'
@@ -156,10 +159,12 @@ async def test_search_again_is_offered_while_the_ranking_holds_more(api: Api) ->
 
 async def test_session_header_is_used_when_no_argument(api: Api) -> None:
     await seed_neo4j_notes(api, 5)
-    query = '{ search(query: "Neo4j") { session items { eventId } } }'
+    query = '{ search(query: "Neo4j") { session cursor items { eventId } } }'
     one = (await api.post(query, None, **{"X-Memory-Session": "hdr"}))["data"]["search"]
-    two = (await api.post(query, None, **{"X-Memory-Session": "hdr"}))["data"]["search"]
-    assert one["session"] == "hdr"
+    more = 'query($c: String) { search(cursor: $c) { session items { eventId } } }'
+    body = await api.post(more, {"c": one["cursor"]}, **{"X-Memory-Session": "hdr"})
+    two = body["data"]["search"]
+    assert one["session"] == two["session"] == "hdr"
     assert not {i["eventId"] for i in one["items"]} & {i["eventId"] for i in two["items"]}
 
 
@@ -303,6 +308,12 @@ async def test_time_hint_filters_on_write_date(api: Api) -> None:
     assert len((await search(api, t="今天", s="t1"))["items"]) == 3
     assert len((await search(api, q="Neo4j", t="last 7 days", s="t2"))["items"]) == 3
     assert (await search(api, t="2001-01-01~2001-12-31", s="t3"))["items"] == []
+    # issue 27 item 6: the phrases activation cues read, refused by search on main
+    for hint in ("3 days ago to today", "since last Friday", "上周五至今", "12月1日到今天", "今天上午"):
+        assert len((await search(api, t=hint, s=f"t-{hint}"))["items"]) == 3, hint
+    day = api.app.state.memory.ingestor.now().date() - timedelta(days=1)  # the memory's clock
+    for hint in ("3 days ago", "上周五", f"{day.month}月{day.day}日"):
+        assert (await search(api, t=hint, s=f"t-{hint}"))["items"] == [], hint
     err = await api.error(SEARCH, t="sometime soon")
     assert err["extensions"]["code"] == "TIME_HINT_INVALID"
     assert err["extensions"]["zh"] == "无法解析 time_hint：sometime soon"
@@ -441,3 +452,51 @@ async def test_the_lexical_route_can_be_switched_off(tmp_path: Path) -> None:
         items = (await off.gql(LEXICAL, q="which part XK-4471-B", s="lex"))["search"]["items"]
     assert items and all(i["explain"]["lexicalRank"] is None for i in items)
     assert all(i["explain"]["lexicalScore"] is None for i in items)
+
+
+def _ids(page: dict[str, Any]) -> list[str]:
+    return [i["eventId"] for i in page["items"]]
+
+
+async def test_a_page_is_the_same_every_time_it_is_asked(api: Api) -> None:
+    # issue 27 item 3: a GraphQL query is safe to repeat; the next page is named by arguments
+    await seed_neo4j_notes(api, 12)
+    first = await search(api, q="Neo4j", s="r")
+    assert await search(api, q="Neo4j", s="r") == first
+    second = await search(api, c=first["cursor"], s="r")
+    assert second["session"] == "r" and len(second["items"]) == 4
+    assert not set(_ids(first)) & set(_ids(second))
+    # a client that keeps its variables and adds the cursor (Apollo's fetchMore) asks the same
+    assert await search(api, q="Neo4j", c=first["cursor"], s="r") == second
+    third = await search(api, c=second["cursor"], s="r")
+    assert len(third["items"]) == 4 and not set(_ids(third)) & set(_ids(first) + _ids(second))
+    assert await search(api, c=first["cursor"], s="r") == second  # still the same page
+    out = (await api.gql(EXPAND, c=first["cursor"], id="concept_1", l=2, s="r"))["expand"]
+    assert out == (await api.gql(EXPAND, c=first["cursor"], id="concept_1", l=2, s="r"))["expand"]
+    # another search in the session still skips everything it was given
+    other = await search(api, q="Neo4j backup", s="r")
+    assert not set(_ids(other)) & set(_ids(first) + _ids(second) + _ids(third) + _ids(out))
+
+
+async def test_a_cursor_continues_only_its_own_search(api: Api) -> None:
+    await seed_neo4j_notes(api)
+    first = await search(api, q="Neo4j", t="today", s="m")
+    for wrong, argument in (({"q": "backup"}, "query"), ({"t": "yesterday"}, "timeHint")):
+        err = await api.error(SEARCH, c=first["cursor"], s="m", **wrong)
+        assert err["extensions"]["code"] == "BAD_USER_INPUT", err
+        assert err["extensions"]["argument"] == argument
+    err = await api.error(SEARCH, c=first["cursor"], s="m", r=True)
+    assert err["extensions"]["argument"] == "resetSeen"
+    err = await api.error(SEARCH, c=first["cursor"], s="intruder")
+    assert err["extensions"]["code"] == "CURSOR_SESSION"
+    err = await api.error(SEARCH, c="cur_0000000000000000", s="m")
+    assert err["extensions"]["code"] == "CURSOR_INVALID"
+    assert len((await search(api, c=first["cursor"], t="today", s="m"))["items"]) == 4
+
+
+async def test_a_follow_up_that_names_no_session_continues_its_cursors(api: Api) -> None:
+    await seed_neo4j_notes(api)
+    first = await search(api, q="Neo4j", s="mine")
+    more = 'query($c: String) { search(cursor: $c) { session items { eventId } } }'
+    page = (await api.gql(more, c=first["cursor"]))["search"]
+    assert page["session"] == "mine" and not set(_ids(first)) & set(_ids(page))

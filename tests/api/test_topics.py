@@ -266,9 +266,21 @@ async def test_recall_by_date_in_save_order_and_its_errors(api: Api) -> None:
     ]
     empty = (await api.gql(BY_DATE, d="1999-01-01"))["recallByDate"]
     assert empty["memories"] == [] and empty["missing"]["target"] == "DATE_INDEX"
-    for bad in ("2026-02-30", "yesterday", "2026-3-1"):
+    for bad in ("2026-02-30", "last week", "someday"):
         err = await api.error(BY_DATE, d=bad)
         assert err["extensions"]["code"] == "BAD_USER_INPUT", bad
+        assert err["extensions"]["argument"] == "date"
+
+
+async def test_recall_by_date_reads_the_date_grammar_on_the_memorys_clock(api: Api) -> None:
+    # issue 27 item 6: one grammar for timeHint, cues and recallByDate (main: yyyy-MM-dd only)
+    a = await save(api, "first", topicPath="t")
+    ids = [m["event"]["id"] for m in (await api.gql(BY_DATE, d=today(api)))["recallByDate"]["memories"]]
+    assert ids == a["eventIds"]
+    for phrase in ("today", "今天", "0 days ago", "this morning"):
+        got = (await api.gql(BY_DATE, d=phrase))["recallByDate"]["memories"]
+        assert [m["event"]["id"] for m in got] == ids, phrase
+    assert (await api.gql(BY_DATE, d="昨天"))["recallByDate"]["memories"] == []
 
 
 async def test_forget_removes_a_memory_from_recall(api: Api) -> None:

@@ -11,8 +11,9 @@ from mnemoql.engine.retrieval.quotes import (
     choose_window,
     package_quotes,
     quote_region,
+    quote_window,
 )
-from mnemoql.engine.retrieval.terms import query_terms
+from mnemoql.engine.retrieval.terms import query_terms, term_spans
 
 
 def _naive_window(
@@ -227,3 +228,80 @@ def test_empty_content_gets_no_quote_and_costs_nothing() -> None:
     result = budget.take("event_1", "")
     assert (result.quote, result.quote_ref, result.notes) == (None, None, ())
     assert budget.remaining == 1000
+
+
+# ---- word boundaries (issue 27 item 7) ----
+
+_DIARY = (
+    "Diary, May 8. Flew to Berlin. Finally met Marco in person at Café Einstein after three "
+    "months of video calls. He is taller than his webcam suggests."
+)
+_RETRO = (
+    "Lin Xiao pointed out that the teachers Chen Jing interviewed in Hangzhou in March are still "
+    "the most loyal group: they write short notes every day and link them by hand far more than "
+    "anyone else.\n\n2. What worked. Offline sync held up. Marco reported 0 lost notes since the "
+    "CRDT merge fix of 4月10日, and the median sync latency is 420 ms."
+)
+
+
+def _words_whole(content: str, start: int, end: int) -> bool:
+    def inside(i: int) -> bool:
+        return 0 < i < len(content) and content[i - 1].isalnum() and content[i].isalnum()
+
+    return not inside(start) and not inside(end)
+
+
+def test_a_quote_never_starts_inside_a_word() -> None:
+    # main gave "hem by hand far more ..." (the window ended on "CRDT" and started anywhere)
+    result = QuoteBudget(query_terms("Marco CRDT")).take("retro", _RETRO)
+    assert result.quote is not None
+    q = result.quote
+    assert _RETRO[q.start : q.end] == q.text and q.end - q.start <= 120
+    assert q.text.startswith("by hand far more") and q.text.endswith("CRDT")
+    assert _words_whole(_RETRO, q.start, q.end)
+
+
+def test_a_chunk_starting_inside_a_word_is_quoted_from_the_next_word() -> None:
+    # main gave "rson at Café Einstein ..." (the best chunk began inside "person")
+    region = (_DIARY.index("rson at"), len(_DIARY))
+    result = QuoteBudget(query_terms("Einstein")).take("diary", _DIARY, best_chunk=region)
+    assert result.quote is not None
+    q = result.quote
+    assert q.text.startswith("at Café Einstein") and _DIARY[q.start : q.end] == q.text
+    assert q.start >= region[0] and _words_whole(_DIARY, q.start, q.end)
+
+
+def test_a_quote_ends_on_a_word_end_and_keeps_accents_and_apostrophes_whole() -> None:
+    content = "x " + "Cafe\u0301 O’Brien's dog " * 12
+    start, end = quote_window(content, (0, len(content)), frozenset(), 120)
+    assert end - start <= 120 and start == 0
+    assert content[:end].endswith(("Cafe\u0301", "O’Brien's", "dog"))
+
+
+def test_cjk_text_is_cut_at_any_character() -> None:
+    content = "会议记录：" + "我们讨论了向量检索要不要换成多语言模型" * 10
+    terms = query_terms("多语言模型")
+    raw = choose_window(content, (0, len(content)), terms, 40)
+    assert quote_window(content, (0, len(content)), terms, 40) == raw
+
+
+def test_a_word_longer_than_the_shift_is_cut_where_the_window_fell() -> None:
+    content = "see " + "h" * 300 + " ok"
+    assert quote_window(content, (10, 200), frozenset(), 120) == (10, 130)
+
+
+def test_snapped_windows_keep_their_terms_on_random_text() -> None:
+    rng = np.random.default_rng(7)
+    words = ["alpha", "beta", "gamma", "delta", "x", "yy", "zzz", "omega", "kappa", "部署", "上线"]
+    for _ in range(300):
+        content = " ".join(rng.choice(words, size=int(rng.integers(5, 80))))
+        terms = frozenset(rng.choice(["alpha", "gamma", "omega", "部署"], size=2))
+        n = len(content)
+        a = int(rng.integers(0, n))
+        region = (a, int(rng.integers(a + 1, n + 1)))
+        length = int(rng.integers(5, 121))
+        raw = choose_window(content, region, terms, length)
+        s, t = quote_window(content, region, terms, length)
+        assert region[0] <= s <= t <= region[1] and t - s <= length
+        kept = len(term_spans(content[s:t], terms))
+        assert kept >= len(term_spans(content[raw[0] : raw[1]], terms)), (content, region)

@@ -101,12 +101,12 @@ def test_search_again_hint_leads_the_next_line_in_both_locales() -> None:
     zh = [line for line in render(page).split("\n") if line.startswith("可继续：")]
     en = [line for line in render(page, "en").split("\n") if line.startswith("next: ")]
     assert zh == [
-        "可继续：再次 search（同一会话，换来新的事件） | read(event_id)"
+        "可继续：search(cursor) 取下一页（新的事件） | read(event_id)"
         " | expand(cursor, concept_id∈{concept_3, concept_7})"
         " | nearby(cursor, event_id∈{event_ch33_e06})"
     ]
     assert en == [
-        "next: search again (same session: new events) | read(event_id)"
+        "next: search(cursor): the next page (new events) | read(event_id)"
         " | expand(cursor, concept_id∈{concept_3, concept_7})"
         " | nearby(cursor, event_id∈{event_ch33_e06})"
     ]

@@ -332,3 +332,36 @@ def test_owner_names_the_session_of_a_live_cursor_only() -> None:
     assert cursors.owner("cur_0000000000000000") is None
     clock.advance(15 * 60)
     assert cursors.owner(token) is None  # expired
+
+
+def test_a_session_replays_its_pages_by_call_and_forgets_them_on_reset() -> None:
+    from mnemoql.engine.sessions import MAX_PAGES
+
+    sessions = SessionStore(FakeClock())
+    session = sessions.get("s1")
+    session.keep_page('["search", "q"]', "page one")
+    assert session.page('["search", "q"]') == "page one"
+    assert sessions.get("s2").page('["search", "q"]') is None  # per session
+    for n in range(MAX_PAGES):
+        session.keep_page(f"call {n}", n)
+    assert session.page('["search", "q"]') is None  # the oldest went first
+    assert session.page("call 0") == 0
+    sessions.reset("s1")
+    assert session.page("call 0") is None
+
+
+def test_a_search_cursor_keeps_what_the_search_asked() -> None:
+    cursors = CursorStore(FakeClock())
+    token, state = cursors.start_chain(
+        session_id="s1",
+        query_text="q",
+        query_vector=None,
+        filters=Filters(),
+        model="m",
+        dims=4,
+        delivered_ids=["event_1"],
+        asked=("q", ("Alice",), "last week"),
+    )
+    assert cursors.get(token, "s1").asked == ("q", ("Alice",), "last week")
+    _, child = cursors.branch(state, ["event_2"])
+    assert child.asked == state.asked

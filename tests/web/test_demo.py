@@ -134,3 +134,31 @@ async def test_the_english_chat_is_filed_under_its_speakers(tmp_path: Path) -> N
     assert {("Concept", "conflict resolver"), ("Location", "Lisbon")} <= names
     assert not {("Concept", w) for w in ("great", "keep", "Priya", "Marco", "morning")} & names
     assert len(priya) == 1 and "Priya" in priya[0]["node"]["aliases"]
+
+
+QUOTES = (
+    'query($q: String!) { search(query: $q, session: "quotes", resetSeen: true) {'
+    " items { eventId quote { text start end } event { ... on Event { content(limit: 10000) { text } } } } } }"
+)
+
+
+async def test_the_explorers_quotes_start_and_end_on_words(tmp_path: Path) -> None:
+    # issue 27 item 7: the explorer showed "hem by hand..." and "rson at Café..." (main)
+    def splits(text: str, i: int) -> bool:  # inside a spaced word (CJK: any place is a word's)
+        if not 0 < i < len(text) or "\u4e00" <= text[i - 1] <= "\u9fff" >= text[i] >= "\u4e00":
+            return False
+        return text[i - 1].isalnum() and text[i].isalnum()
+
+    async with demo_api(tmp_path) as (api, _):
+        quoted = 0
+        for q in ("Marco CRDT", "link notes by hand", "Marco in person at Café Einstein",
+                  "Berlin webcam", "向量检索 多语言模型", "offline sync"):  # fmt: skip
+            for item in (await api.gql(QUOTES, q=q))["search"]["items"]:
+                quote, content = item["quote"], item["event"]["content"]["text"]
+                if quote is None:
+                    continue
+                quoted += 1
+                assert content[quote["start"] : quote["end"]] == quote["text"]
+                assert not splits(content, quote["start"]), (q, quote["text"])
+                assert not splits(content, quote["end"]), (q, quote["text"])
+        assert quoted >= 12

@@ -51,11 +51,28 @@ async def test_a_stateless_client_carries_the_session_it_was_given(service: str)
     async with http_client(service, STATELESS) as client:
         assert client.protocol_version == "2026-07-28"
         await walk(client, stateless=True)
-        # without the session, a search starts afresh: the same first evidence again
-        one = ok(await client.call_tool("memory_search", {"query": "dragon village"}))
-        two = ok(await client.call_tool("memory_search", {"query": "dragon village"}))
-        assert one["session"] != two["session"]
-        assert [i["event_id"] for i in one["items"]] == [i["event_id"] for i in two["items"]]
+
+
+async def test_a_stateless_client_gets_new_events_from_its_second_search(service: str) -> None:
+    # issue 27 item 3: on main the second search repeated the same 4 events unless the agent
+    # passed `session` back; the client's connection now stands for its session
+    async with http_client(service, WRITER_A) as saver:
+        for n in range(1, 9):
+            ok(await saver.call_tool("memory_save", record(n, "wyvern", "wyv")))
+    async with http_client(service, WRITER_A) as client:
+        assert client.protocol_version == "2026-07-28"
+        one = ok(await client.call_tool("memory_search", {"query": "wyvern"}))
+        two = ok(await client.call_tool("memory_search", {"query": "wyvern"}))
+        first = {i["event_id"] for i in one["items"]}
+        assert len(first) == 4 and one["session"] == two["session"]
+        assert two["items"] and not first & {i["event_id"] for i in two["items"]}
+    async with http_client(service, WRITER_A) as other:  # another client: its own session
+        again = ok(await other.call_tool("memory_search", {"query": "wyvern"}))
+        assert {i["event_id"] for i in again["items"]} == first
+        # a client that reconnects follows with the cursor: the next page, its session's
+        more = ok(await other.call_tool("memory_search", {"cursor": again["cursor"]}))
+        assert more["session"] == again["session"]
+        assert more["items"] and not first & {i["event_id"] for i in more["items"]}
 
 
 async def test_two_agents_never_hide_each_others_results(service: str) -> None:

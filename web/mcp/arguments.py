@@ -111,8 +111,9 @@ class SearchArgs(_Args):
     time_hint: str | None = Field(
         default=None,
         **_told(maxLength=TIME_HINT_MAX),
-        description="Only memories written in this period: today, yesterday, this week, last "
-        "week, last 7 days, this month, 2026-03, 2026-03-01..2026-03-15, 上周, 最近3天 ... "
+        description="Only memories written in this period: today, yesterday, 3 days ago, last "
+        "Friday, this week, last week, last 7 days, this month, 2026-03, since March 1, "
+        "2026-03-01..2026-03-15, 上周, 上周五, 最近3天, 12月1日 ... "
         "It filters on the save date, not on when things happened.",
     )
     target: Literal["Event", "Person", "Concept"] = Field(
@@ -125,6 +126,11 @@ class SearchArgs(_Args):
         description="Forget what this session was already given (and its cursors) first.",
     )
     session: str | None = Field(default=None, description=SESSION)
+    cursor: str | None = Field(
+        default=None,
+        description="The cursor of an earlier result: the next page of that result's search "
+        "(its 'next: search(cursor)' line). query, entities and time_hint may be left out.",
+    )
 
 
 class ExpandArgs(_Args):
@@ -172,7 +178,9 @@ class RecallArgs(_Args):
         "parent's and related topics', ranked, at most 5.",
     )
     date: str | None = Field(
-        default=None, description="A day, yyyy-MM-dd: every memory saved that day, in order."
+        default=None,
+        description="A day: every memory saved that day, in order. yyyy-MM-dd or a phrase "
+        "naming one day (yesterday, 3 days ago, last Friday, 上周五, 12月1日).",
     )
 
     def key(self) -> tuple[Literal["topic", "date"], str]:

@@ -6,8 +6,10 @@ SDK's session manager.
   missing or unknown token is a 401 with a JSON-RPC error and ``WWW-Authenticate``.
 - An MCP session (``Mcp-Session-Id``, protocol versions with the initialize handshake) is one
   evidence session, ``mcp-<session id>``; the SDK ties it to the token that opened it, so another
-  token cannot continue it. A stateless request (protocol 2026-07-28) carries no session: each
-  search starts one and names it, and the caller passes it back.
+  token cannot continue it. A stateless request (protocol 2026-07-28) carries no session: its
+  HTTP connection stands for one (``mcp-conn:<peer>``: the SDK client keeps one keep-alive
+  connection per client), each search also names its session for callers that reconnect, and
+  a follow-up with a cursor continues in the cursor's session.
 - Host and Origin are checked before the request gets here, as for every route
   (``web.guards.hosts``: DNS rebinding, CORS); the SDK's own check is off.
 """
@@ -44,7 +46,11 @@ def identify(ctx: ServerRequestContext[Any, Any]) -> Caller:
     if grant is None:
         raise Unauthorized("missing or invalid bearer token", zh="缺少或无效的访问令牌")
     sid = request.headers.get(SESSION_HEADER) if request is not None else None
-    return Caller(grant.space, grant.scopes, f"mcp-{sid}" if sid else None)
+    if sid:
+        return Caller(grant.space, grant.scopes, f"mcp-{sid}")
+    peer = request.client if request is not None else None
+    fallback = f"mcp-conn:{peer.host}:{peer.port}" if peer is not None else None
+    return Caller(grant.space, grant.scopes, None, fallback=fallback)
 
 
 def _principal(token: str, grant: Grant) -> AuthenticatedUser:

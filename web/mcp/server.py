@@ -58,12 +58,14 @@ INDEX_URI = "mnemoql://memory-index"
 @dataclass(frozen=True, slots=True)
 class Caller:
     """Who is calling: the memory space, the scopes, the session its connection keeps (None for
-    a stateless HTTP request), and what to call it when a scope is missing."""
+    a stateless HTTP request), what to call it when a scope is missing, and for a stateless
+    request the session of its HTTP connection (``fallback``), used when no call names one."""
 
     space: str
     scopes: frozenset[str]
     session: str | None
     who: str = "token"
+    fallback: str | None = None
 
 
 Identify = Callable[[ServerRequestContext[Any, Any]], Caller]
@@ -179,7 +181,7 @@ class _Edge:
                 if tool.scope == "write"
                 else self.limits.query_timeout_s
             )
-            call = Call(memory, caller.session, self.locale)
+            call = Call(memory, caller.session, self.locale, caller.fallback)
             try:
                 async with asyncio.timeout(seconds):
                     body, structured = await tool.run(call, args)

@@ -34,6 +34,7 @@ class Call:
     memory: Memory
     session: str | None
     locale: Locale
+    fallback: str | None = None  # a stateless caller's connection session
 
 
 Answer = tuple[str, BaseModel]
@@ -70,16 +71,22 @@ def _evidence(call: Call, out: Outcome) -> Answer:
 
 def _for_cursor(call: Call, session: str | None, cursor: str) -> str:
     # a stateless caller continues in the session that received the cursor
-    return session or call.session or call.memory.cursors.owner(cursor) or new_session()
+    owner = call.memory.cursor_session(cursor)
+    return session or call.session or owner or call.fallback or new_session()
 
 
 async def search(call: Call, args: a.SearchArgs) -> Answer:
-    sid = args.session or call.session or new_session()
+    if args.cursor is not None:
+        sid = _for_cursor(call, args.session, args.cursor)
+    else:
+        sid = args.session or call.session or call.fallback or new_session()
     if args.target != "Event":
         page = await call.memory.search_entities(args.target, args.query)
         body = text.tool_names(render_targeted(page, call.locale))
         return body, r.Evidence.from_targeted(page, sid)
-    request = SearchRequest(args.query, args.entities, args.time_hint, args.reset_seen)
+    request = SearchRequest(
+        args.query, args.entities, args.time_hint, args.reset_seen, args.cursor
+    )
     return _evidence(call, await call.memory.search(request, sid))
 
 
