@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
@@ -12,7 +13,8 @@ from typing import TYPE_CHECKING
 import httpx
 
 from mnemoql.engine.config import Settings
-from mnemoql.engine.spaces import DEFAULT_SPACE, Spaces
+from mnemoql.engine.providers.base import Embedder
+from mnemoql.engine.spaces import DEFAULT_SPACE, Spaces, StoreFactory
 from mnemoql.engine.store.base import Store
 
 if TYPE_CHECKING:
@@ -67,11 +69,17 @@ def open_store(settings: Settings, space: str = DEFAULT_SPACE) -> Store:
 
 
 @contextlib.asynccontextmanager
-async def serving_spaces(settings: Settings) -> AsyncIterator[Spaces]:
-    """The memory spaces of one process with the configured providers, as ``mnemoql mcp`` and
-    the Python API (``mnemoql.Memory``) open them; ``web.app``'s lifespan takes the same steps
-    around its injections and the MCP mount. On exit the spaces close, then the HTTP client of
-    the model providers, then a Neo4j this process started."""
+async def serving_spaces(
+    settings: Settings,
+    *,
+    http_client: httpx.AsyncClient | None = None,
+    embedder: Embedder | None = None,
+    store_for: StoreFactory | None = None,
+) -> AsyncIterator[Spaces]:
+    """The memory spaces of one process with the configured providers: what ``mnemoql serve``
+    (``web.app``), ``mnemoql mcp`` and the Python API (``mnemoql.Memory``) open. On exit the
+    spaces close, then the HTTP client of the model providers, then a Neo4j this process
+    started. ``http_client``, ``embedder`` and ``store_for`` may be injected (tests)."""
     from mnemoql.engine.providers.factory import build_providers
 
     async with contextlib.AsyncExitStack() as stack:
@@ -79,9 +87,12 @@ async def serving_spaces(settings: Settings) -> AsyncIterator[Spaces]:
             from mnemoql.web.neo4j_boot import stop_started
 
             stack.push_async_callback(asyncio.to_thread, stop_started)
-        client = await stack.enter_async_context(httpx.AsyncClient())
+        client = http_client or await stack.enter_async_context(httpx.AsyncClient())
+        providers = build_providers(settings, client)
+        if embedder is not None:
+            providers = dataclasses.replace(providers, embedder=embedder)
         spaces = Spaces(
-            settings, build_providers(settings, client), lambda name: open_store(settings, name)
+            settings, providers, store_for or (lambda name: open_store(settings, name))
         )
         stack.push_async_callback(spaces.close)
         yield spaces
