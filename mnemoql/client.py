@@ -100,23 +100,13 @@ mutation Forget($eventId: ID!) { forget(eventId: $eventId) { deletedIds } }
 _TARGETS = {"Event": "EVENT", "Person": "PERSON", "Concept": "CONCEPT"}
 
 
-def _save_input(content: str, options: dict[str, Any]) -> dict[str, Any]:
-    names = {
-        "id": "id",
-        "time": "time",
-        "topic_path": "topicPath",
-        "related_topics": "relatedTopics",
-        "extraction": "extraction",
-        "idempotency_key": "idempotencyKey",
-        "dedupe_by_hash": "dedupeByHash",
-    }
-    unknown = set(options) - set(names)
-    if unknown:
-        raise TypeError(f"save() got unexpected argument(s): {', '.join(sorted(unknown))}")
+def _save_input(content: str, **fields: Any) -> dict[str, Any]:
+    """The GraphQL ``SaveInput``: camelCase names, unset fields left out (their defaults)."""
     item: dict[str, Any] = {"content": content}
-    for name, value in options.items():
-        if value is not None:
-            item[names[name]] = list(value) if name == "related_topics" else value
+    for name, value in fields.items():
+        if value is not None and value != []:
+            head, *rest = name.split("_")
+            item[head + "".join(part.title() for part in rest)] = value
     return item
 
 
@@ -145,9 +135,6 @@ class _Documents:
     def __init__(self, session: str | None, locale: Locale) -> None:
         self.session = session
         self.locale: Locale = locale
-
-    def save(self, content: str, options: dict[str, Any]) -> tuple[str, dict[str, Any], str]:
-        return SAVE, {"input": _save_input(content, options)}, "save"
 
     def search(
         self,
@@ -255,9 +242,30 @@ class Client:
         document, variables, field = request
         return _answer(self._send(document, variables), field)
 
-    def save(self, content: str, **options: Any) -> SaveResult:
-        """Save one memory (see ``Memory.save`` for the options)."""
-        return SaveResult.from_json(self._post(self._docs.save(content, options)))
+    def save(
+        self,
+        content: str,
+        *,
+        id: str | None = None,
+        time: str | None = None,
+        topic_path: str | None = None,
+        related_topics: Sequence[str] = (),
+        extraction: Mapping[str, Any] | None = None,
+        idempotency_key: str | None = None,
+        dedupe_by_hash: bool = False,
+    ) -> SaveResult:
+        """Save one memory (see ``Memory.save``)."""
+        item = _save_input(
+            content,
+            id=id,
+            time=time,
+            topic_path=topic_path,
+            related_topics=list(related_topics),
+            extraction=dict(extraction) if extraction is not None else None,
+            idempotency_key=idempotency_key,
+            dedupe_by_hash=dedupe_by_hash,
+        )
+        return SaveResult.from_json(self._post((SAVE, {"input": item}, "save")))
 
     def search(
         self,
@@ -357,9 +365,30 @@ class AsyncClient:
         document, variables, field = request
         return _answer(await self._send(document, variables), field)
 
-    async def save(self, content: str, **options: Any) -> SaveResult:
-        """Save one memory (see ``Memory.save`` for the options)."""
-        return SaveResult.from_json(await self._post(self._docs.save(content, options)))
+    async def save(
+        self,
+        content: str,
+        *,
+        id: str | None = None,
+        time: str | None = None,
+        topic_path: str | None = None,
+        related_topics: Sequence[str] = (),
+        extraction: Mapping[str, Any] | None = None,
+        idempotency_key: str | None = None,
+        dedupe_by_hash: bool = False,
+    ) -> SaveResult:
+        """Save one memory (see ``Memory.save``)."""
+        item = _save_input(
+            content,
+            id=id,
+            time=time,
+            topic_path=topic_path,
+            related_topics=list(related_topics),
+            extraction=dict(extraction) if extraction is not None else None,
+            idempotency_key=idempotency_key,
+            dedupe_by_hash=dedupe_by_hash,
+        )
+        return SaveResult.from_json(await self._post((SAVE, {"input": item}, "save")))
 
     async def search(
         self,

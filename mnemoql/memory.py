@@ -295,8 +295,19 @@ class SyncMemory:
     where a loop is already running (a notebook).
     """
 
-    def __init__(self, data_dir: str | Path | None = None, **options: Any) -> None:
-        self._async = Memory(data_dir, **options)
+    def __init__(
+        self,
+        data_dir: str | Path | None = None,
+        *,
+        space: str = "default",
+        session: str | None = None,
+        locale: Locale = "zh",
+        settings: Settings | None = None,
+        **overrides: Any,
+    ) -> None:
+        self._async = Memory(
+            data_dir, space=space, session=session, locale=locale, settings=settings, **overrides
+        )
         self._portal: Portal | None = None
 
     @property
@@ -341,25 +352,82 @@ class SyncMemory:
             raise RuntimeError("the memory is not open: use `with SyncMemory(...)` or open()")
         return self._portal.call(coro)
 
-    def save(self, content: str, **options: Any) -> SaveResult:
+    def save(
+        self,
+        content: str,
+        *,
+        id: str | None = None,
+        time: str | None = None,
+        topic_path: str | None = None,
+        related_topics: Sequence[str] = (),
+        extraction: Mapping[str, Any] | None = None,
+        idempotency_key: str | None = None,
+        dedupe_by_hash: bool = False,
+    ) -> SaveResult:
         """See ``Memory.save``."""
-        return self._call(self._async.save(content, **options))
+        return self._call(
+            self._async.save(
+                content,
+                id=id,
+                time=time,
+                topic_path=topic_path,
+                related_topics=related_topics,
+                extraction=extraction,
+                idempotency_key=idempotency_key,
+                dedupe_by_hash=dedupe_by_hash,
+            )
+        )
 
     def forget(self, event_id: str) -> ForgetResult:
         """See ``Memory.forget``."""
         return self._call(self._async.forget(event_id))
 
-    def search(self, query: str | None = None, **options: Any) -> EvidencePage:
+    def search(
+        self,
+        query: str | None = None,
+        *,
+        entities: Sequence[str] | None = None,
+        time_hint: str | None = None,
+        target: Target = "Event",
+        session: str | None = None,
+        reset_seen: bool = False,
+    ) -> EvidencePage:
         """See ``Memory.search``."""
-        return self._call(self._async.search(query, **options))
+        return self._call(
+            self._async.search(
+                query,
+                entities=entities,
+                time_hint=time_hint,
+                target=target,
+                session=session,
+                reset_seen=reset_seen,
+            )
+        )
 
-    def expand(self, cursor: str | EvidencePage, concept_id: str, **options: Any) -> EvidencePage:
+    def expand(
+        self,
+        cursor: str | EvidencePage,
+        concept_id: str,
+        *,
+        limit: int = 3,
+        session: str | None = None,
+    ) -> EvidencePage:
         """See ``Memory.expand``."""
-        return self._call(self._async.expand(cursor, concept_id, **options))
+        return self._call(self._async.expand(cursor, concept_id, limit=limit, session=session))
 
-    def nearby(self, cursor: str | EvidencePage, event_id: str, **options: Any) -> EvidencePage:
+    def nearby(
+        self,
+        cursor: str | EvidencePage,
+        event_id: str,
+        *,
+        before: int = 2,
+        after: int = 2,
+        session: str | None = None,
+    ) -> EvidencePage:
         """See ``Memory.nearby``."""
-        return self._call(self._async.nearby(cursor, event_id, **options))
+        return self._call(
+            self._async.nearby(cursor, event_id, before=before, after=after, session=session)
+        )
 
     def read(self, event_id: str, *, start: int = 0, limit: int = 2000) -> TextRange:
         """See ``Memory.read``."""

@@ -160,7 +160,7 @@ def all_failed(query: str, body: dict[str, Any]) -> bool:
         return False
     if any((e.get("extensions") or {}).get("code") == "TIMEOUT" for e in errors):
         # ran out of time (a loaded machine): the root fields before the one running have
-        # committed, as mutations run one after another (README, Operations)
+        # committed, as mutations run one after another (docs/operations.md, Security)
         return False
     if any(not e.get("path") for e in errors):
         return True  # the whole operation was refused

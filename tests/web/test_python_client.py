@@ -65,6 +65,27 @@ def test_save_search_read_forget_over_the_api(alice: Client) -> None:
     assert caught.value.code == "NOT_FOUND" and caught.value.details.get("id") == "client_berlin"
 
 
+def test_save_options_reach_the_server(alice: Client) -> None:
+    first = alice.save(
+        "Dana booked the train to Lyon for the conference.",
+        topic_path="travel->lyon",
+        related_topics=["work->conferences"],
+        idempotency_key="dana-train",
+    )
+    assert first.topic_path == "travel->lyon" and first.topic_source == "client"
+    again = alice.save("Dana booked the train to Lyon for the conference.",
+                       idempotency_key="dana-train")  # fmt: skip
+    assert again.replayed and again.event_ids == first.event_ids
+    same = alice.save("Dana booked the train to Lyon for the conference.", dedupe_by_hash=True)
+    assert same.replayed and same.event_ids == first.event_ids
+    extraction = {
+        "events": [{"ref": "e", "summary": "A booking", "concepts": ["c"]}],
+        "concepts": [{"ref": "c", "name": "train tickets"}],
+    }
+    ready = alice.save("Dana paid for the tickets.", extraction=extraction, time="Friday")
+    assert ready.refs["c"] == ready.created_concepts[0]
+
+
 def test_a_token_picks_its_space_and_scopes(server: Served) -> None:
     with Client(server.url, token=ALICE) as alice, Client(server.url, token=BOB) as bob:
         saved = alice.save("Only Alice's space holds this note about tulips.")
