@@ -27,7 +27,15 @@ from typing import Any
 import httpx
 
 from mnemoql.errors import MnemoError, ServerError, Unreachable, error_for
-from mnemoql.types import EvidencePage, ForgetResult, Locale, SaveResult, Target, TextRange
+from mnemoql.types import (
+    EvidencePage,
+    ForgetResult,
+    Locale,
+    SaveResult,
+    Target,
+    TextRange,
+    follow,
+)
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 DEFAULT_TIMEOUT_S = 660.0  # past the server's own mutation deadline (600 s), which answers first
@@ -110,16 +118,6 @@ def _save_input(content: str, **fields: Any) -> dict[str, Any]:
     return item
 
 
-def _cursor(cursor: str | EvidencePage, session: str | None) -> tuple[str, str | None]:
-    if isinstance(cursor, EvidencePage):
-        if cursor.cursor is None:
-            from mnemoql.errors import CursorInvalid
-
-            raise CursorInvalid("this page delivered nothing, so it has no cursor to follow")
-        return cursor.cursor, session or cursor.session
-    return cursor, session
-
-
 def _answer(response: httpx.Response, field: str) -> dict[str, Any]:
     """The data of root ``field``, or the exception of the first coded error."""
     data = _data(response)
@@ -163,7 +161,7 @@ class _Documents:
     def expand(
         self, cursor: str | EvidencePage, concept_id: str, limit: int, session: str | None
     ) -> tuple[str, dict[str, Any], str]:
-        token, sid = _cursor(cursor, session or self.session)
+        token, sid = follow(cursor, session, self.session)
         variables = {"cursor": token, "conceptId": concept_id, "limit": limit, "session": sid,
                      "locale": self.locale.upper()}  # fmt: skip
         return EXPAND, variables, "expand"
@@ -176,7 +174,7 @@ class _Documents:
         after: int,
         session: str | None,
     ) -> tuple[str, dict[str, Any], str]:
-        token, sid = _cursor(cursor, session or self.session)
+        token, sid = follow(cursor, session, self.session)
         variables = {"cursor": token, "eventId": event_id, "before": before, "after": after,
                      "session": sid, "locale": self.locale.upper()}  # fmt: skip
         return NEARBY, variables, "nearby"

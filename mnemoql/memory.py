@@ -19,7 +19,15 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from mnemoql._portal import Portal
 from mnemoql.errors import InvalidInput
-from mnemoql.types import EvidencePage, ForgetResult, Locale, SaveResult, Target, TextRange
+from mnemoql.types import (
+    EvidencePage,
+    ForgetResult,
+    Locale,
+    SaveResult,
+    Target,
+    TextRange,
+    follow,
+)
 
 if TYPE_CHECKING:
     from mnemoql.engine.config import Settings
@@ -222,7 +230,7 @@ class Memory:
         Raises:
             CursorInvalid, CursorSession, ChainExhausted, ConceptNotOffered, OutOfRange.
         """
-        token, sid = _cursor(cursor, session or self.session)
+        token, sid = follow(cursor, session, self.session)
         out = await self.engine.expand(token, concept_id, limit, sid)
         return EvidencePage.from_outcome(out, self.locale)
 
@@ -237,7 +245,7 @@ class Memory:
     ) -> EvidencePage:
         """Read the records around a positional event the page offered
         (``page.nearby_events``: ids like ``book_ch3_e12``)."""
-        token, sid = _cursor(cursor, session or self.session)
+        token, sid = follow(cursor, session, self.session)
         out = await self.engine.nearby(token, event_id, before, after, sid)
         return EvidencePage.from_outcome(out, self.locale)
 
@@ -254,20 +262,6 @@ class Memory:
         loads it), header and end line included, without newlines."""
         async for line in self.engine.export(vectors=vectors):
             yield line
-
-
-def _cursor(cursor: str | EvidencePage, session: str | None) -> tuple[str, str | None]:
-    """A page stands for its cursor and its session."""
-    if isinstance(cursor, EvidencePage):
-        if cursor.cursor is None:
-            from mnemoql.errors import CursorInvalid
-
-            raise CursorInvalid(
-                "this page delivered nothing, so it has no cursor to follow",
-                zh="游标无效或已过期，请重新 search",
-            )
-        return cursor.cursor, session or cursor.session
-    return cursor, session
 
 
 def _save_input(**fields: Any) -> SaveInput:

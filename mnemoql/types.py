@@ -300,3 +300,24 @@ def _item_json(i: dict[str, Any]) -> EvidenceItem:
         notes=tuple(_note_json(n) for n in i["notes"]),
         concepts=tuple(ConceptRef(c["conceptId"], c["name"]) for c in i["concepts"]),
     )
+
+
+def follow(
+    cursor: str | EvidencePage, session: str | None, default: str | None
+) -> tuple[str, str | None]:
+    """The cursor and session a follow-up continues: the session named in the call, else the
+    page's (a page stands for its cursor and its session), else the caller's ``default``.
+
+    Raises:
+        CursorInvalid: the page delivered nothing, so it has no cursor.
+    """
+    if isinstance(cursor, EvidencePage):
+        if cursor.cursor is None:
+            from mnemoql.errors import CursorInvalid
+
+            raise CursorInvalid(
+                "this page delivered nothing, so it has no cursor to follow",
+                zh="游标无效或已过期，请重新 search",
+            )
+        return cursor.cursor, session or cursor.session
+    return cursor, session or default

@@ -199,6 +199,22 @@ async def test_the_codes_are_the_graphql_apis(tmp_path: Path) -> None:
     assert len(set(ours)) >= 5  # the cases reach different checks
 
 
+async def test_a_follow_up_keeps_the_session_of_its_page(place: Place) -> None:
+    settings = settings_for(place)
+    async with Memory(settings=settings, space=place.space, session="mine") as memory:
+        for event_id, text in CHAPTER:
+            await memory.save(text, id=event_id)
+        page = await memory.search("lighthouse keeper stranger", session="theirs")
+        assert page.session == "theirs"
+        around = await memory.nearby(page, page.nearby_events[0])
+        assert around.session == "theirs"  # the page's, not the memory's default
+        by_token = await memory.nearby(page.cursor or "", page.nearby_events[0], session="theirs")
+        assert by_token.session == "theirs"
+        with pytest.raises(MnemoError) as caught:  # a bare cursor takes the default: "mine"
+            await memory.nearby(page.cursor or "", page.nearby_events[0])
+        assert caught.value.code == "CURSOR_SESSION"
+
+
 async def test_expand_on_a_page_without_cursor_is_refused(memory: Memory) -> None:
     empty = await memory.search("nothing saved yet")
     assert empty.cursor is None
