@@ -39,7 +39,8 @@ from mnemoql.types import EvidenceItem, EvidencePage, ForgetResult, SaveResult, 
 
 if TYPE_CHECKING:
     from mnemoql.client import AsyncClient, Client
-    from mnemoql.memory import Memory, SyncMemory
+    from mnemoql.memory import Memory
+    from mnemoql.sync import SyncMemory
 
 try:
     __version__ = version("mnemoql")
@@ -48,7 +49,7 @@ except PackageNotFoundError:  # a checkout on sys.path without an install
 
 _LAZY = {
     "Memory": "mnemoql.memory",
-    "SyncMemory": "mnemoql.memory",
+    "SyncMemory": "mnemoql.sync",
     "Client": "mnemoql.client",
     "AsyncClient": "mnemoql.client",
 }

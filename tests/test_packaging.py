@@ -103,6 +103,7 @@ def test_the_wheel_holds_every_module_and_data_file(wheel: Path) -> None:
         "mnemoql/engine/store/neo4j/pom.xml",
         "mnemoql/prompts/extraction.py",
         "mnemoql/memory.py",
+        "mnemoql/sync.py",
         "mnemoql/client.py",
         "mnemoql/errors.py",
     ):
