@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import json
 import logging
 import time
@@ -88,7 +87,7 @@ from mnemoql.web.observe import Observe, OperationLabel
 from mnemoql.web.observe import current as observation
 from mnemoql.web.persisted import NOT_FOUND as PERSISTED_NOT_FOUND
 from mnemoql.web.persisted import PersistedQueries, PersistedQueryRefused
-from mnemoql.web.service import limit_blas_threads, open_store, warm_up
+from mnemoql.web.service import limit_blas_threads, open_store, serving_spaces, warm_up
 
 if TYPE_CHECKING:
     from mnemoql.engine.memory import Memory
@@ -348,23 +347,17 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        from mnemoql.engine.providers.factory import build_providers
-
         limit_blas_threads(settings.retrieval.blas_threads)
         async with contextlib.AsyncExitStack() as stack:
-            if settings.store == "neo4j":  # last out: after every store has closed
-                from mnemoql.web.neo4j_boot import stop_started
-
-                stack.push_async_callback(asyncio.to_thread, stop_started)
             if settings.telemetry.traces:
                 stack.callback(tracing.start())  # last out: flushes the spans
-            client = http_client or await stack.enter_async_context(httpx.AsyncClient())
-            providers = build_providers(settings, client)
-            if embedder is not None:
-                providers = dataclasses.replace(providers, embedder=embedder)
+            spaces = await stack.enter_async_context(
+                serving_spaces(
+                    settings, http_client=http_client, embedder=embedder, store_for=store_for
+                )
+            )
+            providers = spaces.providers
             tracing.instrument_embedder(providers.embedder)
-            spaces = Spaces(settings, providers, store_for)
-            stack.push_async_callback(spaces.close)
             await stack.enter_async_context(mcp.serving(spaces))  # MCP sessions end first
             # the default space opens now, so a store that cannot open stops the start-up
             app.state.memory = await spaces.get(DEFAULT_SPACE)

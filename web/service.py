@@ -4,11 +4,17 @@ the store of a memory space and the warm-up of the providers."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
 import logging
+from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
+import httpx
+
 from mnemoql.engine.config import Settings
-from mnemoql.engine.spaces import DEFAULT_SPACE
+from mnemoql.engine.providers.base import Embedder
+from mnemoql.engine.spaces import DEFAULT_SPACE, Spaces, StoreFactory
 from mnemoql.engine.store.base import Store
 
 if TYPE_CHECKING:
@@ -59,6 +65,36 @@ def open_store(settings: Settings, space: str = DEFAULT_SPACE) -> Store:
     )
     # open() creates the directory; a failure there is a StoreUnavailable like any other
     return EmbeddedStore(settings.data_dir / "memory.db", space=space, ann=ann)
+
+
+@contextlib.asynccontextmanager
+async def serving_spaces(
+    settings: Settings,
+    *,
+    http_client: httpx.AsyncClient | None = None,
+    embedder: Embedder | None = None,
+    store_for: StoreFactory | None = None,
+) -> AsyncIterator[Spaces]:
+    """The memory spaces of one process with the configured providers: what ``mnemoql serve``
+    (``web.app``), ``mnemoql mcp`` and the Python API (``mnemoql.Memory``) open. On exit the
+    spaces close, then the HTTP client of the model providers, then a Neo4j this process
+    started. ``http_client``, ``embedder`` and ``store_for`` may be injected (tests)."""
+    from mnemoql.engine.providers.factory import build_providers
+
+    async with contextlib.AsyncExitStack() as stack:
+        if settings.store == "neo4j":  # last out: after every store has closed
+            from mnemoql.web.neo4j_boot import stop_started
+
+            stack.push_async_callback(asyncio.to_thread, stop_started)
+        client = http_client or await stack.enter_async_context(httpx.AsyncClient())
+        providers = build_providers(settings, client)
+        if embedder is not None:
+            providers = dataclasses.replace(providers, embedder=embedder)
+        spaces = Spaces(
+            settings, providers, store_for or (lambda name: open_store(settings, name))
+        )
+        stack.push_async_callback(spaces.close)
+        yield spaces
 
 
 async def warm_up(providers: Providers, warmed: asyncio.Event, memory: Memory) -> None:

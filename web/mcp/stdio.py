@@ -19,12 +19,10 @@ import signal
 import sys
 from importlib.metadata import version
 
-import httpx
 from mcp.server.stdio import stdio_server
 
 from mnemoql.engine.config import Settings
 from mnemoql.engine.errors import MnemoError
-from mnemoql.engine.spaces import Spaces
 from mnemoql.web.mcp.server import Caller, build_server
 
 log = logging.getLogger("mnemoql.mcp")
@@ -32,20 +30,13 @@ log = logging.getLogger("mnemoql.mcp")
 
 async def serve(settings: Settings) -> int:
     """Serve until the client closes stdin (or SIGTERM); 1 when the store cannot be opened."""
-    from mnemoql.engine.providers.factory import build_providers
-    from mnemoql.web.service import limit_blas_threads, open_store, warm_up
+    from mnemoql.web.service import limit_blas_threads, serving_spaces, warm_up
 
     limit_blas_threads(settings.retrieval.blas_threads)
     space = settings.mcp.space
     async with contextlib.AsyncExitStack() as stack:
-        if settings.store == "neo4j":  # last out: after the store has closed
-            from mnemoql.web.neo4j_boot import stop_started
-
-            stack.push_async_callback(asyncio.to_thread, stop_started)
-        client = await stack.enter_async_context(httpx.AsyncClient())
-        providers = build_providers(settings, client)
-        spaces = Spaces(settings, providers, lambda name: open_store(settings, name))
-        stack.push_async_callback(spaces.close)
+        spaces = await stack.enter_async_context(serving_spaces(settings))
+        providers = spaces.providers
         try:
             memory = await spaces.get(space)
         except MnemoError as exc:
