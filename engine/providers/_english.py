@@ -121,7 +121,8 @@ GAZETTEER = frozenset(
 # An identifier keeps its underscores ("PyEval_EvalCodeEx" is one word, not two); one that
 # starts with one ("__sizeof__") is no word at all.
 _TOKEN = re.compile(
-    r"_*[A-Za-z][A-Za-z0-9_]*(?:['’][A-Za-z]+)?(?:[-.+#][A-Za-z0-9_]+)*|\d[\d,.:]*|\S"
+    r"_*[A-Za-zÀ-ÖØ-öø-ÿ][A-Za-zÀ-ÖØ-öø-ÿ0-9_]*(?:['’][A-Za-z]+)?(?:[-.+#][A-Za-z0-9_]+)*"
+    r"|\d[\d,.:]*|\S"
 )
 
 _lexicon_lock = threading.Lock()

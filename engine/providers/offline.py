@@ -96,12 +96,21 @@ _ZH_NOT_PERSONS = wordset(
 _SPEAKER = re.compile(
     r"^[ \t]*(?P<name>[A-Za-z][A-Za-z.'’ -]{0,40}?|[\u4e00-\u9fff·]{1,8})[ \t]*[:：][ \t]*(?=\S)"
 )
-_NAME_WORD = re.compile(r"^[A-Z][a-z]+(?:[-'’][A-Z]?[a-z]+)*$")
-_NAME_PART = r"[A-Z][a-z]+(?:[-'’][A-Z]?[a-z]+)*"
+# Latin letters with accents too ("Jürgen Klopp", "António Guterres").
+_UPPER = "A-ZÀ-ÖØ-Þ"
+_LOWER = "a-zß-öø-ÿ"
+_NAME_WORD = re.compile(rf"^[{_UPPER}][{_LOWER}]+(?:[-'’][{_UPPER}]?[{_LOWER}]+)*$")
+_NAME_PART = rf"[{_UPPER}][{_LOWER}]+(?:[-'’][{_UPPER}]?[{_LOWER}]+)*"
 # Latin boundaries, not \b: a name touching Chinese text ("Bart在海边") still stands alone.
 _CAP_SEQ = re.compile(
-    rf"(?<![A-Za-z0-9_]){_NAME_PART}(?:\s+{_NAME_PART}){{0,2}}(?![A-Za-z0-9_])"
+    rf"(?<![A-Za-zÀ-ÿ0-9_]){_NAME_PART}(?:\s+{_NAME_PART}){{0,2}}(?![A-Za-zÀ-ÿ0-9_])"
 )
+# Titles before a name: stripped from it, and they make even a word like "Trump" a person.
+_TITLES = english.HONORIFICS | wordset(
+    """president senator governor minister chancellor judge colonel general captain coach
+    king queen prince princess pope saint lord lady professor doctor uncle aunt"""
+)
+_TITLE_BEFORE = re.compile(r"\b(?:mr|mrs|ms|dr|prof)\.?\s+$", re.IGNORECASE)
 _PLACE = re.compile(
     r"\b(?:in|at|near|from|to|into|visit(?:ed|ing)?|moved to|went to|flew to|arrived in|"
     r"travel(?:l)?ed to|live[sd]? in|based in)\s+(?:the\s+)?"
@@ -136,8 +145,9 @@ _SENTENCE_END = re.compile(r"(?<=[。！？!?；;…])|(?<=[.])(?=\s)|\n")
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _MARKUP = re.compile(r"^\s*(?:#{1,6}\s+|[-*+>]\s+|\d+[.)]\s+)")
-# Sphinx / reST roles (":c:func:`x`", ":mod:`x`") and inline-code backticks: markup, not words.
-_ROLE = re.compile(r"(?<![\w:]):(?:[a-z]+:){1,2}(?=`)|`+")
+# Sphinx / reST roles (":c:func:`x`", ":mod:`x`"), inline-code backticks and URLs: markup,
+# not words.
+_ROLE = re.compile(r"(?<![\w:]):(?:[a-z]+:){1,2}(?=`)|`+|\b(?:https?|ftp)://\S+")
 # A reference number ("gh-issue-92173", "bpo-32782", "PEP-8") or a version: no concept.
 _REFERENCE = re.compile(r"^(?:[A-Za-z]+-)+\d[\d.]*$|^v?\d+(?:[.\d]+)*[a-z]?\d*$")
 
@@ -191,7 +201,9 @@ def _speaker_of(line: str, zh_prefix_counts: Counter[str]) -> str | None:
         return name
     if not 1 <= len(words) <= 3 or any(not _NAME_WORD.match(w) for w in words):
         return None
-    return None if _key(words[0]) in _HEADING_WORDS else name
+    if _key(words[0]) in _HEADING_WORDS or any(_ordinary(w) for w in words):
+        return None  # "Now Playing: ...", "Comment: ..." label a line, no one speaks it
+    return name
 
 
 def split_blocks(content: str) -> list[_Block]:
@@ -365,7 +377,9 @@ def _english_entities(text: str) -> tuple[list[str], list[str], list[str]]:
     proper: list[str] = []
     for m in _CAP_SEQ.finditer(text):
         words = m.group(0).split()
-        while words and _key(words[0]) in _NOT_NAMES:
+        titled = False
+        while words and (_key(words[0]) in _NOT_NAMES or _key(words[0]) in _TITLES):
+            titled = titled or _key(words[0]) in _TITLES
             words.pop(0)
         if not words or any(_key(w) in _NOT_NAMES for w in words):
             continue
@@ -387,7 +401,10 @@ def _english_entities(text: str) -> tuple[list[str], list[str], list[str]]:
             or (sentence_start and _acts(text[m.end() :]))
             or (in_chinese and _given(words[0]))
         )
-        if _known_place(name, cued=False) and (not person_cue or not _given(words[0])):
+        titled = titled or bool(_TITLE_BEFORE.search(before))
+        if titled and len(words) <= 3:
+            persons.append(name)  # "President Trump", "Mrs. Lee"
+        elif _known_place(name, cued=False) and (not person_cue or not _given(words[0])):
             places.append(name)
             place_keys.add(_key(name))
         elif _is_person(words, person_cue, sentence_start):
