@@ -6,6 +6,8 @@ Corpora (nothing is copied into the repository; ``../shared/bench`` is read in p
 - **WNUT17** (``wnut17/emerging.test.annotated``, CC BY 4.0): 1,287 social-media messages with
   person and location spans; tokens joined back with spaces, one save per message. Person /
   Location precision and recall by exact name (case-insensitive), micro-averaged.
+- **MADial en** (``madial/MADial-Bench-en-memory.json``, MIT): 160 short English memories with
+  their persons labelled by hand in ``MADIAL_EN_NAMES`` (no named places).
 - **Chinese, hand-labelled** (``bench/data/extraction_zh.jsonl``): 40 sentences written for this
   bench (persons and places labelled by the writer), plus the 171 MADial-Bench zh memories
   (``madial/MADial-Bench-zh-memory.json``, MIT) with their persons labelled by hand in
@@ -211,6 +213,61 @@ def chinese(root: Path) -> list[Item]:
     return items
 
 
+# MADial-Bench en memories: the persons named (hand-labelled). Left out of both sides: cartoon
+# and book characters in titles ("Tom and Jerry", "Sherlock Holmes", "Robinson Crusoe"), a dog
+# (Ah Huang) and a surname with a role ("Old Li").
+MADIAL_EN_NAMES = (
+    "Lisa",
+    "Bart",
+    "Jimmy",
+    "Sophia",
+    "Oliver",
+    "Eddie",
+    "Jack",
+    "Adam",
+    "Daniel",
+    "Emily",
+    "James",
+    "Mingming",
+    "Honghong",
+    "Haohao",
+    "Xiao Zhang",
+    "Wang",
+    "Xiaomei",
+)
+MADIAL_EN_SKIP = (
+    "tom",
+    "jerry",
+    "sherlock holmes",
+    "sherlock",
+    "holmes",
+    "robinson crusoe",
+    "robinson",
+    "crusoe",
+    "ah huang",
+    "huang",
+    "old li",
+    "li",
+    "gru",
+    "uncle",
+    "grandpa",
+    "grandma",
+    "mom",
+    "dad",
+)
+
+
+def madial_en(root: Path) -> list[Item]:
+    items = []
+    for line in (root / "madial" / "MADial-Bench-en-memory.json").read_text().splitlines():
+        if not line.strip():
+            continue
+        event = next(iter(json.loads(line).values()))["event"]
+        persons = {_fold(n) for n in MADIAL_EN_NAMES if re.search(rf"\b{re.escape(n)}\b", event)}
+        items.append(Item(event, persons, set(), set(MADIAL_EN_SKIP)))
+    return items
+
+
 def changelog_entries(path: Path, limit: int) -> list[str]:
     """The first ``limit`` bullet entries of a NEWS / CHANGELOG file, reflowed to one paragraph
     each (their line breaks are layout)."""
@@ -400,6 +457,7 @@ def main() -> None:
     root = data_dir()
     corpora: dict[str, list[Item]] = {
         "WNUT17 test (en)": wnut17(root / "wnut17" / "emerging.test.annotated"),
+        "MADial en (persons hand-labelled)": madial_en(root),
         "zh hand-labelled + MADial zh": chinese(root),
     }
     entries = changelog_entries(args.changelog, args.entries) if args.changelog.exists() else []

@@ -346,19 +346,18 @@ def _cued_place(place: str) -> bool:
     return not any(_ordinary(w) or english.readings(w) for w in words) and not _given(words[0])
 
 
-def _is_person(words: list[str], cue: bool, sentence_start: bool) -> bool:
+def _is_person(words: list[str], cue: bool) -> bool:
     """Persons by name lists: two or three name-like words led by a given name ("Pablo
     Galindo"), or after a cue ("Patch by Serhiy Storchaka"); one word after a cue ("with
-    Bob", "Priya said") when it is no ordinary word, or mid-sentence when it is a given name
-    the lexicon does not know as a word ("thanks, Caroline")."""
+    Bob", "Priya said") when it is no ordinary word, or a given name the lexicon does not
+    know as a word, wherever it stands ("thanks, Caroline", "Bart won
+    first place"; "Will", "Max" are words and need a cue)."""
     if any(_ordinary(w) for w in words):
         return False
     if len(words) >= 2:
         return cue or _given(words[0]) or _key(words[-1]) in lexicons().surnames
     word = words[0]
-    if cue:
-        return True
-    return not sentence_start and _given(word) and not english.readings(_key(word))
+    return cue or (_given(word) and not english.readings(_key(word)))
 
 
 def _english_entities(text: str) -> tuple[list[str], list[str], list[str]]:
@@ -407,7 +406,7 @@ def _english_entities(text: str) -> tuple[list[str], list[str], list[str]]:
         elif _known_place(name, cued=False) and (not person_cue or not _given(words[0])):
             places.append(name)
             place_keys.add(_key(name))
-        elif _is_person(words, person_cue, sentence_start):
+        elif _is_person(words, person_cue):
             persons.append(name)
         elif not sentence_start or len(words) > 1:
             proper.append(name)
