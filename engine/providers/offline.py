@@ -130,10 +130,12 @@ _PERSON_CUE_BEFORE = re.compile(
 )
 _PERSON_CUE_AFTER = re.compile(
     r"^\s+(?:said|says|told|asked|thinks|thought|wants|wanted|likes|liked|loves|hates|moved|"
-    r"went|joined|works|worked|lives|lived|is|was|has|had|and\s+I|will|would|can|could|met|"
+    r"went|joined|works|worked|lives|lived|and\s+I|met|"
     r"meets|saw|sees|called|visited|wrote|sent|gave|helped|agreed|decided|bought|left|"
     r"arrived|started|finished|smiled|laughed|replied|answered|explained|suggested)\b"
 )
+# Verbs any noun takes ("Summer is over"): a cue only for a name that is no dictionary word.
+_WEAK_CUE_AFTER = re.compile(r"^\s+(?:is|was|has|had|will|would|can|could)\b")
 _TIME_EN = re.compile(
     r"\b(?:(?:last|next|this)\s+(?:week|month|year|weekend|monday|tuesday|wednesday|thursday|"
     r"friday|saturday|sunday|night|morning|evening)|yesterday|today|tomorrow|tonight|"
@@ -394,9 +396,11 @@ def _english_entities(text: str) -> tuple[list[str], list[str], list[str]]:
         )
         if _key(name) in _INDEFINITE:
             continue
+        weak_cue = bool(_WEAK_CUE_AFTER.match(text[m.end() :]))
         person_cue = (
             bool(_PERSON_CUE_BEFORE.search(before))
             or bool(_PERSON_CUE_AFTER.match(text[m.end() :]))
+            or (weak_cue and not any(english.readings(_key(w)) for w in words))
             or (sentence_start and _acts(text[m.end() :]))
             or (in_chinese and _given(words[0]))
         )

@@ -337,3 +337,23 @@ def test_english_names_opening_a_sentence_before_a_past_tense_verb(
     )
     assert names(result.persons) == ["Alice", "Bob", "Carol"]  # not Everyone, Kubernetes
     assert "Everyone" not in names(result.concepts)
+
+
+def test_names_by_name_lists_in_english_and_in_chinese_text(extractor: OfflineExtractor) -> None:
+    """Given names the lexicon does not know as words are persons wherever they stand, also
+    inside Chinese text; titles make a person of any word; accents are letters."""
+    assert names(extractor.extract_sync("Bart在海边放风筝，Lisa很开心。").persons) == [
+        "Bart",
+        "Lisa",
+    ]
+    assert names(extractor.extract_sync("Bart won first place at the festival.").persons) == [
+        "Bart"
+    ]
+    result = extractor.extract_sync("President Trump met Jürgen Klopp in Marseille.")
+    assert names(result.persons) == ["Trump", "Jürgen Klopp"]
+    assert names(result.locations) == ["Marseille"]
+    # a word that is also a given name needs a cue; a line label is no speaker
+    assert extractor.extract_sync("Will the build pass? Summer is over.").persons == []
+    assert extractor.extract_sync("Now Playing: the new album by Adele.").persons[0].name == (
+        "Adele"
+    )
