@@ -55,7 +55,8 @@ _HEADING_WORDS = wordset(
 )
 _CALENDAR_WORDS = wordset(
     """monday tuesday wednesday thursday friday saturday sunday january february march april may
-    june july august september october november december today tomorrow yesterday"""
+    june july august september october november december today tomorrow yesterday christmas
+    easter thanksgiving halloween hanukkah diwali ramadan"""
 )
 _NOT_NAMES = (
     ENGLISH_STOPWORDS
@@ -345,6 +346,8 @@ def _cued_place(place: str) -> bool:
     if _known_place(place, cued=True):
         return True
     words = place.split()
+    if re.search(r"['’]s$", place):
+        return False  # "at Sophia's party": a possessive names an owner, not a place
     return not any(_ordinary(w) or english.readings(w) for w in words) and not _given(words[0])
 
 
