@@ -9,9 +9,10 @@ In order, the first that yields a non-blank path (after ``fix_topic_path``) wins
    ``MemoryRecallProfileExtractor`` does: no related paths caps diffusion at 0.45, a memory of
    at most one message loses 0.05 activation.
 3. **offline** -- a rule standing in for the model: the deepest *known* topic path whose last
-   segment occurs in the content (matched like an offline recall cue); otherwise a new path
-   ``<first location>-><first concept>`` of the extraction (either one alone when the other is
-   missing). Default profile, stabilised.
+   segment occurs in the content (matched like an offline recall cue) and is an entity of this
+   save or occurs twice; otherwise a new path ``<first location>-><first concept>`` of the
+   extraction (either one alone when the other is missing). A content of one distinct word
+   (a run of "y") gets no offline topic. Default profile, stabilised.
 4. Nothing: no binding, the save is only in the date index (Partner's fallback on failure).
 
 The client's ``related_topics`` are added to whichever path wins, and a client profile replaces
@@ -42,6 +43,8 @@ TopicSource = Literal["client", "model", "offline"]
 MATCH_SCOPE = 12_000
 SEGMENT_MAX = 40
 _SPEAKER = re.compile(r"^[ \t]*[^\s:：][^:：\n]{0,40}[:：][ \t]*\S", re.MULTILINE)
+# Latin words and single Chinese characters: a content of one distinct word has no topic.
+_WORD = re.compile(r"[^\W\d_\u4e00-\u9fff]+|[\u4e00-\u9fff]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,11 +112,21 @@ def choose_topic(
 def offline_topic(
     content: str, extraction: Extraction, known_paths: Sequence[str], today: date
 ) -> str:
-    """The offline rule: a known path found in the content, else location->concept, else ""."""
+    """The offline rule: a known path the content names (as an entity of this save, or twice),
+    else location->concept, else "". A content of one distinct word gets none."""
     text = content[:MATCH_SCOPE]
     folded = text.casefold()
-    # a cheap prefilter, so the exact matcher compiles patterns only for paths that can match
-    known = [p for p in known_paths if _last_segment(p).casefold() in folded]
+    if len(set(_WORD.findall(folded))) < 2:
+        return ""  # one word, however often repeated ("yyyy..."), is no topic
+    named = {_fold(e.name) for e in extraction.concepts + extraction.locations}
+    # a cheap prefilter, so the exact matcher compiles patterns only for paths that can match;
+    # a known segment counts when this save names it as an entity or mentions it twice (one
+    # passing "Python" in a changelog entry about asyncio is not its topic)
+    known = [
+        p
+        for p in known_paths
+        if (seg := _fold(_last_segment(p))) in folded and (seg in named or folded.count(seg) >= 2)
+    ]
     if known:
         cues = offline_cues([text], known, today)
         topics = [c.text for c in cues if c.type == "topic"]
@@ -121,7 +134,17 @@ def offline_topic(
             return topics[0]  # deepest first
     location = _first_name(extraction, "locations")
     concept = _first_name(extraction, "concepts")
-    return fix_topic_path("->".join(p for p in (location, concept) if p))
+    return fix_topic_path("->".join(p for p in (location, concept) if _is_word(p)))
+
+
+def _fold(name: str) -> str:
+    return " ".join(name.casefold().split())
+
+
+def _is_word(segment: str) -> bool:
+    """Not blank and not a run of one character ("yyyyyyyy")."""
+    letters = {c for c in segment.casefold() if c.isalnum()}
+    return len(letters) > 1
 
 
 def _last_segment(path: str) -> str:

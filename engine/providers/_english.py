@@ -118,7 +118,12 @@ GAZETTEER = frozenset(
     if line.strip()
 )
 
-_TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:['’][A-Za-z]+)?(?:[-.+#][A-Za-z0-9]+)*|\d[\d,.:]*|\S")
+# An identifier keeps its underscores ("PyEval_EvalCodeEx" is one word, not two); one that
+# starts with one ("__sizeof__") is no word at all.
+_TOKEN = re.compile(
+    r"_*[A-Za-zÀ-ÖØ-öø-ÿ][A-Za-zÀ-ÖØ-öø-ÿ0-9_]*(?:['’][A-Za-z]+)?(?:[-.+#][A-Za-z0-9_]+)*"
+    r"|\d[\d,.:]*|\S"
+)
 
 _lexicon_lock = threading.Lock()
 _get_lemmas: Any = None
@@ -212,6 +217,9 @@ def _phrase(tokens: list[str], start: int, end: int) -> str | None:
     if after_subject and _kind(words[0]) == "ambiguous":  # "I love pottery", "to support"
         words = words[1:]
         verb_taken = True
+    elif start == 0 and len(words) > 1 and "VERB" in readings(words[0]):
+        words = words[1:]  # an imperative opening a sentence: "Fix race in ...", "Add support"
+        verb_taken = True
     while words and (_kind(words[-1]) != "noun" and _kind(words[-1]) != "ambiguous"):
         words.pop()
     while len(words) > 1 and _kind(words[-1]) == "ambiguous" and "ADV" in readings(words[-1]):
@@ -250,3 +258,8 @@ def is_place(name: str) -> bool:
     if len(words) < 2:
         return False
     return words[-1].casefold() in PLACE_WORDS or words[0].casefold() in {"lake", "mount", "mt"}
+
+
+def is_stop(word: str) -> bool:
+    """A stop word, pronoun, determiner, auxiliary or interjection: never a concept alone."""
+    return word.casefold() in _STOP

@@ -2,11 +2,15 @@
 
 It is honest rather than clever: one event per paragraph or utterance block (at most
 ``MAX_EVENTS``), the block's leading sentence as summary, persons from jieba's ``nr`` tags,
-capitalised English names and ``Name:`` speaker prefixes, locations from ``ns`` tags and
-``in/at <Place>`` patterns, concepts from the most frequent nouns. The output is deterministic
-and always validates as :class:`prompts.extraction.Extraction`.
+``Name:`` speaker prefixes and capitalised English names checked against name lists
+(``lexicons``: a word the English lexicon knows and no name list holds, such as "Patch" or
+"Python", is no person), locations from ``ns`` tags, GeoNames and ``in/at <Place>`` patterns,
+and concepts: the most salient nouns and noun phrases, about one per 150 characters
+(``concept_budget``). The output is deterministic and always validates as
+:class:`prompts.extraction.Extraction`. ``bench/extraction.py`` measures it.
 
-jieba loads its dictionary (about a second) on first use, in a worker thread.
+jieba's dictionary and the name lists load (a few seconds) on first use or in ``warm_up``, in a
+worker thread.
 """
 
 from __future__ import annotations
@@ -21,12 +25,16 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from mnemoql.engine.providers import _english as english
+from mnemoql.engine.providers.lexicons import lexicons
 from mnemoql.engine.providers.local import ENGLISH_STOPWORDS, wordset
 from mnemoql.prompts.extraction import Extraction
 
 MAX_EVENTS = 8
 MAX_CONCEPTS_PER_EVENT = 8
 MAX_CONCEPTS_PER_SAVE = 16
+# One concept per this many characters of a save (the rest are the least salient).
+CHARS_PER_CONCEPT = 150
+CJK_WEIGHT = 3
 MAX_ENTITIES_PER_EVENT = 12
 SUMMARY_MAX = 200
 # A text this short is one event whatever its layout.
@@ -47,7 +55,8 @@ _HEADING_WORDS = wordset(
 )
 _CALENDAR_WORDS = wordset(
     """monday tuesday wednesday thursday friday saturday sunday january february march april may
-    june july august september october november december today tomorrow yesterday"""
+    june july august september october november december today tomorrow yesterday christmas
+    easter thanksgiving halloween hanukkah diwali ramadan"""
 )
 _NOT_NAMES = (
     ENGLISH_STOPWORDS
@@ -82,15 +91,27 @@ _ZH_NOT_PLACES = wordset(
 )
 _ZH_VAGUE_TIMES = wordset("当前 现在 目前 当时 此时 之前 以后 之后 以前 同时 平时 有时 随时 当下")
 _ZH_NOT_PERSONS = wordset(
-    """余弦 卫星 和尚 小姐 文明 明白 武功 王朝 道德 阳光 陆军"""
+    """余弦 卫星 和尚 小姐 文明 明白 武功 王朝 道德 阳光 陆军 索引"""
 )
 
 _SPEAKER = re.compile(
     r"^[ \t]*(?P<name>[A-Za-z][A-Za-z.'’ -]{0,40}?|[\u4e00-\u9fff·]{1,8})[ \t]*[:：][ \t]*(?=\S)"
 )
-_NAME_WORD = re.compile(r"^[A-Z][a-z]+(?:[-'’][A-Z]?[a-z]+)?$")
-_NAME_PART = r"[A-Z][a-z]+(?:[-'’][A-Z]?[a-z]+)?"
-_CAP_SEQ = re.compile(rf"\b{_NAME_PART}(?:\s+{_NAME_PART}){{0,2}}\b")
+# Latin letters with accents too ("Jürgen Klopp", "António Guterres").
+_UPPER = "A-ZÀ-ÖØ-Þ"
+_LOWER = "a-zß-öø-ÿ"
+_NAME_WORD = re.compile(rf"^[{_UPPER}][{_LOWER}]+(?:[-'’][{_UPPER}]?[{_LOWER}]+)*$")
+_NAME_PART = rf"[{_UPPER}][{_LOWER}]+(?:[-'’][{_UPPER}]?[{_LOWER}]+)*"
+# Latin boundaries, not \b: a name touching Chinese text ("Bart在海边") still stands alone.
+_CAP_SEQ = re.compile(
+    rf"(?<![A-Za-zÀ-ÿ0-9_]){_NAME_PART}(?:\s+{_NAME_PART}){{0,2}}(?![A-Za-zÀ-ÿ0-9_])"
+)
+# Titles before a name: stripped from it, and they make even a word like "Trump" a person.
+_TITLES = english.HONORIFICS | wordset(
+    """president senator governor minister chancellor judge colonel general captain coach
+    king queen prince princess pope saint lord lady professor doctor uncle aunt"""
+)
+_TITLE_BEFORE = re.compile(r"\b(?:mr|mrs|ms|dr|prof)\.?\s+$", re.IGNORECASE)
 _PLACE = re.compile(
     r"\b(?:in|at|near|from|to|into|visit(?:ed|ing)?|moved to|went to|flew to|arrived in|"
     r"travel(?:l)?ed to|live[sd]? in|based in)\s+(?:the\s+)?"
@@ -110,10 +131,12 @@ _PERSON_CUE_BEFORE = re.compile(
 )
 _PERSON_CUE_AFTER = re.compile(
     r"^\s+(?:said|says|told|asked|thinks|thought|wants|wanted|likes|liked|loves|hates|moved|"
-    r"went|joined|works|worked|lives|lived|is|was|has|had|and\s+I|will|would|can|could|met|"
+    r"went|joined|works|worked|lives|lived|and\s+I|met|"
     r"meets|saw|sees|called|visited|wrote|sent|gave|helped|agreed|decided|bought|left|"
     r"arrived|started|finished|smiled|laughed|replied|answered|explained|suggested)\b"
 )
+# Verbs any noun takes ("Summer is over"): a cue only for a name that is no dictionary word.
+_WEAK_CUE_AFTER = re.compile(r"^\s+(?:is|was|has|had|will|would|can|could)\b")
 _TIME_EN = re.compile(
     r"\b(?:(?:last|next|this)\s+(?:week|month|year|weekend|monday|tuesday|wednesday|thursday|"
     r"friday|saturday|sunday|night|morning|evening)|yesterday|today|tomorrow|tonight|"
@@ -125,6 +148,11 @@ _SENTENCE_END = re.compile(r"(?<=[。！？!?；;…])|(?<=[.])(?=\s)|\n")
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _MARKUP = re.compile(r"^\s*(?:#{1,6}\s+|[-*+>]\s+|\d+[.)]\s+)")
+# Sphinx / reST roles (":c:func:`x`", ":mod:`x`"), inline-code backticks and URLs: markup,
+# not words.
+_ROLE = re.compile(r"(?<![\w:]):(?:[a-z]+:){1,2}(?=`)|`+|\b(?:https?|ftp)://\S+")
+# A reference number ("gh-issue-92173", "bpo-32782", "PEP-8") or a version: no concept.
+_REFERENCE = re.compile(r"^(?:[A-Za-z]+-)+\d[\d.]*$|^v?\d+(?:[.\d]+)*[a-z]?\d*$")
 
 log = logging.getLogger(__name__)
 
@@ -157,6 +185,7 @@ class _Block:
     persons: list[str] = field(default_factory=list)
     locations: list[str] = field(default_factory=list)
     concepts: list[str] = field(default_factory=list)
+    salience: dict[str, float] = field(default_factory=dict)  # concept key -> weight
     time: str | None = None
 
 
@@ -175,7 +204,9 @@ def _speaker_of(line: str, zh_prefix_counts: Counter[str]) -> str | None:
         return name
     if not 1 <= len(words) <= 3 or any(not _NAME_WORD.match(w) for w in words):
         return None
-    return None if _key(words[0]) in _HEADING_WORDS else name
+    if _key(words[0]) in _HEADING_WORDS or any(_ordinary(w) for w in words):
+        return None  # "Now Playing: ...", "Comment: ..." label a line, no one speaks it
+    return name
 
 
 def split_blocks(content: str) -> list[_Block]:
@@ -273,8 +304,69 @@ def _acts(after: str) -> bool:
     return nxt is not None and english.inflected_verb(nxt[1])
 
 
+def _ordinary(word: str) -> bool:
+    """A word the English lexicon knows and no name list holds ("Patch", "Fixed", "Python"):
+    capitalised, it opens a sentence or names a thing, not a person."""
+    k = _key(word)
+    names = lexicons()
+    return bool(english.readings(k)) and k not in names.given and k not in names.surnames
+
+
+def _given(word: str) -> bool:
+    return _key(word) in lexicons().given
+
+
+# Places this big are places even when their name is also a word or a given name elsewhere.
+_BIG_PLACE = 1_000_000
+_MULTIWORD_PLACE = 100_000
+
+
+def _known_place(name: str, cued: bool) -> bool:
+    """Whether a capitalised name is a place without a doubt: the gazetteer or a place word
+    ("Grand Canyon"); a GeoNames place after a place preposition ("in Marseille"), or one
+    whose name is no ordinary word and no given name ("Hangzhou"), or a big one."""
+    if english.is_place(name):
+        return True
+    population = lexicons().places.get(_key(name))
+    if population is None:
+        return False
+    words = name.split()
+    if population >= _BIG_PLACE:
+        return True
+    if cued:  # "in Best", "at Mon": a small town named by a word needs more than "in"
+        return len(words) > 1 or not _ordinary(name) or population >= _MULTIWORD_PLACE
+    if len(words) > 1:
+        return population >= _MULTIWORD_PLACE or not _given(words[0])
+    return not _ordinary(name) and not _given(name)
+
+
+def _cued_place(place: str) -> bool:
+    """A name after "in/at/near ...": a known place, or a name of words the lexicon does not
+    know and no given name ("in Sonmarg"); never words like "in Argument Clinic"."""
+    if _known_place(place, cued=True):
+        return True
+    words = place.split()
+    if re.search(r"['’]s$", place):
+        return False  # "at Sophia's party": a possessive names an owner, not a place
+    return not any(_ordinary(w) or english.readings(w) for w in words) and not _given(words[0])
+
+
+def _is_person(words: list[str], cue: bool) -> bool:
+    """Persons by name lists: two or three name-like words led by a given name ("Pablo
+    Galindo"), or after a cue ("Patch by Serhiy Storchaka"); one word after a cue ("with
+    Bob", "Priya said") when it is no ordinary word, or a given name the lexicon does not
+    know as a word, wherever it stands ("thanks, Caroline", "Bart won
+    first place"; "Will", "Max" are words and need a cue)."""
+    if any(_ordinary(w) for w in words):
+        return False
+    if len(words) >= 2:
+        return cue or _given(words[0]) or _key(words[-1]) in lexicons().surnames
+    word = words[0]
+    return cue or (_given(word) and not english.readings(_key(word)))
+
+
 def _english_entities(text: str) -> tuple[list[str], list[str], list[str]]:
-    """(persons, places, other proper nouns) by capitalisation patterns."""
+    """(persons, places, other proper nouns) by capitalisation patterns and name lists."""
     places: list[str] = []
     for m in _PLACE.finditer(text):
         place = m.group("place")
@@ -282,37 +374,48 @@ def _english_entities(text: str) -> tuple[list[str], list[str], list[str]]:
         if prep in _WEAK_PLACE_PREP and not _MOTION.search(text[: m.start()] + prep + " "):
             continue
         words = [w for w in place.split() if _key(w) not in _NOT_NAMES]
-        if words and words == place.split():
+        if words and words == place.split() and _cued_place(place):
             places.append(place)
     place_keys = {_key(p) for p in places}
     persons: list[str] = []
     proper: list[str] = []
     for m in _CAP_SEQ.finditer(text):
         words = m.group(0).split()
-        while words and _key(words[0]) in _NOT_NAMES:
+        titled = False
+        while words and (_key(words[0]) in _NOT_NAMES or _key(words[0]) in _TITLES):
+            titled = titled or _key(words[0]) in _TITLES
             words.pop(0)
         if not words or any(_key(w) in _NOT_NAMES for w in words):
             continue
         name = " ".join(words)
         if _key(name) in place_keys or any(_key(name) in k.split() for k in place_keys):
             continue
-        if english.is_place(name):
-            places.append(name)
-            place_keys.add(_key(name))
-            continue
         start = m.start() + m.group(0).index(words[0])
         before = text[:start]
-        sentence_start = not before.strip() or bool(re.search(r"[.!?:：\n]\s*$", before))
+        # in Chinese text capitals mark names, not sentence starts ("Bart在海边放风筝")
+        in_chinese = bool(_CJK.match(before[-1:]) or _CJK.match(text[m.end() : m.end() + 1]))
+        sentence_start = not in_chinese and (
+            not before.strip() or bool(re.search(r"[.!?:：\n]\s*$", before))
+        )
         if _key(name) in _INDEFINITE:
             continue
-        cue = (
+        weak_cue = bool(_WEAK_CUE_AFTER.match(text[m.end() :]))
+        person_cue = (
             bool(_PERSON_CUE_BEFORE.search(before))
             or bool(_PERSON_CUE_AFTER.match(text[m.end() :]))
+            or (weak_cue and not any(english.readings(_key(w)) for w in words))
             or (sentence_start and _acts(text[m.end() :]))
+            or (in_chinese and _given(words[0]))
         )
-        if len(words) >= 2 or cue:
+        titled = titled or bool(_TITLE_BEFORE.search(before))
+        if titled and len(words) <= 3:
+            persons.append(name)  # "President Trump", "Mrs. Lee"
+        elif _known_place(name, cued=False) and (not person_cue or not _given(words[0])):
+            places.append(name)
+            place_keys.add(_key(name))
+        elif _is_person(words, person_cue):
             persons.append(name)
-        elif not sentence_start:
+        elif not sentence_start or len(words) > 1:
             proper.append(name)
     return persons, places, proper
 
@@ -325,7 +428,12 @@ def _english_concepts(text: str, exclude: set[str]) -> list[tuple[str, int]]:
     for phrase in english.noun_phrases(text):
         parts: list[list[str]] = [[]]
         for word in phrase.split():
-            if _key(word) in exclude or _key(word) in _NOT_NAMES or _key(word) in _VERBISH:
+            if (
+                _key(word) in exclude
+                or _key(word) in _NOT_NAMES
+                or _key(word) in _VERBISH
+                or not _concept_word(word)
+            ):
                 parts.append([])
             else:
                 parts[-1].append(word)
@@ -347,6 +455,35 @@ def _techy(phrase: str) -> bool:
     ) and not phrase.isupper()
 
 
+# Salience weights per mention: an identifier or acronym names one specific thing; a phrase of
+# several words says more than one word; a capitalised name mid-sentence sits between.
+_IDENTIFIER = 2.0
+_PHRASE = 1.5
+_PROPER = 1.5
+
+
+def _salience(phrase: str) -> float:
+    if _techy(phrase) or (phrase.isupper() and len(phrase) >= 2 and phrase.isalnum()):
+        return _IDENTIFIER
+    return _PHRASE if " " in phrase else 1.0
+
+
+def _concept_word(word: str) -> bool:
+    """Not a reference number or version ("gh-issue-92173", "3.11.2"), not a run of one
+    character ("yyyy..."), not a lone letter."""
+    letters = [c for c in word.casefold() if c.isalnum()]
+    return len(letters) >= 2 and len(set(letters)) > 1 and not _REFERENCE.match(word)
+
+
+def concept_budget(text: str) -> int:
+    """How many concepts one save keeps: about one per CHARS_PER_CONCEPT characters (a
+    Chinese character counts as CJK_WEIGHT, it says about as much as that many latin ones),
+    at least 1 and at most MAX_CONCEPTS_PER_SAVE."""
+    cjk = len(_CJK.findall(text))
+    weighted = len(text) - cjk + CJK_WEIGHT * cjk
+    return max(1, min(MAX_CONCEPTS_PER_SAVE, round(weighted / CHARS_PER_CONCEPT)))
+
+
 def _common_case(word: str) -> str:
     """A capitalised dictionary word (a sentence start) in lower case; names, acronyms and
     identifiers as written."""
@@ -364,7 +501,7 @@ def _plain(text: str) -> str:
         m = _SPEAKER.match(line)
         if m and (_key(m.group("name")) in ROLE_WORDS or _NAME_WORD.match(m.group("name"))):
             line = line[m.end() :]
-        lines.append(_MARKUP.sub("", line))
+        lines.append(_ROLE.sub("", _MARKUP.sub("", line)))
     return "\n".join(lines)
 
 
@@ -372,13 +509,15 @@ def _analyse(block: _Block) -> None:
     text = _plain(block.text[:_ANALYSE_MAX])
     persons: list[str] = []
     locations: list[str] = []
-    nouns: Counter[str] = Counter()  # by normalised key
+    nouns: dict[str, float] = {}  # salience by normalised key
     surface: dict[str, str] = {}
     order: dict[str, int] = {}
 
-    def add(word: str, count: int, position: int) -> None:
+    def add(word: str, weight: float, position: int) -> None:
+        if not _concept_word(word):
+            return
         k = _key(word)
-        nouns[k] += count
+        nouns[k] = nouns.get(k, 0.0) + weight
         surface.setdefault(k, word)
         order.setdefault(k, position)
 
@@ -407,17 +546,18 @@ def _analyse(block: _Block) -> None:
     exclude = {_key(p) for p in persons + locations} | ROLE_WORDS
     exclude |= {k for p in persons + locations for k in _key(p).split()}
     for name in proper:
-        add(name, 2, text.find(name))
+        add(name, _PROPER, text.find(name))
     proper_keys = {_key(n) for n in proper}
     for phrase, position in _english_concepts(text, exclude):
         if _key(phrase) not in proper_keys:
-            add(phrase, 2 if _techy(phrase) else 1, position)
+            add(phrase, _salience(phrase), position)
     for k in exclude:
         nouns.pop(k, None)
     block.persons = _dedupe(persons)[:MAX_ENTITIES_PER_EVENT]
     block.locations = _dedupe(locations)[:MAX_ENTITIES_PER_EVENT]
-    ranked = sorted(nouns, key=lambda k: (-nouns[k], order[k]))
-    block.concepts = [surface[k] for k in ranked[:MAX_CONCEPTS_PER_EVENT]]
+    ranked = sorted(nouns, key=lambda k: (-nouns[k], order[k]))[:MAX_CONCEPTS_PER_EVENT]
+    block.concepts = [surface[k] for k in ranked]
+    block.salience = {k: nouns[k] for k in ranked}
     m = _TIME_EN.search(text)
     block.time = m.group(0) if m else (times[0] if times else None)
 
@@ -475,11 +615,14 @@ def _nicknames(blocks: list[_Block]) -> dict[str, str]:
     return out
 
 
-def _resolve_names(blocks: list[_Block]) -> dict[str, list[str]]:
+def _resolve_names(
+    blocks: list[_Block], budget: int
+) -> tuple[dict[str, list[str]], list[str]]:
     """Across the blocks of one save: a name that is a place anywhere is no person, a short
     name of a speaker is that speaker, a name that is a person anywhere (a speaker, say) is no
-    concept but a participant where it is named; then at most MAX_CONCEPTS_PER_SAVE concepts,
-    the most repeated first. Returns the aliases found per person name."""
+    concept but a participant where it is named; then at most ``budget`` concepts, the most
+    salient (their weights summed over the blocks; the first seen on ties). Returns the aliases
+    found per person name and the kept concept keys, the most salient first."""
     places = {_key(loc) for b in blocks for loc in b.locations}
     nick = _nicknames(blocks)
     aliases: dict[str, list[str]] = {}
@@ -492,19 +635,21 @@ def _resolve_names(blocks: list[_Block]) -> dict[str, list[str]]:
                 aliases.setdefault(nick[_key(p)], []).append(p)
                 b.persons[i] = nick[_key(p)]
     people = {_key(p) for b in blocks for p in b.persons} - places
-    counts: Counter[str] = Counter()
+    salience: dict[str, float] = {}
     first: dict[str, int] = {}
     for b in blocks:
         named = [c for c in b.concepts if _key(c) in people]
         b.persons = _dedupe([p for p in b.persons if _key(p) not in places] + named)
         b.concepts = [c for c in b.concepts if _key(c) not in people | places]
         for c in b.concepts:
-            counts[_key(c)] += 1
-            first.setdefault(_key(c), len(first))
-    kept = set(sorted(counts, key=lambda k: (-counts[k], first[k]))[:MAX_CONCEPTS_PER_SAVE])
+            k = _key(c)
+            salience[k] = salience.get(k, 0.0) + b.salience.get(k, 1.0)
+            first.setdefault(k, len(first))
+    ranked = sorted(salience, key=lambda k: (-salience[k], first[k]))
+    kept = set(ranked[:budget])
     for b in blocks:
         b.concepts = [c for c in b.concepts if _key(c) in kept]
-    return aliases
+    return aliases, ranked[:budget]
 
 
 class OfflineExtractor:
@@ -521,8 +666,12 @@ class OfflineExtractor:
         blocks = split_blocks(content) or [_Block(content.strip() or content)]
         for block in blocks:
             _analyse(block)
-        aliases = _resolve_names(blocks)
+        aliases, salient = _resolve_names(blocks, concept_budget(content))
         persons, locations, concepts = _Registry("p"), _Registry("l"), _Registry("c")
+        surface = {_key(c): c for block in blocks for c in block.concepts}
+        for k in salient:  # listed most salient first: a page's first concept is the main one
+            if k in surface:
+                concepts.ref(surface[k])
         events: list[dict[str, Any]] = []
         for i, block in enumerate(blocks, start=1):
             events.append(
@@ -550,10 +699,11 @@ class OfflineExtractor:
         )
 
     async def warm_up(self) -> None:
-        """Load jieba's dictionary and the English lexicon now, in a worker thread (the first
-        save need not wait)."""
+        """Load jieba's dictionary, the English lexicon and the name and place lists now, in
+        a worker thread (the first save need not wait)."""
         await asyncio.to_thread(_pos_cut, "预热")
         await asyncio.to_thread(english.readings, "warm")
+        await asyncio.to_thread(lexicons)
 
     async def extract(
         self, content: str, now_iso: str, *, topic_tree: str | None = None

@@ -74,12 +74,36 @@ def test_model_topic_is_fixed_and_stabilised() -> None:
 
 def test_offline_rule_prefers_the_deepest_known_path_in_the_content() -> None:
     known = ["work", "work->graph db", "work->graph db->Neo4j", "Berlin"]
-    assert offline_topic("moving the NEO4J cluster", extraction(), known, TODAY) == (
+    neo4j = extraction(concepts=[{"ref": "c1", "name": "Neo4j"}])
+    assert offline_topic("moving the NEO4J cluster", neo4j, known, TODAY) == (
         "work->graph db->Neo4j"
     )
-    assert offline_topic("a graph db in berlin", extraction(), known, TODAY) == "work->graph db"
+    twice = "a graph db in berlin; the graph db stays"
+    assert offline_topic(twice, extraction(), known, TODAY) == "work->graph db"
     # latin words must stand alone
     assert offline_topic("Berliner Weisse", extraction(), known, TODAY) == ""
+
+
+def test_a_passing_mention_of_a_known_segment_is_not_the_topic() -> None:
+    """A changelog entry that names Python once, about asyncio, does not go under Python."""
+    known = ["Python"]
+    asyncio = extraction(concepts=[{"ref": "c1", "name": "asyncio"}])
+    text = "Fix a race in asyncio when Python shuts down the event loop."
+    assert offline_topic(text, asyncio, known, TODAY) == "asyncio"
+    # named as an entity of the save, or twice, it is
+    python = extraction(concepts=[{"ref": "c1", "name": "Python"}])
+    assert offline_topic(text, python, known, TODAY) == "Python"
+    again = text + " Python 3.12 is not affected."
+    assert offline_topic(again, asyncio, known, TODAY) == "Python"
+
+
+def test_one_repeated_character_is_no_topic() -> None:
+    ys = extraction(concepts=[{"ref": "c1", "name": "y" * 40}])
+    assert offline_topic("y" * 1500, ys, [], TODAY) == ""
+    assert choose_topic("y" * 1500, ys, ["y" * 40], TODAY) is None
+    assert offline_topic("yyy yyy yyy", ys, [], TODAY) == ""  # one word, however often
+    # a run of one character is no segment even in a longer text
+    assert offline_topic("notes: " + "y" * 200, ys, [], TODAY) == ""
 
 
 def test_offline_rule_builds_location_then_concept() -> None:
@@ -88,10 +112,10 @@ def test_offline_rule_builds_location_then_concept() -> None:
         concepts=[{"ref": "c1", "name": "a->b [x]"}, {"ref": "c2", "name": "Neo4j"}],
         events=[{"ref": "e1", "summary": "s", "locations": ["l2"], "concepts": ["c2"]}],
     )
-    assert offline_topic("text", ex, [], TODAY) == "Paris->Neo4j"
+    assert offline_topic("some text", ex, [], TODAY) == "Paris->Neo4j"
     only = extraction(concepts=[{"ref": "c1", "name": "a->b [x]"}])
-    assert offline_topic("text", only, [], TODAY) == "a-b"
-    choice = choose_topic("text", ex, [], TODAY)
+    assert offline_topic("some text", only, [], TODAY) == "a-b"
+    choice = choose_topic("some text", ex, [], TODAY)
     assert choice is not None and choice.source == "offline"
     assert weights(choice) == (f32(0.5), f32(0.35), 0.5)  # defaults, one message: -0.05
 

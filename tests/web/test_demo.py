@@ -131,7 +131,9 @@ async def test_the_english_chat_is_filed_under_its_speakers(tmp_path: Path) -> N
         priya = (await api.gql(PERSON, n="Priya Nair"))["persons"]["edges"]
     names = {(n["label"], n["name"]) for n in graph["nodes"]}
     assert {("Concept", "sync engine"), ("Concept", "soak test")} <= names
-    assert {("Concept", "conflict resolver"), ("Location", "Lisbon")} <= names
+    assert ("Location", "Lisbon") in names
+    # 247 characters keep their two most salient concepts (issue #28: about one per 150)
+    assert ("Concept", "conflict resolver") not in names
     assert not {("Concept", w) for w in ("great", "keep", "Priya", "Marco", "morning")} & names
     assert len(priya) == 1 and "Priya" in priya[0]["node"]["aliases"]
 
