@@ -24,6 +24,7 @@ from mnemoql.engine.models import (
     Hit,
     MemoryMeta,
     Neighbour,
+    RoutePool,
     Vector,
 )
 from mnemoql.engine.providers.base import Embedder
@@ -39,7 +40,7 @@ from mnemoql.engine.retrieval.evidence import (
     continuations,
     shared_concepts,
 )
-from mnemoql.engine.retrieval.nearby import parse_position, pick_neighbours
+from mnemoql.engine.retrieval.nearby import parse_position, pick_neighbours, position_of
 from mnemoql.engine.retrieval.quotes import QuoteBudget, best_chunk
 from mnemoql.engine.retrieval.terms import coverage, is_cjk_term, query_terms
 from mnemoql.engine.sessions import CursorState, CursorStore, Session, SessionStore
@@ -63,6 +64,8 @@ DEFAULT_SESSION = "default"
 LONG_QUERY_TERMS = 16
 LONG_QUERY_POWER = 6
 _SPLIT_TERMS = re.compile(r"[,，、;；]")
+# The window route (``engine.store.window``) looks around the best hits of each other route.
+WINDOW_SEEDS = 20
 
 
 class AnchorNotOffered(CursorError):
@@ -149,6 +152,9 @@ class Retriever:
         coverage_weight: float = scoring.COVERAGE_WEIGHT,
         lexical_weight: float = 1.0,
         long_query_terms: int = LONG_QUERY_TERMS,
+        window_span: int = 0,
+        window_alpha: float = 0.5,
+        window_weight: float = 0.0,
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -161,6 +167,12 @@ class Retriever:
         self.lexical_weight = lexical_weight
         # 0 keeps SPEC's fixed weights for every query length.
         self.long_query_terms = long_query_terms
+        # The window route: positional records scored with their neighbours within
+        # ``window_span`` (neighbour vectors weighted ``window_alpha``), fused with
+        # ``window_weight``; span or weight 0 leaves it out (docs/DECISIONS.md, "Window route").
+        self.window_span = window_span
+        self.window_alpha = window_alpha
+        self.window_weight = window_weight
 
     # ---- public operations ----
 
@@ -311,10 +323,14 @@ class Retriever:
     async def _check_meta(self) -> MemoryMeta | None:
         """The memory's meta; EMBEDDING_MISMATCH when it was embedded by another model."""
         meta = await self.store.get_meta()
-        if meta is not None and (meta.stale or (meta.model, meta.dimensions) != (
-            self.embedder.model,
-            self.embedder.dimensions,
-        )):
+        if meta is not None and (
+            meta.stale
+            or (meta.model, meta.dimensions)
+            != (
+                self.embedder.model,
+                self.embedder.dimensions,
+            )
+        ):
             from mnemoql.engine.ingest import meta_mismatch
 
             raise meta_mismatch(meta, self.embedder.model, self.embedder.dimensions)
@@ -361,6 +377,11 @@ class Retriever:
             vector, filters, excluded, ROUTE_LIMIT, restrict, text=text
         )
         summary_hits, chunk_hits, events = pool.summary, pool.chunk, pool.events
+        window_hits = await self._window(pool, vector, filters, excluded, restrict)
+        if window_hits:
+            missing = [h.event_id for h in window_hits if h.event_id not in events]
+            found = await self.store.get_events(missing, with_vectors=True) if missing else []
+            events = {**events, **{e.id: e for e in found}}
         if not events:
             return Ranked([], {})
         terms = query_terms(query or "")
@@ -373,6 +394,8 @@ class Retriever:
             lexical_ids=[h.event_id for h in pool.lexical if h.event_id in events],
             weight=self.coverage_weight * fade,
             lexical_weight=self.lexical_weight * fade,
+            window_ids=[h.event_id for h in window_hits if h.event_id in events],
+            window_weight=self.window_weight,
         )
         distinct = scoring.dedup_by_hash(fused, lambda s: events[s.id].content_hash)
         hashes = {s.id: pool.chunk_hashes.get(s.id, frozenset()) for s in distinct}
@@ -405,6 +428,38 @@ class Retriever:
         }
         more = len(distinct) > len(picks)
         return Ranked([p.id for p in picks], explain, best, events, pool.concepts, more)
+
+    async def _window(
+        self,
+        pool: RoutePool,
+        vector: Vector,
+        filters: Filters,
+        excluded: frozenset[str],
+        restrict: frozenset[str] | None,
+    ) -> list[Hit]:
+        """The window route around the other routes' best hits; empty when it is off or no
+        hit has a position."""
+        if self.window_weight <= 0 or self.window_span <= 0:
+            return []
+        seeds = list(
+            dict.fromkeys(
+                h.event_id
+                for hits in (pool.summary, pool.chunk, pool.lexical)
+                for h in hits[:WINDOW_SEEDS]
+            )
+        )
+        if not any(position_of(s) for s in seeds):
+            return []
+        return await self.store.window_route(
+            vector,
+            seeds,
+            filters,
+            excluded,
+            ROUTE_LIMIT,
+            restrict,
+            span=self.window_span,
+            alpha=self.window_alpha,
+        )
 
     async def _concepts(
         self, picked: list[str], known: Mapping[str, tuple[tuple[str, str], ...]] | None

@@ -71,6 +71,7 @@ from mnemoql.engine.store._embedded_index import normalise
 from mnemoql.engine.store._embedded_reader import Reader
 from mnemoql.engine.store._embedded_search import entity_hits, pool_hits, route_hits
 from mnemoql.engine.store.base import no_hits
+from mnemoql.engine.store.window import window_route_by_parts
 
 __all__ = ["EmbeddedStore"]
 
@@ -405,6 +406,22 @@ class EmbeddedStore:
             return RoutePool(summary, chunk, {}, {}, lexical=lexical)
         events, hashes = await self._call(db.pool_rows, union)
         return RoutePool(summary, chunk, events, hashes, lexical=lexical)
+
+    async def window_route(
+        self,
+        query: Vector,
+        seeds: Sequence[str],
+        filters: Filters,
+        exclude: frozenset[str],
+        limit: int,
+        restrict: frozenset[str] | None = None,
+        *,
+        span: int = 1,
+        alpha: float = 0.5,
+    ) -> list[Hit]:
+        return await window_route_by_parts(
+            self, query, seeds, filters, exclude, limit, restrict, span=span, alpha=alpha
+        )
 
     async def recent_events(
         self,
