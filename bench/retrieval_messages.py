@@ -97,6 +97,8 @@ class Variant:
     window_span: int | None = None
     window_alpha: float | None = None
     window_weight: float | None = None
+    summary_weight: float | None = None
+    mmr_lambda: float | None = None
 
     def apply(self, r: Retriever) -> dict[str, Any]:
         """Set this variant's knobs; returns the old values (for ``restore``)."""
@@ -108,6 +110,8 @@ class Variant:
             "window_span",
             "window_alpha",
             "window_weight",
+            "summary_weight",
+            "mmr_lambda",
         ):
             value = getattr(self, knob)
             if value is not None:
@@ -119,16 +123,16 @@ class Variant:
 DEFAULTS = Variant("defaults")
 VARIANTS: list[Variant] = [
     DEFAULTS,
-    Variant("lexical off, window off", lexical=False, window_weight=0.0),
-    Variant("lexical auto (identifiers only)", lexical="auto"),
+    Variant("before #25 (summary weight 1, window off)", summary_weight=1.0, window_weight=0.0),
+    Variant("window off", window_weight=0.0),
+    Variant("summary weight 1", summary_weight=1.0),
     Variant("lexical on, weight 1", lexical=True, lexical_weight=1.0),
     Variant("lexical on, weight 0.5", lexical=True, lexical_weight=0.5),
-    Variant("lexical on, weight 0.25", lexical=True, lexical_weight=0.25),
-    Variant("window off", window_weight=0.0),
-    Variant("window span 1, a 0.5, weight 1", window_span=1, window_alpha=0.5, window_weight=1.0),
-    Variant("window span 1, a 1, weight 1", window_span=1, window_alpha=1.0, window_weight=1.0),
-    Variant("window span 2, a 0.5, weight 1", window_span=2, window_alpha=0.5, window_weight=1.0),
-    Variant("window span 1, a 0.5, weight 0.5", window_span=1, window_alpha=0.5, window_weight=0.5),
+    Variant("window weight 1", window_weight=1.0),
+    Variant("window span 2", window_span=2),
+    Variant("window a 1", window_alpha=1.0),
+    Variant("summary weight 0", summary_weight=0.0),
+    Variant("MMR lambda 1 (no diversity)", mmr_lambda=1.0),
     Variant("coverage 0", coverage_weight=0.0),
 ]
 
@@ -136,6 +140,10 @@ CHAIN_ROWS = {
     "nearby": "defaults: search, then nearby(1,1) of each anchor (<=20 events)",
     "nearby-search": "defaults: search, nearby(2,2) of each anchor, search again (20 events)",
     "hint": "defaults: follow the page's next-best hint (20 events)",
+    "nearby-query": "defaults: search, then nearby(3,3) of each anchor keeping the 4 records "
+    "nearest the query (<=20 events)",
+    "nearby-query-search": "defaults: search, nearby(3,3) nearest the query, search again when "
+    "no anchor is left (20 events)",
 }
 B_BM25 = "BM25 messages"
 B_DENSE = "dense messages (best chunk)"
@@ -213,6 +221,17 @@ async def run_question(
                         memory, query, f"nbs-{qid}", "en", 2, refill=True
                     )
                     runs["hint"] = await hint_chain(memory, query, f"hint-{qid}", "en")
+                    if hasattr(r, "nearby_by_query"):
+                        r.nearby_by_query = True
+                        try:
+                            runs["nearby-query"] = await nearby_chain(
+                                memory, query, f"nbq-{qid}", "en", 3
+                            )
+                            runs["nearby-query-search"] = await nearby_chain(
+                                memory, query, f"nbqs-{qid}", "en", 3, refill=True
+                            )
+                        finally:
+                            r.nearby_by_query = False
             finally:
                 for k, value in old.items():
                     setattr(r, k, value)
@@ -411,10 +430,15 @@ def report(results: Sequence[QuestionResult], variants: Sequence[Variant]) -> st
 
 
 def ready(item: dict[str, Any], cache: Any, model: str) -> bool:
-    """Whether every vector this question's message saves need is in the cache."""
+    """Whether the vectors of this question's message chunks are in the cache (the warm-up
+    embeds each message's summary and names before its chunks, so that is all of them; the
+    extraction is not run again for the check)."""
     from bench._common import EmbeddingCache
-    from bench.lme_messages import save_texts
 
-    texts = list(dict.fromkeys(t for m in messages_of(item) for t in save_texts(m.content)))
+    texts = list(
+        dict.fromkeys(
+            m.content[s:e] for m in messages_of(item) for s, e in chunk_ranges(len(m.content))
+        )
+    )
     keys = [EmbeddingCache.key(model, "passage", t) for t in texts]
     return len(cache.get_many(keys)) == len(keys)

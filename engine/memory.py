@@ -144,6 +144,7 @@ class Memory:
             window_span=settings.retrieval.window_span,
             window_alpha=settings.retrieval.window_alpha,
             window_weight=settings.retrieval.window_weight,
+            summary_weight=settings.retrieval.summary_weight,
         )
 
     # ---- evidence ----

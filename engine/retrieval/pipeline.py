@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Literal
 
+import numpy as np
+
 from mnemoql.engine.errors import ConceptNotOffered, CursorError, InvalidInput, out_of_range
 from mnemoql.engine.models import (
     Entity,
@@ -45,6 +47,7 @@ from mnemoql.engine.retrieval.quotes import QuoteBudget, best_chunk
 from mnemoql.engine.retrieval.terms import coverage, is_cjk_term, query_terms
 from mnemoql.engine.sessions import CursorState, CursorStore, Session, SessionStore
 from mnemoql.engine.store.base import Store
+from mnemoql.engine.store.window import record_vectors
 from mnemoql.engine.text import normalise_name
 from mnemoql.engine.timehint import parse_time_hint
 
@@ -155,6 +158,7 @@ class Retriever:
         window_span: int = 0,
         window_alpha: float = 0.5,
         window_weight: float = 0.0,
+        summary_weight: float = 1.0,
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -173,6 +177,12 @@ class Retriever:
         self.window_span = window_span
         self.window_alpha = window_alpha
         self.window_weight = window_weight
+        # nearby(before, after) keeps the records of its window nearest the cursor's query
+        # instead of the nearest in position (same quota, same window).
+        self.nearby_by_query = False
+        # The summary route's RRF weight and MMR's relevance share (SPEC §1.4: 1 and 0.85).
+        self.summary_weight = summary_weight
+        self.mmr_lambda = scoring.MMR_LAMBDA
 
     # ---- public operations ----
 
@@ -264,8 +274,15 @@ class Retriever:
             quota = min(PER_CALL, self.cursors.remaining(state))
             same_chapter = await self.store.positional_events(pos.prefix, pos.chapter)
             picked = pick_neighbours(
-                event_id, same_chapter, before, after, quota, exclude=session.excluded
+                event_id,
+                same_chapter,
+                before,
+                after,
+                quota if not self.nearby_by_query else before + after,
+                exclude=session.excluded,
             )
+            if self.nearby_by_query and len(picked) > quota and state.query_vector is not None:
+                picked = await self._closest(picked, state.query_vector, quota)
             ranked = Ranked(picked, {i: Explain(order="position") for i in picked})
             return await self._deliver(
                 "nearby",
@@ -396,10 +413,17 @@ class Retriever:
             lexical_weight=self.lexical_weight * fade,
             window_ids=[h.event_id for h in window_hits if h.event_id in events],
             window_weight=self.window_weight,
+            summary_weight=self.summary_weight,
         )
         distinct = scoring.dedup_by_hash(fused, lambda s: events[s.id].content_hash)
         hashes = {s.id: pool.chunk_hashes.get(s.id, frozenset()) for s in distinct}
-        picks = scoring.mmr(distinct, {i: e.embedding for i, e in events.items()}, hashes, quota)
+        picks = scoring.mmr(
+            distinct,
+            {i: e.embedding for i, e in events.items()},
+            hashes,
+            quota,
+            self.mmr_lambda,
+        )
         s_cos = {h.event_id: h.score for h in summary_hits}
         c_hit: dict[str, Hit] = {h.event_id: h for h in chunk_hits}
         lex: dict[str, Hit] = {h.event_id: h for h in pool.lexical}
@@ -428,6 +452,15 @@ class Retriever:
         }
         more = len(distinct) > len(picks)
         return Ranked([p.id for p in picks], explain, best, events, pool.concepts, more)
+
+    async def _closest(self, ids: list[str], vector: Vector, quota: int) -> list[str]:
+        """The ``quota`` records of ``ids`` nearest the query by content vector (ties by
+        position), in their original order: ``nearby`` with ``nearby_by_query``."""
+        vectors = await record_vectors(self.store, ids)
+        q = vector / (float(np.linalg.norm(vector)) or 1.0)
+        score = {i: float(np.dot(vectors[i], q)) if i in vectors else -2.0 for i in ids}
+        keep = set(sorted(ids, key=lambda i: (-score[i], ids.index(i)))[:quota])
+        return [i for i in ids if i in keep]
 
     async def _window(
         self,

@@ -109,6 +109,7 @@ def fuse(
     lexical_weight: float = 1.0,
     window_ids: Sequence[str] = (),
     window_weight: float = 1.0,
+    summary_weight: float = 1.0,
 ) -> list[Scored]:
     """Score the union of the routes: ``rrf + weight * coverage``.
 
@@ -122,6 +123,7 @@ def fuse(
         lexical_weight: The lexical route's weight in the RRF sum (the vector routes' is 1).
         window_ids: Window-route ids (a record with its neighbours), best first; empty when off.
         window_weight: The window route's weight in the RRF sum.
+        summary_weight: The summary route's weight in the RRF sum.
 
     Returns:
         Candidates by score descending, ties by id ascending.
@@ -131,7 +133,7 @@ def fuse(
     fused = rrf(
         (summary_ids, chunk_ids, lexical_ids, window_ids),
         k,
-        (1.0, 1.0, lexical_weight, window_weight),
+        (summary_weight, 1.0, lexical_weight, window_weight),
     )
     scored = [
         Scored(
