@@ -46,7 +46,7 @@ async def _first_page(tmp_path: Path, **retrieval: Any) -> list[dict[str, Any]]:
 async def test_a_short_reply_is_found_through_its_neighbours(tmp_path: Path) -> None:
     # coverage off on both sides: the hashing embedder counts words, as coverage does, so
     # only the routes differ between the two runs
-    on = await _first_page(tmp_path / "on", coverage_weight=0.0)  # window: the defaults
+    on = await _first_page(tmp_path / "on", coverage_weight=0.0, window_weight=2.0)
     ids = [i["eventId"] for i in on]
     # right after the question it answers, ahead of the replies that share its words
     assert ids[:2] == ["talk_ch1_e0", "talk_ch1_e1"]
