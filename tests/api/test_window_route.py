@@ -23,6 +23,8 @@ OTHERS = [
     f"User: {thing} sounds like a good name."
     for thing in ("Maple", "Juniper", "Orion", "Pixel", "Clover", "Atlas", "Nova")
 ]
+# the setting the tune half chose (off by default: docs/DECISIONS.md, "Window route")
+TUNE_PICK: dict[str, Any] = {"window_span": 1, "window_weight": 2.0, "summary_weight": 0.25}
 QUESTION = "What name did I choose for the puppy I adopted?"
 
 
@@ -46,7 +48,7 @@ async def _first_page(tmp_path: Path, **retrieval: Any) -> list[dict[str, Any]]:
 async def test_a_short_reply_is_found_through_its_neighbours(tmp_path: Path) -> None:
     # coverage off on both sides: the hashing embedder counts words, as coverage does, so
     # only the routes differ between the two runs
-    on = await _first_page(tmp_path / "on", coverage_weight=0.0, window_weight=2.0)
+    on = await _first_page(tmp_path / "on", coverage_weight=0.0, **TUNE_PICK)
     ids = [i["eventId"] for i in on]
     # right after the question it answers, ahead of the replies that share its words
     assert ids[:2] == ["talk_ch1_e0", "talk_ch1_e1"]
@@ -55,6 +57,8 @@ async def test_a_short_reply_is_found_through_its_neighbours(tmp_path: Path) -> 
 
 
 async def test_without_the_window_the_reply_ranks_below_the_wordy_ones(tmp_path: Path) -> None:
-    off = await _first_page(tmp_path / "off", coverage_weight=0.0, window_weight=0.0)
+    off = await _first_page(
+        tmp_path / "off", coverage_weight=0.0, **{**TUNE_PICK, "window_weight": 0.0}
+    )
     ids = [i["eventId"] for i in off]
     assert ids[0] == "talk_ch1_e0" and "talk_ch1_e1" not in ids[:2]
