@@ -475,9 +475,7 @@ async def nearby_chain(
         if cursor is None:
             continue
         try:
-            call = await timed(
-                "nearby", memory.nearby(cursor, anchor, span, span, session), locale
-            )
+            call = await timed("nearby", memory.nearby(cursor, anchor, span, span, session), locale)
         except MnemoError:
             continue
         if call.page.items:
@@ -695,8 +693,7 @@ M_FIVE_OFF = "mnemoql search x5, lexical route off"
 M_CHAIN = "mnemoql chain: search x2, then expand/nearby (<=20 events)"
 M_NEARBY = "mnemoql chain: search, then nearby(1,1) of each anchor (<=20 events)"
 M_NEARBY_SEARCH = (
-    "mnemoql chain: search, nearby(2,2) of each anchor, search again when none is left "
-    "(20 events)"
+    "mnemoql chain: search, nearby(2,2) of each anchor, search again when none is left (20 events)"
 )
 M_HINT = (
     "mnemoql chain: follow the page's next-best hint (search again while it says so, else "
@@ -1053,7 +1050,9 @@ async def main(args: argparse.Namespace) -> str:
     distractors = None if args.distractors == "all" else int(args.distractors)
     with tempfile.TemporaryDirectory(prefix="mnemoql-quality-") as tmp:
         work = Path(tmp)
-        if not args.skip_lme:
+        if not args.skip_lme and args.unit == "message":
+            sections.append(await message_section(args, emb, cache, work))
+        if not args.skip_lme and args.unit == "exchange":
             data = json.loads((data_dir() / "longmemeval_s_dev40.json").read_text("utf-8"))
             if args.questions:
                 wanted = set(args.questions.split(","))
@@ -1101,8 +1100,82 @@ async def main(args: argparse.Namespace) -> str:
     return head + "\n" + "\n\n".join(sections) + "\n"
 
 
+async def message_section(
+    args: argparse.Namespace, emb: CachingEmbedder, cache: EmbeddingCache, work: Path
+) -> str:
+    """``--unit message``: every utterance its own save (``bench.retrieval_messages``)."""
+    from bench import lme_messages, retrieval_messages
+
+    data = json.loads((data_dir() / "longmemeval_s_dev40.json").read_text("utf-8"))
+    if lme_messages.split_rule(data) != (lme_messages.TUNE, lme_messages.HELD_OUT):
+        raise RuntimeError("the tune / held-out halves drifted from their rule")
+    data = lme_messages.warm_order(data)
+    if args.questions:
+        wanted = set(args.questions.split(","))
+        data = [d for d in data if d["question_id"] in wanted]
+    if args.half != "both":
+        data = [d for d in data if lme_messages.half_of(d["question_id"]) == args.half]
+    skipped: list[str] = []
+    if args.ready_only:
+        ready = [d for d in data if retrieval_messages.ready(d, cache, emb.model)]
+        skipped = [d["question_id"] for d in data if d not in ready]
+        data = ready
+    if args.limit:
+        data = data[: args.limit]
+    variants = retrieval_messages.VARIANTS
+    if args.variants:
+        keep = set(args.variants.split(";"))
+        variants = [v for v in variants if v.name in keep or v.name == "defaults"]
+    results = []
+    started = time.perf_counter()
+    for n, item in enumerate(data, 1):
+        r = await retrieval_messages.run_question(item, emb, work, variants, tune)
+        results.append(r)
+        row = r.rows[retrieval_messages.first_row(retrieval_messages.DEFAULTS)]
+        log(
+            f"[{n}/{len(data)}] {lme_messages.half_of(r.qid)} {r.qid} {r.qtype}: "
+            f"{int(r.seconds['units'])} messages, save {r.seconds['save']:.0f}s "
+            f"({int(r.seconds['save_new_vectors'])} new vectors), calls {r.seconds['calls']:.1f}s; "
+            f"call-1 turn recall {row.event_recall:.2f}; {time.perf_counter() - started:.0f}s"
+        )
+    note = ""
+    if skipped:
+        note = (
+            f"\n\nNot run (vectors not cached in time, `--ready-only`): {len(skipped)} "
+            f"questions: {', '.join(skipped)}."
+        )
+    return retrieval_messages.report(results, variants) + note
+
+
 def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument(
+        "--unit",
+        choices=("message", "exchange"),
+        default="message",
+        help="message: every utterance its own save, offline extractor (bench.lme_messages); "
+        "exchange: one save per user turn + replies with a client extraction (rounds 1-3)",
+    )
+    p.add_argument(
+        "--half",
+        choices=("both", "tune", "held-out"),
+        default="both",
+        help="message mode: which half of the 40 questions (bench.lme_messages)",
+    )
+    p.add_argument(
+        "--ready-only",
+        action="store_true",
+        help="message mode: only the questions whose vectors are all in the cache",
+    )
+    p.add_argument(
+        "--keep-memories",
+        action="store_true",
+        help="message mode: keep each question's saved memory under the cache directory and "
+        "reopen it in later runs while the save code is the same",
+    )
+    p.add_argument(
+        "--variants", default="", help="message mode: ';'-separated variant names to run"
+    )
     p.add_argument("--limit", type=int, default=0, help="first N LongMemEval questions only")
     p.add_argument("--questions", default="", help="comma-separated question ids")
     p.add_argument(
@@ -1143,6 +1216,15 @@ def cli(argv: Sequence[str] | None = None) -> None:
         LEXICAL_WEIGHT.append(args.lexical_weight)
     if args.no_lexical:
         LEXICAL_OFF.append(True)
+    if args.keep_memories:
+        from bench import retrieval_messages
+
+        retrieval_messages.KEEP_MEMORIES.append(True)
+    if args.warm_only and args.unit == "message":
+        from bench import lme_messages
+
+        lme_messages.main([str(args.warm_workers)])
+        return
     if args.warm_only:
         print(asyncio.run(warm(args)), end="")
         return

@@ -197,6 +197,16 @@ class RetrievalSettings(BaseModel):
     lexical_weight: float = Field(default=1.0, ge=0.0, le=4.0)
     # Weight of query-term coverage added to the fused RRF score (SPEC §1.4: 0.10).
     coverage_weight: float = Field(default=0.10, ge=0.0, le=1.0)
+    # The window route (engine/store/window.py): a positional record (conversation turn, book
+    # scene) scored with its neighbours within window_span, their vectors weighted
+    # window_alpha, fused with window_weight (0: off; docs/DECISIONS.md, "Window route").
+    # Off by default: the tune half's pick (span 1, alpha 0.5, weight 2 with summary_weight
+    # 0.25) did not win on the held-out half (docs/DECISIONS.md, "Window route").
+    window_span: int = Field(default=1, ge=0, le=5)
+    window_alpha: float = Field(default=0.5, ge=0.0, le=4.0)
+    window_weight: float = Field(default=0.0, ge=0.0, le=4.0)
+    # The summary route's weight in the RRF sum (SPEC §1.4: 1).
+    summary_weight: float = Field(default=1.0, ge=0.0, le=4.0)
     # Threads of numpy's BLAS in a serving process (0: numpy's own default, one per core).
     # Search multiplies small matrices (MMR, rescoring) once per request; with a pool of BLAS
     # threads each product waits for a woken thread, for milliseconds when another thread or

@@ -141,6 +141,10 @@ class Memory:
             lexical=settings.retrieval.lexical,
             coverage_weight=settings.retrieval.coverage_weight,
             lexical_weight=settings.retrieval.lexical_weight,
+            window_span=settings.retrieval.window_span,
+            window_alpha=settings.retrieval.window_alpha,
+            window_weight=settings.retrieval.window_weight,
+            summary_weight=settings.retrieval.summary_weight,
         )
 
     # ---- evidence ----

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Literal
 
+import numpy as np
+
 from mnemoql.engine.errors import ConceptNotOffered, CursorError, InvalidInput, out_of_range
 from mnemoql.engine.meta import check_vectors
 from mnemoql.engine.models import (
@@ -32,6 +34,7 @@ from mnemoql.engine.models import (
     Hit,
     MemoryMeta,
     Neighbour,
+    RoutePool,
     Vector,
 )
 from mnemoql.engine.providers.base import Embedder
@@ -47,11 +50,12 @@ from mnemoql.engine.retrieval.evidence import (
     continuations,
     shared_concepts,
 )
-from mnemoql.engine.retrieval.nearby import parse_position, pick_neighbours
+from mnemoql.engine.retrieval.nearby import parse_position, pick_neighbours, position_of
 from mnemoql.engine.retrieval.quotes import QuoteBudget, best_chunk
 from mnemoql.engine.retrieval.terms import coverage, is_cjk_term, query_terms
 from mnemoql.engine.sessions import Asked, CursorState, CursorStore, Session, SessionStore
 from mnemoql.engine.store.base import Store
+from mnemoql.engine.store.window import record_vectors
 from mnemoql.engine.text import normalise_name
 from mnemoql.engine.timehint import parse_time_hint
 
@@ -71,6 +75,8 @@ DEFAULT_SESSION = "default"
 LONG_QUERY_TERMS = 16
 LONG_QUERY_POWER = 6
 _SPLIT_TERMS = re.compile(r"[,，、;；]")
+# The window route (``engine.store.window``) looks around the best hits of each other route.
+WINDOW_SEEDS = 20
 
 
 class AnchorNotOffered(CursorError):
@@ -161,6 +167,10 @@ class Retriever:
         coverage_weight: float = scoring.COVERAGE_WEIGHT,
         lexical_weight: float = 1.0,
         long_query_terms: int = LONG_QUERY_TERMS,
+        window_span: int = 0,
+        window_alpha: float = 0.5,
+        window_weight: float = 0.0,
+        summary_weight: float = 1.0,
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -173,6 +183,18 @@ class Retriever:
         self.lexical_weight = lexical_weight
         # 0 keeps SPEC's fixed weights for every query length.
         self.long_query_terms = long_query_terms
+        # The window route: positional records scored with their neighbours within
+        # ``window_span`` (neighbour vectors weighted ``window_alpha``), fused with
+        # ``window_weight``; span or weight 0 leaves it out (docs/DECISIONS.md, "Window route").
+        self.window_span = window_span
+        self.window_alpha = window_alpha
+        self.window_weight = window_weight
+        # nearby(before, after) keeps the records of its window nearest the cursor's query
+        # instead of the nearest in position (same quota, same window).
+        self.nearby_by_query = False
+        # The summary route's RRF weight and MMR's relevance share (SPEC §1.4: 1 and 0.85).
+        self.summary_weight = summary_weight
+        self.mmr_lambda = scoring.MMR_LAMBDA
 
     # ---- public operations ----
 
@@ -348,8 +370,15 @@ class Retriever:
             quota = min(PER_CALL, self.cursors.remaining(state))
             same_chapter = await self.store.positional_events(pos.prefix, pos.chapter)
             picked = pick_neighbours(
-                event_id, same_chapter, before, after, quota, exclude=session.excluded
+                event_id,
+                same_chapter,
+                before,
+                after,
+                quota if not self.nearby_by_query else before + after,
+                exclude=session.excluded,
             )
+            if self.nearby_by_query and len(picked) > quota and state.query_vector is not None:
+                picked = await self._closest(picked, state.query_vector, quota)
             ranked = Ranked(picked, {i: Explain(order="position") for i in picked})
             out = await self._deliver(
                 "nearby",
@@ -452,6 +481,11 @@ class Retriever:
             vector, filters, excluded, ROUTE_LIMIT, restrict, text=text
         )
         summary_hits, chunk_hits, events = pool.summary, pool.chunk, pool.events
+        window_hits = await self._window(pool, vector, filters, excluded, restrict)
+        if window_hits:
+            missing = [h.event_id for h in window_hits if h.event_id not in events]
+            found = await self.store.get_events(missing, with_vectors=True) if missing else []
+            events = {**events, **{e.id: e for e in found}}
         if not events:
             return Ranked([], {})
         terms = query_terms(query or "")
@@ -464,10 +498,19 @@ class Retriever:
             lexical_ids=[h.event_id for h in pool.lexical if h.event_id in events],
             weight=self.coverage_weight * fade,
             lexical_weight=self.lexical_weight * fade,
+            window_ids=[h.event_id for h in window_hits if h.event_id in events],
+            window_weight=self.window_weight,
+            summary_weight=self.summary_weight,
         )
         distinct = scoring.dedup_by_hash(fused, lambda s: events[s.id].content_hash)
         hashes = {s.id: pool.chunk_hashes.get(s.id, frozenset()) for s in distinct}
-        picks = scoring.mmr(distinct, {i: e.embedding for i, e in events.items()}, hashes, quota)
+        picks = scoring.mmr(
+            distinct,
+            {i: e.embedding for i, e in events.items()},
+            hashes,
+            quota,
+            self.mmr_lambda,
+        )
         s_cos = {h.event_id: h.score for h in summary_hits}
         c_hit: dict[str, Hit] = {h.event_id: h for h in chunk_hits}
         lex: dict[str, Hit] = {h.event_id: h for h in pool.lexical}
@@ -496,6 +539,47 @@ class Retriever:
         }
         more = len(distinct) > len(picks)
         return Ranked([p.id for p in picks], explain, best, events, pool.concepts, more)
+
+    async def _closest(self, ids: list[str], vector: Vector, quota: int) -> list[str]:
+        """The ``quota`` records of ``ids`` nearest the query by content vector (ties by
+        position), in their original order: ``nearby`` with ``nearby_by_query``."""
+        vectors = await record_vectors(self.store, ids)
+        q = vector / (float(np.linalg.norm(vector)) or 1.0)
+        score = {i: float(np.dot(vectors[i], q)) if i in vectors else -2.0 for i in ids}
+        keep = set(sorted(ids, key=lambda i: (-score[i], ids.index(i)))[:quota])
+        return [i for i in ids if i in keep]
+
+    async def _window(
+        self,
+        pool: RoutePool,
+        vector: Vector,
+        filters: Filters,
+        excluded: frozenset[str],
+        restrict: frozenset[str] | None,
+    ) -> list[Hit]:
+        """The window route around the other routes' best hits; empty when it is off or no
+        hit has a position."""
+        if self.window_weight <= 0 or self.window_span <= 0:
+            return []
+        seeds = list(
+            dict.fromkeys(
+                h.event_id
+                for hits in (pool.summary, pool.chunk, pool.lexical)
+                for h in hits[:WINDOW_SEEDS]
+            )
+        )
+        if not any(position_of(s) for s in seeds):
+            return []
+        return await self.store.window_route(
+            vector,
+            seeds,
+            filters,
+            excluded,
+            ROUTE_LIMIT,
+            restrict,
+            span=self.window_span,
+            alpha=self.window_alpha,
+        )
 
     async def _concepts(
         self, picked: list[str], known: Mapping[str, tuple[tuple[str, str], ...]] | None

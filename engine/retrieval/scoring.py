@@ -31,6 +31,7 @@ class Scored:
         coverage: Query-term coverage in [0, 1].
         score: ``rrf + weight * coverage``.
         lexical_rank: 1-based rank in the lexical (BM25) route, None when absent or off.
+        window_rank: 1-based rank in the window route, None when absent or off.
     """
 
     id: str
@@ -40,6 +41,7 @@ class Scored:
     coverage: float
     score: float
     lexical_rank: int | None = None
+    window_rank: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +107,9 @@ def fuse(
     k: int = RRF_K,
     weight: float = COVERAGE_WEIGHT,
     lexical_weight: float = 1.0,
+    window_ids: Sequence[str] = (),
+    window_weight: float = 1.0,
+    summary_weight: float = 1.0,
 ) -> list[Scored]:
     """Score the union of the routes: ``rrf + weight * coverage``.
 
@@ -116,13 +121,20 @@ def fuse(
         k: The RRF constant.
         weight: The coverage weight.
         lexical_weight: The lexical route's weight in the RRF sum (the vector routes' is 1).
+        window_ids: Window-route ids (a record with its neighbours), best first; empty when off.
+        window_weight: The window route's weight in the RRF sum.
+        summary_weight: The summary route's weight in the RRF sum.
 
     Returns:
         Candidates by score descending, ties by id ascending.
     """
     by_summary, by_chunk = _ranks(summary_ids), _ranks(chunk_ids)
-    by_lexical = _ranks(lexical_ids)
-    fused = rrf((summary_ids, chunk_ids, lexical_ids), k, (1.0, 1.0, lexical_weight))
+    by_lexical, by_window = _ranks(lexical_ids), _ranks(window_ids)
+    fused = rrf(
+        (summary_ids, chunk_ids, lexical_ids, window_ids),
+        k,
+        (summary_weight, 1.0, lexical_weight, window_weight),
+    )
     scored = [
         Scored(
             id=event_id,
@@ -132,6 +144,7 @@ def fuse(
             coverage=coverage.get(event_id, 0.0),
             score=value + weight * coverage.get(event_id, 0.0),
             lexical_rank=by_lexical.get(event_id),
+            window_rank=by_window.get(event_id),
         )
         for event_id, value in fused.items()
     ]

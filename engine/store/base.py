@@ -162,6 +162,23 @@ class Store(Protocol):
         reads, in as few round trips as the database allows (``route_pool_by_parts`` is the
         reference)."""
 
+    async def window_route(
+        self,
+        query: Vector,
+        seeds: Sequence[str],
+        filters: Filters,
+        exclude: frozenset[str],
+        limit: int,
+        restrict: frozenset[str] | None = None,
+        *,
+        span: int = 1,
+        alpha: float = 0.5,
+    ) -> list[Hit]:
+        """Positional records scored with their neighbours (``engine.store.window``): the
+        ``seeds`` and their neighbours within ``span``, under the same filters, exclusions and
+        restriction as ``route``, by the cosine of their window vectors, best ``limit`` first,
+        ties by id (``window_route_by_parts`` is the reference)."""
+
     async def recent_events(
         self,
         filters: Filters,

@@ -72,6 +72,7 @@ from mnemoql.engine.store.embedded._search import entity_hits, pool_hits, route_
 from mnemoql.engine.store.faults import probe_write, storage_fault, unwritable
 from mnemoql.engine.store.lexical import query_terms as lexical_terms
 from mnemoql.engine.store.rules import entity_label
+from mnemoql.engine.store.window import window_route_by_parts
 
 __all__ = ["EmbeddedStore"]
 
@@ -422,6 +423,22 @@ class EmbeddedStore:
             return RoutePool(summary, chunk, {}, {}, lexical=lexical)
         events, hashes = await self._call(db.pool_rows, union)
         return RoutePool(summary, chunk, events, hashes, lexical=lexical)
+
+    async def window_route(
+        self,
+        query: Vector,
+        seeds: Sequence[str],
+        filters: Filters,
+        exclude: frozenset[str],
+        limit: int,
+        restrict: frozenset[str] | None = None,
+        *,
+        span: int = 1,
+        alpha: float = 0.5,
+    ) -> list[Hit]:
+        return await window_route_by_parts(
+            self, query, seeds, filters, exclude, limit, restrict, span=span, alpha=alpha
+        )
 
     async def recent_events(
         self,

@@ -81,6 +81,7 @@ from mnemoql.engine.store.neo4j import _routes as routes
 from mnemoql.engine.store.neo4j import _write as write
 from mnemoql.engine.store.neo4j._runner import UNREACHABLE, Runner, T, TxFn
 from mnemoql.engine.store.neo4j._schema import Schema
+from mnemoql.engine.store.window import window_route_by_parts
 from mnemoql.engine.text import normalise_name
 
 __all__ = ["Neo4jStore"]
@@ -426,6 +427,22 @@ class Neo4jStore:
 
     async def _index_usable(self, index: str, dims: int) -> bool:
         return await routes.index_usable(self.index, index, dims)
+
+    async def window_route(
+        self,
+        query: Vector,
+        seeds: Sequence[str],
+        filters: Filters,
+        exclude: frozenset[str],
+        limit: int,
+        restrict: frozenset[str] | None = None,
+        *,
+        span: int = 1,
+        alpha: float = 0.5,
+    ) -> list[Hit]:
+        return await window_route_by_parts(
+            self, query, seeds, filters, exclude, limit, restrict, span=span, alpha=alpha
+        )
 
     async def recent_events(
         self,

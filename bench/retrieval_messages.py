@@ -1,0 +1,455 @@
+"""``bench.retrieval_quality --unit message``: LongMemEval dev40 saved one message at a time.
+
+Every utterance of a question's whole haystack is its own memory (``bench.lme_messages``):
+``save`` with a positional id, the session date as ``time`` and the offline extractor, as a
+chat agent's saves arrive. ``has_answer`` turns are the gold evidence, so a turn is recalled
+when its message is delivered (*turn recall*), and *shown* when the text the model read (the
+quote, or the summary where it sits in the content) reveals at least 50 of its characters
+(all of a shorter one).
+
+mnemoql runs in one memory per question, each method in its own session: the first ``search``
+and the same question five times (20 events) for every ranking **variant** (``VARIANTS``:
+the defaults, the lexical route and the window route set other ways); for the defaults also
+the follow-up chains of ``bench.retrieval_quality``. Baselines over the same messages with the
+same vectors: BM25 over message texts, dense (a message's best chunk cosine, the vectors
+mnemoql's chunk route reads), their RRF (k = 60) at 4 and 20 messages, and BM25 / RRF top 4
+plus each one's neighbours in its session (up to 12 messages).
+
+Tables are given per half (``bench.lme_messages.TUNE`` / ``HELD_OUT``): weights are chosen on
+the tune half, the held-out half is the figure to quote.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bench._common import (
+    BM25,
+    ROOT,
+    CachingEmbedder,
+    bm25_tokens,
+    cache_dir,
+    open_memory,
+    table,
+    top_k,
+)
+from bench.lme_messages import HELD_OUT, TUNE, messages_of
+from bench.retrieval_quality import (
+    Call,
+    QuestionResult,
+    Scores,
+    hint_chain,
+    log,
+    mean,
+    nearby_chain,
+    page_chars,
+    save_all,
+    searches,
+    shows,
+)
+from mnemoql.engine.ingest import SaveInput
+from mnemoql.engine.retrieval import scoring
+from mnemoql.engine.retrieval.pipeline import Retriever
+from mnemoql.engine.text import chunk_ranges
+
+DONE = "saved.ok"
+# What a saved memory depends on besides the data: the save path and the offline extractor.
+SAVE_SOURCES = (
+    "engine/ingest.py",
+    "engine/text.py",
+    "engine/binding.py",
+    "engine/providers/offline.py",
+    "engine/providers/_english.py",
+)
+KEEP_MEMORIES: list[bool] = []
+
+
+def memory_dir(qid: str) -> Path | None:
+    """Where this question's saved messages are kept between runs (``--keep-memories``),
+    under a stamp of the save path's sources: another extractor or ingest saves anew. None
+    when memories are not kept (a fresh temporary store each run)."""
+    if not KEEP_MEMORIES:
+        return None
+    digest = hashlib.sha1()
+    for rel in SAVE_SOURCES:
+        path = ROOT / rel
+        digest.update(path.read_bytes() if path.exists() else b"-")
+    return cache_dir() / "lme-messages" / digest.hexdigest()[:12] / qid
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One way of ranking, applied to the retriever of a question's memory. ``None`` keeps
+    the memory's default for that knob."""
+
+    name: str
+    lexical: bool | str | None = None
+    lexical_weight: float | None = None
+    coverage_weight: float | None = None
+    window_span: int | None = None
+    window_alpha: float | None = None
+    window_weight: float | None = None
+    summary_weight: float | None = None
+    mmr_lambda: float | None = None
+
+    def apply(self, r: Retriever) -> dict[str, Any]:
+        """Set this variant's knobs; returns the old values (for ``restore``)."""
+        old: dict[str, Any] = {}
+        for knob in (
+            "lexical",
+            "lexical_weight",
+            "coverage_weight",
+            "window_span",
+            "window_alpha",
+            "window_weight",
+            "summary_weight",
+            "mmr_lambda",
+        ):
+            value = getattr(self, knob)
+            if value is not None:
+                old[knob] = getattr(r, knob)
+                setattr(r, knob, value)
+        return old
+
+
+DEFAULTS = Variant("defaults")
+# What the tune half chose (summary 0.25 and window weight 2: first call 0.690, five searches
+# 0.940 on 14 tune questions); it did not win on the held-out half, so it is not the default.
+TUNE_PICK: dict[str, float] = {
+    "window_span": 1,
+    "window_alpha": 0.5,
+    "window_weight": 2.0,
+    "summary_weight": 0.25,
+}
+VARIANTS: list[Variant] = [
+    DEFAULTS,
+    Variant(
+        "tune pick: window (span 1, a 0.5, weight 2) + summary weight 0.25",
+        **TUNE_PICK,  # type: ignore[arg-type]
+    ),
+    Variant("window (span 1, a 0.5, weight 2)", window_span=1, window_alpha=0.5, window_weight=2),
+    Variant("window (span 1, a 0.5, weight 1)", window_span=1, window_alpha=0.5, window_weight=1),
+    Variant("summary weight 0.25", summary_weight=0.25),
+    Variant("tune pick + window span 2", **{**TUNE_PICK, "window_span": 2}),  # type: ignore[arg-type]
+    Variant("tune pick + window a 1", **{**TUNE_PICK, "window_alpha": 1.0}),  # type: ignore[arg-type]
+    Variant("tune pick + summary weight 0", **{**TUNE_PICK, "summary_weight": 0.0}),  # type: ignore[arg-type]
+    Variant("tune pick + MMR lambda 1 (no diversity)", **TUNE_PICK, mmr_lambda=1.0),  # type: ignore[arg-type]
+    Variant("lexical on, weight 1", lexical=True, lexical_weight=1.0),
+    Variant("lexical on, weight 0.5", lexical=True, lexical_weight=0.5),
+    Variant("coverage 0", coverage_weight=0.0),
+]
+
+CHAIN_ROWS = {
+    "nearby": "defaults: search, then nearby(1,1) of each anchor (<=20 events)",
+    "nearby-search": "defaults: search, nearby(2,2) of each anchor, search again (20 events)",
+    "hint": "defaults: follow the page's next-best hint (20 events)",
+    "nearby-query": "defaults: search, then nearby(3,3) of each anchor keeping the 4 records "
+    "nearest the query (<=20 events)",
+    "nearby-query-search": "defaults: search, nearby(3,3) nearest the query, search again when "
+    "no anchor is left (20 events)",
+}
+B_BM25 = "BM25 messages"
+B_DENSE = "dense messages (best chunk)"
+B_RRF = "RRF(BM25, dense) messages"
+B_BM25_NB = "BM25 top 4 + neighbours (1,1)"
+B_RRF_NB = "RRF top 4 + neighbours (1,1)"
+
+
+def first_row(v: Variant) -> str:
+    return f"mnemoql search (call 1): {v.name}"
+
+
+def five_row(v: Variant) -> str:
+    return f"mnemoql search x5 (20 events): {v.name}"
+
+
+def allowed(v: Variant, r: Retriever) -> bool:
+    """Whether this retriever has every knob the variant sets (an older engine may not)."""
+    return all(getattr(v, k) is None or hasattr(r, k) for k in vars(v) if k != "name")
+
+
+async def run_question(
+    item: dict[str, Any],
+    emb: CachingEmbedder,
+    workdir: Path,
+    variants: Sequence[Variant],
+    tune: Callable[[Any], None],
+) -> QuestionResult:
+    qid, query = item["question_id"], item["question"]
+    res = QuestionResult(qid, item["question_type"])
+    msgs = messages_of(item)
+    by_id = {m.id: m for m in msgs}
+    gold = {m.id for m in msgs if m.gold}
+    answer_ids = set(item["answer_session_ids"])
+    answer_sessions = {
+        si for si, sid in enumerate(item["haystack_session_ids"]) if sid in answer_ids
+    }
+    if not gold:
+        raise RuntimeError(f"{qid}: no has_answer turn in the haystack")
+
+    t0 = time.perf_counter()
+    saved = memory_dir(qid)
+    reuse = saved is not None and (saved / DONE).exists()
+    where = saved if saved is not None else workdir / qid
+    if saved is not None and not reuse:
+        shutil.rmtree(saved, ignore_errors=True)
+    bench = await open_memory(where, wrap=lambda _e: emb)
+    tune(bench)
+    hits0, misses0 = emb.hits, emb.misses
+    runs: dict[str, list[Call]] = {}
+    try:
+        if not reuse:
+            inputs = [SaveInput(content=m.content, id=m.id, time=m.time) for m in msgs]
+            await save_all(bench.memory, inputs)
+            if saved is not None:
+                (saved / DONE).write_text(f"{len(inputs)} messages\n")
+        res.seconds["save"] = time.perf_counter() - t0
+        res.seconds["reused"] = float(reuse)
+        how = "reopened" if reuse else "saved"
+        log(f"{qid}: {how} {len(msgs)} messages in {res.seconds['save']:.0f}s")
+        res.seconds["save_new_vectors"] = float(emb.misses - misses0)
+        res.seconds["save_cached_vectors"] = float(emb.hits - hits0)
+        memory, r = bench.memory, bench.memory.retriever
+        t0 = time.perf_counter()
+        calls = 0
+        for n, v in enumerate(variants):
+            if not allowed(v, r):
+                continue
+            old = v.apply(r)
+            try:
+                runs[v.name] = await searches(memory, query, f"v{n}-{qid}", 5, "en")
+                if v is DEFAULTS:
+                    runs["nearby"] = await nearby_chain(memory, query, f"nb-{qid}", "en")
+                    runs["nearby-search"] = await nearby_chain(
+                        memory, query, f"nbs-{qid}", "en", 2, refill=True
+                    )
+                    runs["hint"] = await hint_chain(memory, query, f"hint-{qid}", "en")
+                    if hasattr(r, "nearby_by_query"):
+                        r.nearby_by_query = True
+                        try:
+                            runs["nearby-query"] = await nearby_chain(
+                                memory, query, f"nbq-{qid}", "en", 3
+                            )
+                            runs["nearby-query-search"] = await nearby_chain(
+                                memory, query, f"nbqs-{qid}", "en", 3, refill=True
+                            )
+                        finally:
+                            r.nearby_by_query = False
+            finally:
+                for k, value in old.items():
+                    setattr(r, k, value)
+            calls += 5
+        res.seconds["calls"] = time.perf_counter() - t0
+        res.seconds["n_calls"] = float(calls + sum(len(runs[k]) for k in CHAIN_ROWS if k in runs))
+        chunk_texts = {
+            m.id: [m.content[s:e] for s, e in chunk_ranges(len(m.content))] for m in msgs
+        }
+        summaries = {e.id: e.summary for e in await bench.store.get_events(list(by_id))}
+    finally:
+        await bench.close()
+
+    def scores_of(upto: Sequence[Call]) -> Scores:
+        got: set[str] = set()
+        shown: set[str] = set()
+        sess: set[int] = set()
+        n = 0
+        for c in upto:
+            for it in c.page.items:
+                m = by_id[it.event_id]
+                n += 1
+                got.add(m.id)
+                sess.add(m.session)
+                turn = (m.content.index(": ") + 2, len(m.content))
+                regions = []
+                at = m.content.find(summaries.get(m.id, "\0"))
+                if at >= 0:
+                    regions.append((at, at + len(summaries[m.id])))
+                if it.quote:
+                    regions.append((it.quote.start, it.quote.end))
+                if any(shows(turn, reg) for reg in regions):
+                    shown.add(m.id)
+        return Scores(
+            len(gold & got) / len(gold),
+            len(gold & shown) / len(gold),
+            len(sess & answer_sessions) / len(answer_sessions),
+            sum(page_chars(c.page) for c in upto),
+            sum(c.rendered for c in upto),
+            n,
+        )
+
+    for v in variants:
+        if v.name in runs:
+            res.rows[first_row(v)] = scores_of(runs[v.name][:1])
+            res.rows[five_row(v)] = scores_of(runs[v.name])
+    for key, row in CHAIN_ROWS.items():
+        if key in runs:
+            res.rows[row] = scores_of(runs[key])
+
+    # ---- baselines: the same messages, the same vectors
+    ids = [m.id for m in msgs]
+    bm = BM25([bm25_tokens(m.content) for m in msgs])
+    bm_order = top_k(bm.scores(bm25_tokens(query)), len(ids))
+    flat = [t for m in msgs for t in chunk_texts[m.id]]
+    owner = [i for i, m in enumerate(msgs) for _ in chunk_texts[m.id]]
+    mat = await emb.embed(flat, "passage")
+    qvec = (await emb.embed([query], "query"))[0]
+    best = np.full(len(ids), -2.0)
+    np.maximum.at(best, np.asarray(owner), mat @ qvec)
+    dense_order = top_k(best, len(ids))
+    fused = scoring.rrf(([str(i) for i in bm_order], [str(i) for i in dense_order]))
+    rrf_order = sorted(range(len(ids)), key=lambda i: (-fused.get(str(i), 0.0), i))
+    position = {(m.session, m.turn): i for i, m in enumerate(msgs)}
+
+    def base(order: Sequence[int]) -> Scores:
+        got = {ids[i] for i in order}
+        return Scores(
+            len(gold & got) / len(gold),
+            len(gold & got) / len(gold),
+            len({msgs[i].session for i in order} & answer_sessions) / len(answer_sessions),
+            sum(len(msgs[i].content) for i in order),
+            None,
+            len(order),
+        )
+
+    def with_neighbours(order: Sequence[int]) -> list[int]:
+        out: list[int] = []
+        for i in order[:4]:
+            m = msgs[i]
+            for t in (m.turn - 1, m.turn, m.turn + 1):
+                j = position.get((m.session, t))
+                if j is not None and j not in out:
+                    out.append(j)
+        return out
+
+    for name, order in ((B_BM25, bm_order), (B_DENSE, dense_order), (B_RRF, rrf_order)):
+        res.rows[f"{name} k=4"] = base(order[:4])
+        res.rows[f"{name} k=20"] = base(order[:20])
+    res.rows[B_BM25_NB] = base(with_neighbours(bm_order))
+    res.rows[B_RRF_NB] = base(with_neighbours(rrf_order))
+    res.seconds["units"] = float(len(msgs))
+    res.seconds["chars"] = float(sum(len(m.content) for m in msgs))
+    res.seconds["gold"] = float(len(gold))
+    return res
+
+
+def row_order(variants: Sequence[Variant]) -> list[str]:
+    return [
+        *(first_row(v) for v in variants),
+        f"{B_RRF} k=4",
+        f"{B_BM25} k=4",
+        f"{B_DENSE} k=4",
+        *(five_row(v) for v in variants),
+        *CHAIN_ROWS.values(),
+        f"{B_RRF} k=20",
+        f"{B_BM25} k=20",
+        f"{B_DENSE} k=20",
+        B_BM25_NB,
+        B_RRF_NB,
+    ]
+
+
+def halves_table(results: Sequence[QuestionResult], variants: Sequence[Variant]) -> str:
+    """One row per method: turn recall (message delivered / text shown) on each half, and the
+    characters and units it took (held-out half)."""
+    tune = [r for r in results if r.qid in TUNE]
+    held = [r for r in results if r.qid in HELD_OUT]
+    rows = []
+    for name in row_order(variants):
+        t = [r.rows[name] for r in tune if name in r.rows]
+        h = [r.rows[name] for r in held if name in r.rows]
+        if not t and not h:
+            continue
+
+        def m(xs: list[Scores], f: Callable[[Scores], float]) -> str:
+            return f"{mean([f(s) for s in xs]):.3f}" if xs else "-"
+
+        both = h or t
+        rows.append(
+            [
+                name,
+                m(t, lambda s: s.event_recall or 0.0),
+                m(h, lambda s: s.event_recall or 0.0),
+                m(t, lambda s: s.shown_recall),
+                m(h, lambda s: s.shown_recall),
+                m(h, lambda s: s.session_recall),
+                f"{mean([float(s.chars) for s in both]):.0f}",
+                f"{mean([float(s.units) for s in both]):.1f}",
+            ]
+        )
+    return table(
+        [
+            "method",
+            f"tune: turn recall ({len(tune)} q)",
+            f"held-out: turn recall ({len(held)} q)",
+            "tune: text shown",
+            "held-out: text shown",
+            "held-out: session recall",
+            "chars (held-out; quote chars for mnemoql, whole messages for baselines)",
+            "units",
+        ],
+        rows,
+    )
+
+
+def types_table(results: Sequence[QuestionResult], half: dict[str, str], names: list[str]) -> str:
+    mine = [r for r in results if r.qid in half]
+    types = sorted({r.qtype for r in mine})
+    rows = []
+    for t in types:
+        rs = [r for r in mine if r.qtype == t]
+        rows.append(
+            [
+                f"{t} ({len(rs)})",
+                *(
+                    f"{mean([r.rows[n].event_recall or 0.0 for r in rs if n in r.rows]):.3f}"
+                    for n in names
+                ),
+            ]
+        )
+    return table(["question type", *names], rows)
+
+
+def report(results: Sequence[QuestionResult], variants: Sequence[Variant]) -> str:
+    secs = {k: mean([r.seconds.get(k, 0.0) for r in results]) for k in results[0].seconds}
+    n_tune = sum(r.qid in TUNE for r in results)
+    n_held = sum(r.qid in HELD_OUT for r in results)
+    key = [first_row(DEFAULTS), f"{B_RRF} k=4", five_row(DEFAULTS), f"{B_RRF} k=20", B_BM25_NB]
+    return (
+        f"## LongMemEval S, one message per save: {n_tune} tune + {n_held} held-out questions\n\n"
+        f"Whole haystacks; every non-empty turn saved as its own memory through `save` "
+        f"(offline extractor, positional id, session date as time): mean "
+        f"{secs['units']:.0f} messages, {secs['chars']:.0f} characters and {secs['gold']:.1f} "
+        f"gold turns a question; saving took {secs['save']:.0f} s a question "
+        f"({secs['save_new_vectors']:.0f} vectors not in the cache; "
+        f"{secs.get('reused', 0.0) * len(results):.0f} questions reopened a memory saved by an "
+        f"earlier run of the same save code, `--keep-memories`). Turn recall = share of "
+        f"the `has_answer` turns whose message was delivered.\n\n"
+        + halves_table(results, variants)
+        + "\n\n### Held-out half by question type (turn recall)\n\n"
+        + types_table(results, HELD_OUT, key)
+        + "\n\n### Tune half by question type (turn recall)\n\n"
+        + types_table(results, TUNE, key)
+    )
+
+
+def ready(item: dict[str, Any], cache: Any, model: str) -> bool:
+    """Whether the vectors of this question's message chunks are in the cache (the warm-up
+    embeds each message's summary and names before its chunks, so that is all of them; the
+    extraction is not run again for the check)."""
+    from bench._common import EmbeddingCache
+
+    texts = list(
+        dict.fromkeys(
+            m.content[s:e] for m in messages_of(item) for s, e in chunk_ranges(len(m.content))
+        )
+    )
+    keys = [EmbeddingCache.key(model, "passage", t) for t in texts]
+    return len(cache.get_many(keys)) == len(keys)
