@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from mnemoql.engine.models import Filters, Hit, Vector
-from mnemoql.engine.retrieval.nearby import neighbour_ids, position_of
+from mnemoql.engine.positions import neighbour_ids, position_of
 
 if TYPE_CHECKING:
     from mnemoql.engine.store.base import Store

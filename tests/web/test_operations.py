@@ -188,7 +188,7 @@ def test_tracing_costs_nothing_when_off_and_says_what_to_install(tmp_path: Path)
         "from mnemoql.web.app import create_app\n"
         f"settings = load_settings({{'MNEMOQL_DATA_DIR': {str(tmp_path)!r}, "
         "'MNEMOQL_EMBEDDING__PROVIDER': 'hashing'})\n"
-        "with TestClient(create_app(settings)) as c:\n"
+        "with TestClient(create_app(settings), base_url='http://127.0.0.1') as c:\n"
         "    assert c.post('/graphql', json={'query': '{ memoryIndex { counts { events } } }'}).status_code == 200\n"
         "print(sorted(m for m in sys.modules if m.startswith('opentelemetry.sdk')))\n"
     )
