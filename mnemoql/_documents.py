@@ -106,6 +106,15 @@ class Documents:
         self.session = session
         self.locale: Locale = locale
 
+    def save(self, content: str, **fields: Any) -> tuple[str, dict[str, Any], str]:
+        return SAVE, {"input": save_input(content, **fields)}, "save"
+
+    def read(self, event_id: str, start: int, limit: int) -> tuple[str, dict[str, Any], str]:
+        return READ, {"eventId": event_id, "start": start, "limit": limit}, "read"
+
+    def forget(self, event_id: str) -> tuple[str, dict[str, Any], str]:
+        return FORGET, {"eventId": event_id}, "forget"
+
     def search(
         self,
         query: str | None,

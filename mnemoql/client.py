@@ -26,7 +26,7 @@ from typing import Any
 
 import httpx
 
-from mnemoql._documents import FORGET, READ, SAVE, Documents, answer, data_of, save_input
+from mnemoql._documents import Documents, answer, data_of
 from mnemoql.errors import MnemoError, Unreachable
 from mnemoql.types import (
     EvidencePage,
@@ -115,7 +115,7 @@ class Client:
         dedupe_by_hash: bool = False,
     ) -> SaveResult:
         """Save one memory (see ``Memory.save``)."""
-        item = save_input(
+        request = self._docs.save(
             content,
             id=id,
             time=time,
@@ -125,7 +125,7 @@ class Client:
             idempotency_key=idempotency_key,
             dedupe_by_hash=dedupe_by_hash,
         )
-        return SaveResult.from_json(self._post((SAVE, {"input": item}, "save")))
+        return SaveResult.from_json(self._post(request))
 
     def search(
         self,
@@ -170,12 +170,11 @@ class Client:
 
     def read(self, event_id: str, *, start: int = 0, limit: int = 2000) -> TextRange:
         """An exact code-point range of an event's original text."""
-        variables = {"eventId": event_id, "start": start, "limit": limit}
-        return TextRange.from_json(self._post((READ, variables, "read")))
+        return TextRange.from_json(self._post(self._docs.read(event_id, start, limit)))
 
     def forget(self, event_id: str) -> ForgetResult:
         """Delete an event with its chunks and the entities only it used."""
-        data = self._post((FORGET, {"eventId": event_id}, "forget"))
+        data = self._post(self._docs.forget(event_id))
         return ForgetResult(tuple(data["deletedIds"]))
 
     def graphql(self, document: str, variables: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -238,7 +237,7 @@ class AsyncClient:
         dedupe_by_hash: bool = False,
     ) -> SaveResult:
         """Save one memory (see ``Memory.save``)."""
-        item = save_input(
+        request = self._docs.save(
             content,
             id=id,
             time=time,
@@ -248,7 +247,7 @@ class AsyncClient:
             idempotency_key=idempotency_key,
             dedupe_by_hash=dedupe_by_hash,
         )
-        return SaveResult.from_json(await self._post((SAVE, {"input": item}, "save")))
+        return SaveResult.from_json(await self._post(request))
 
     async def search(
         self,
@@ -291,12 +290,11 @@ class AsyncClient:
 
     async def read(self, event_id: str, *, start: int = 0, limit: int = 2000) -> TextRange:
         """An exact code-point range of an event's original text."""
-        variables = {"eventId": event_id, "start": start, "limit": limit}
-        return TextRange.from_json(await self._post((READ, variables, "read")))
+        return TextRange.from_json(await self._post(self._docs.read(event_id, start, limit)))
 
     async def forget(self, event_id: str) -> ForgetResult:
         """Delete an event with its chunks and the entities only it used."""
-        data = await self._post((FORGET, {"eventId": event_id}, "forget"))
+        data = await self._post(self._docs.forget(event_id))
         return ForgetResult(tuple(data["deletedIds"]))
 
     async def graphql(
