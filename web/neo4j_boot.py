@@ -10,7 +10,7 @@
   already running (``mnemoql neo4j start``) is left running.
 
 The service that starts a managed server owns it: it holds the home's owner lock
-(``ManagedNeo4j.claim``, ``<home>/run/owner``) while it lives, with its pid and the server's.
+(``engine.store.neo4j.owner``, ``<home>/run/owner``) while it lives, with its pid and the server's.
 A service killed with ``kill -9`` cannot stop its server, but the kernel frees the lock; the
 next service finds the server running under a record whose owner is gone, adopts it (no
 second start) and stops it when it stops itself. A second service beside a live owner shares
@@ -33,7 +33,8 @@ from mnemoql.engine.errors import StoreUnavailable
 from mnemoql.engine.store.base import Store
 
 if TYPE_CHECKING:
-    from mnemoql.engine.store.neo4j.managed import Claim, ManagedNeo4j
+    from mnemoql.engine.store.neo4j.managed import ManagedNeo4j
+    from mnemoql.engine.store.neo4j.owner import Claim
 
 log = logging.getLogger("mnemoql.neo4j")
 _started: dict[str, tuple[str, str, str]] = {}
@@ -63,7 +64,7 @@ def _bring_up(server: ManagedNeo4j) -> None:
         log.warning("installing Neo4j %s from Maven Central into %s (first run only)",
                     server.version, server.cache_dir)  # fmt: skip
         server.install()
-    claim = server.claim()
+    claim = server.owner.claim()
     running = server.running_pid()
     if claim is None:  # a live service owns it: share it, never stop it
         log.info("sharing the managed Neo4j of another mnemoql process (home %s)", server.home)
@@ -73,7 +74,7 @@ def _bring_up(server: ManagedNeo4j) -> None:
         if running is not None:
             if claim.previous is None or claim.previous[1] != running:
                 log.info("managed Neo4j already running on %s (left running)", server.uri)
-                server.release(claim)
+                server.owner.release(claim)
                 return
             log.warning(
                 "adopting the managed Neo4j (pid %d) left running by mnemoql process %d, which "
@@ -85,9 +86,9 @@ def _bring_up(server: ManagedNeo4j) -> None:
             server.start()
             running = server.running_pid()
             log.info("managed Neo4j ready on %s", server.uri)
-        server.record_owner(claim, running or 0)
+        server.owner.record(claim, running or 0)
     except BaseException:
-        server.release(claim)
+        server.owner.release(claim)
         raise
     _ours[str(server.home)] = (server, claim)
 
@@ -135,7 +136,7 @@ def stop_started() -> None:
             try:
                 server.stop()
             finally:
-                server.release(claim)
+                server.owner.release(claim)
             del _ours[home]
             _started.pop(home, None)
 

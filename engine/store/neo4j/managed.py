@@ -9,8 +9,8 @@ Layout of a home directory ``H``::
     H/run/neo4j.pid     pid of the running server
     H/run/start.lock    held while a start is in progress
     H/run/owner         "<owner pid> <server pid>" of the service that started the server;
-                        flock-ed by that service while it lives (``claim``), so a server whose
-                        owner died (``kill -9``) is known as an orphan by the next one
+                        flock-ed by that service while it lives (``owner.OwnerLock``), so
+                        a server whose owner died (``kill -9``) is known as an orphan
 
 The jars live in a per-user cache (``user_cache_dir("mnemoql")/neo4j-<version>/lib``), shared
 by every home. They are GPLv3 binaries: fetched on demand, never shipped or committed.
@@ -49,6 +49,7 @@ from pathlib import Path
 from platformdirs import user_cache_dir
 
 from mnemoql.engine.errors import StoreUnavailable
+from mnemoql.engine.store.neo4j.owner import OwnerLock
 
 DEFAULT_VERSION = "5.26.23"
 USER = "neo4j"
@@ -99,18 +100,6 @@ class Status:
     running: bool
     pid: int | None
     uri: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class Claim:
-    """The owner lock of one home, held through ``fd`` by this process.
-
-    ``previous`` is what the last owner recorded, ``(owner pid, server pid)``: since the lock
-    was free, that owner is gone, and a server still running with that pid is its orphan.
-    """
-
-    fd: int
-    previous: tuple[int, int] | None
 
 
 def default_cache_dir() -> Path:
@@ -226,8 +215,9 @@ class ManagedNeo4j:
         return self.home / "logs" / "console.log"
 
     @property
-    def owner_path(self) -> Path:
-        return self.home / "run" / "owner"
+    def owner(self) -> OwnerLock:
+        """This home's owner lock (``owner``): which service stops the server."""
+        return OwnerLock(self.home / "run" / "owner")
 
     # ---- connection details ----
     @property
@@ -340,38 +330,6 @@ class ManagedNeo4j:
         if self.on_progress is not None:
             self.on_progress(what, elapsed)
         return due + PROGRESS_EVERY_S
-
-    # ---- ownership ----
-    def claim(self) -> Claim | None:
-        """Take this home's owner lock for as long as this process lives (the kernel lets go
-        of a flock with the process, even on ``kill -9``); None when a live process holds it."""
-        self.owner_path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.owner_path, os.O_RDWR | os.O_CREAT, 0o600)  # not inherited (PEP 446)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            return None
-        try:
-            owner, server = map(int, os.pread(fd, 64, 0).split())
-            previous: tuple[int, int] | None = (owner, server)
-        except ValueError:
-            previous = None
-        return Claim(fd, previous)
-
-    def record_owner(self, claim: Claim, server_pid: int) -> None:
-        """Note that this process owns the server ``server_pid`` (it stops it on exit)."""
-        os.ftruncate(claim.fd, 0)
-        os.pwrite(claim.fd, f"{os.getpid()} {server_pid}\n".encode(), 0)
-
-    def release(self, claim: Claim, *, forget: bool = True) -> None:
-        """Let go of the owner lock; ``forget`` clears the record (the server is stopped or
-        was never ours)."""
-        try:
-            if forget:
-                os.ftruncate(claim.fd, 0)
-        finally:
-            os.close(claim.fd)
 
     def running_pid(self) -> int | None:
         """The pid of the server running on this home, or None."""
