@@ -93,13 +93,14 @@ def disk_fault(path: Path) -> StorageFault | None:
     return None
 
 
-def probe_write(file: Path, wait_s: float = 0.25) -> StorageFault | None:
+def probe_write(file: Path, wait_s: float = 0.25, *, lock: bool = True) -> StorageFault | None:
     """Whether a write to the SQLite ``file`` would be refused now: too little disk left, or
     another process holding the write lock past ``wait_s``. Takes the lock and lets go at once
     (``BEGIN IMMEDIATE; ROLLBACK``) on a connection of its own, so it never queues behind the
-    store's writes; writes nothing."""
+    store's writes; writes nothing. ``lock=False`` checks the disk only: the caller's own
+    writer is busy, and the lock it holds is not a fault."""
     fault = disk_fault(file)
-    if fault is not None:
+    if fault is not None or not lock:
         return fault
     try:
         conn = sqlite3.connect(f"{file.absolute().as_uri()}?mode=rw", uri=True,

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
+import threading
 from pathlib import Path
 
 import pytest
@@ -10,7 +12,7 @@ import pytest
 from mnemoql.engine.errors import InvalidInput, StoreUnavailable
 from mnemoql.engine.models import EMPTY_FILTERS
 from mnemoql.engine.store.embedded import EmbeddedStore
-from mnemoql.engine.store.embedded._db import CHUNK_HASHES_SQL
+from mnemoql.engine.store.embedded._db import CHUNK_HASHES_SQL, Database
 from tests.store._builders import axis, save_one
 
 
@@ -160,4 +162,37 @@ async def test_a_costly_listing_does_not_hold_the_database_thread(tmp_path: Path
         found = await store.list_nodes("Event", cheap, ("create_time", "DESC"), Page(5))
         assert found.total == 1 and len(found.nodes) == 1
     finally:
+        await store.close()
+
+
+async def test_readiness_does_not_call_the_stores_own_long_write_busy(tmp_path: Path) -> None:
+    """/readyz asks ``write_fault`` while a revectorize or a large import holds this store's
+    own write lock: that is work, not a fault. Another process's lock is still STORAGE_BUSY."""
+    store = EmbeddedStore(tmp_path, "alpha")
+    await store.open()
+    holding, release = threading.Event(), threading.Event()
+
+    def long_write(db: Database) -> None:  # the store's own writer, mid-transaction
+        db.conn.execute("BEGIN IMMEDIATE")
+        holding.set()
+        release.wait(10)
+        db.conn.execute("ROLLBACK")
+
+    try:
+        assert await store.write_fault() is None
+        work = asyncio.ensure_future(store._call(long_write, store._database))
+        await asyncio.to_thread(holding.wait, 10)
+        assert await store.write_fault() is None
+        release.set()
+        await work
+        other = sqlite3.connect(store.file, isolation_level=None)
+        try:
+            other.execute("BEGIN IMMEDIATE")  # another process's lock, held
+            fault = await store.write_fault()
+            assert fault is not None and fault.code == "STORAGE_BUSY"
+        finally:
+            other.execute("ROLLBACK")
+            other.close()
+    finally:
+        release.set()
         await store.close()

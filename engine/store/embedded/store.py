@@ -145,6 +145,7 @@ class EmbeddedStore:
         self._reading: ThreadPoolExecutor | None = None
         self._open_lock = asyncio.Lock()  # binds to no loop until first used
         self._caught_up = 0  # Database.caught_up at the last changed_elsewhere()
+        self._calls_in_flight = 0  # _call()s queued or running on the writer thread
 
     @property
     def file(self) -> Path:
@@ -168,7 +169,11 @@ class EmbeddedStore:
             raise StoreUnavailable(
                 "the embedded store is not open; call open() first", zh="存储未打开"
             )
-        return await _interruptible(self._db, self._writer, fn, *args, **kwargs)
+        self._calls_in_flight += 1
+        try:
+            return await _interruptible(self._db, self._writer, fn, *args, **kwargs)
+        finally:
+            self._calls_in_flight -= 1
 
     async def _read(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         """Run ``fn`` on the reader's thread (``_reader``), stopped like ``_call``."""
@@ -274,7 +279,11 @@ class EmbeddedStore:
         (``/readyz``; ``engine.store.faults.probe_write``)."""
         if self._db is None:
             return None
-        return await asyncio.to_thread(probe_write, self.file)
+        # While this store's own writer works (a revectorize, a large import) the write lock
+        # may be ours: probing it would call our own work STORAGE_BUSY. Another process's
+        # lock then surfaces in that work itself, as STORAGE_BUSY on the request.
+        lock = self._calls_in_flight == 0
+        return await asyncio.to_thread(probe_write, self.file, lock=lock)
 
     # ------------------------------------------------------------ meta
 
