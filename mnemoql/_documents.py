@@ -42,9 +42,9 @@ mutation Save($input: SaveInput!) {
 SEARCH = (
     """
 query Search($query: String, $entities: [String!], $timeHint: String, $target: SearchTarget!,
-             $session: String, $resetSeen: Boolean!, $locale: Locale!) {
+             $session: String, $resetSeen: Boolean!, $cursor: String, $locale: Locale!) {
   search(query: $query, entities: $entities, timeHint: $timeHint, target: $target,
-         session: $session, resetSeen: $resetSeen) { ...Page }
+         session: $session, resetSeen: $resetSeen, cursor: $cursor) { ...Page }
 }
 """
     + _PAGE
@@ -123,18 +123,23 @@ class Documents:
         target: Target,
         session: str | None,
         reset_seen: bool,
+        cursor: str | EvidencePage | None = None,
     ) -> tuple[str, dict[str, Any], str]:
         if target not in _TARGETS:
             from mnemoql.errors import InvalidInput
 
             raise InvalidInput("target must be Event, Person or Concept", argument="target")
+        token, sid = (None, session or self.session) if cursor is None else follow(
+            cursor, session, self.session
+        )
         variables = {
             "query": query,
             "entities": list(entities) if entities is not None else None,
             "timeHint": time_hint,
             "target": _TARGETS[target],
-            "session": session or self.session,
+            "session": sid,
             "resetSeen": reset_seen,
+            "cursor": token,
             "locale": self.locale.upper(),
         }
         return SEARCH, variables, "search"

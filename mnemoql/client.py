@@ -136,9 +136,14 @@ class Client:
         target: Target = "Event",
         session: str | None = None,
         reset_seen: bool = False,
+        cursor: str | EvidencePage | None = None,
     ) -> EvidencePage:
-        """Find evidence (see ``Memory.search``)."""
-        request = self._docs.search(query, entities, time_hint, target, session, reset_seen)
+        """Find evidence (see ``Memory.search``). Over HTTP the same search in a session
+        gives the same page (caching clients stay right); ``cursor=page`` asks for its next
+        page."""
+        request = self._docs.search(
+            query, entities, time_hint, target, session, reset_seen, cursor
+        )
         return EvidencePage.from_json(self._post(request))
 
     def expand(
@@ -258,9 +263,14 @@ class AsyncClient:
         target: Target = "Event",
         session: str | None = None,
         reset_seen: bool = False,
+        cursor: str | EvidencePage | None = None,
     ) -> EvidencePage:
-        """Find evidence (see ``Memory.search``)."""
-        request = self._docs.search(query, entities, time_hint, target, session, reset_seen)
+        """Find evidence (see ``Memory.search``). Over HTTP the same search in a session
+        gives the same page (caching clients stay right); ``cursor=page`` asks for its next
+        page."""
+        request = self._docs.search(
+            query, entities, time_hint, target, session, reset_seen, cursor
+        )
         return EvidencePage.from_json(await self._post(request))
 
     async def expand(

@@ -193,6 +193,7 @@ class Memory:
         target: Target = "Event",
         session: str | None = None,
         reset_seen: bool = False,
+        cursor: str | EvidencePage | None = None,
     ) -> EvidencePage:
         """Find evidence: at most 4 events new to the session, each with an exact quote.
 
@@ -204,14 +205,20 @@ class Memory:
                 with their neighbours, in ``entity_hits``).
             session: the evidence session (default: this memory's).
             reset_seen: forget what the session was given first.
+            cursor: a page (or its ``cursor``) of an earlier search: its next page, in that
+                page's session; query, entities and time hint may then be left out.
         """
         from mnemoql.engine.retrieval.pipeline import SearchRequest
 
-        sid = session or self.session
+        token, sid = (None, session or self.session) if cursor is None else follow(
+            cursor, session, self.session
+        )
         if target != "Event":
             page = await self.engine.search_entities(target, query)
             return EvidencePage.from_targeted(page, sid or "default", self.locale)
-        request = SearchRequest(query, list(entities) if entities else None, time_hint, reset_seen)
+        request = SearchRequest(
+            query, list(entities) if entities else None, time_hint, reset_seen, token
+        )
         return EvidencePage.from_outcome(await self.engine.search(request, sid), self.locale)
 
     async def expand(

@@ -120,6 +120,7 @@ class SyncMemory:
         target: Target = "Event",
         session: str | None = None,
         reset_seen: bool = False,
+        cursor: str | EvidencePage | None = None,
     ) -> EvidencePage:
         """See ``Memory.search``."""
         return self._call(
@@ -130,6 +131,7 @@ class SyncMemory:
                 target=target,
                 session=session,
                 reset_seen=reset_seen,
+                cursor=cursor,
             )
         )
 

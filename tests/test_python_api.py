@@ -107,6 +107,16 @@ async def test_sessions_deliver_each_event_once(memory: Memory) -> None:
     assert [i.event_id for i in reset.items] == [i.event_id for i in first.items]
 
 
+async def test_a_pages_cursor_brings_the_next_page_of_its_search(memory: Memory) -> None:
+    for event_id, text in CHAPTER:
+        await memory.save(text, id=event_id)
+    first = await memory.search("Carol lighthouse shop stranger", session="pages")
+    second = await memory.search(cursor=first)
+    assert len(first.items) == 4 and second.session == "pages"
+    ids = [i.event_id for i in first.items + second.items]
+    assert sorted(ids) == sorted(e for e, _ in CHAPTER)  # the rest, none twice
+
+
 async def test_expand_and_nearby_follow_a_page(memory: Memory) -> None:
     for event_id, text in CHAPTER:
         await memory.save(text, id=event_id)

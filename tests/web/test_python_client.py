@@ -121,6 +121,23 @@ def test_a_session_gets_each_event_once(server: Served) -> None:
         assert [i.event_id for i in reset.items] == [i.event_id for i in first.items]
 
 
+def test_a_pages_cursor_brings_the_next_page_of_its_search(server: Served) -> None:
+    with Client(server.url, token=BOB, session="bob-pages") as bob:
+        for n in range(10):
+            bob.save(f"Bob watered the quillwort bed, row {n}, before the storm.", id=f"row_{n}")
+        first = bob.search("quillwort bed storm")
+        assert len(first.items) == 4 and first.cursor
+        second = bob.search(cursor=first)  # the page stands for its search and session
+        third = bob.search(cursor=second.cursor)  # or its cursor token
+        pages = [first, second, third]
+        ids = [i.event_id for page in pages for i in page.items]
+        assert len(ids) == len(set(ids)), ids  # nothing twice
+        assert {f"row_{n}" for n in range(10)} <= set(ids)  # every row, over three pages
+        assert {page.session for page in pages} == {"bob-pages"}
+        with pytest.raises(CursorInvalid):
+            bob.search(cursor="not-a-cursor")
+
+
 def test_expand_and_nearby_continue_a_page(alice: Client) -> None:
     for event_id, text in CHAPTER:
         alice.save(text, id=event_id)
