@@ -96,6 +96,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("mnemoql")
 STATIC = Path(__file__).parent / "static"
 SESSION_HEADER = "x-memory-session"
+ACCEPTED: UnsetType = UNSET  # on_ws_connect's "no payload" (strawberry declares UNSET as Any)
 
 
 class MemoryGraphQL(GraphQL[RequestContext, None]):
@@ -158,12 +159,12 @@ class MemoryGraphQL(GraphQL[RequestContext, None]):
 
     async def on_ws_connect(self, context: RequestContext) -> UnsetType | dict[str, object] | None:
         if context.scopes or context.failure is not None:
-            return UNSET
+            return ACCEPTED
         grant = self.tokens.lookup(token_from_params(context.connection_params))
         if grant is None:
             raise ConnectionRejectionError({"code": "UNAUTHENTICATED"})
         await self._bind(context, grant)
-        return UNSET
+        return ACCEPTED
 
     def parse_json(self, data: str | bytes) -> Any:
         # strawberry answers these with a 500: bytes that are not UTF-8, nesting deeper than
@@ -193,11 +194,13 @@ class MemoryGraphQL(GraphQL[RequestContext, None]):
             allow = getattr(exc, "allow", "GET, POST" if exc.status_code == 405 else None)
             response = error_response(exc.status_code, exc.reason, media, allow=allow)
             if (seen := observation()) is not None:
-                seen.codes.append(json.loads(response.body)["errors"][0]["extensions"]["code"])
+                seen.codes.append(
+                    json.loads(bytes(response.body))["errors"][0]["extensions"]["code"]
+                )
         await self.refusal_pause.after(request.state.codes, started)  # guards.RefusalPause
         await response(scope, receive, send)
 
-    async def execute_single(  # type: ignore[override]
+    async def execute_single(
         self,
         request: Request,
         request_adapter: AsyncHTTPRequestAdapter,
@@ -259,7 +262,7 @@ class MemoryGraphQL(GraphQL[RequestContext, None]):
                 raise HTTPException(400, "operationName must be a string or null, if provided")
         return data
 
-    async def get_sub_response(self, request: Request) -> Response:
+    async def get_sub_response(self, request: Request | WebSocket) -> Response:
         sub = await super().get_sub_response(request)
         sub.media_type = request.state.media_type  # read back by create_response
         request.state.sub_response = sub  # process_result sets a request error's status here
@@ -271,7 +274,7 @@ class MemoryGraphQL(GraphQL[RequestContext, None]):
         codes = {(e.extensions or {}).get("code") for e in result.errors or []}
         if (seen := observation()) is not None:  # the metrics' code: the first error's
             seen.codes.extend(str((e.extensions or {}).get("code")) for e in result.errors or [])
-        getattr(request.state, "codes", set()).update(codes)  # read by __call__
+        getattr(request.state, "codes", set[object]()).update(codes)  # read by __call__
         if "STORE_UNAVAILABLE" in codes:
             # the next request of this space (or /readyz) tries to reopen its store
             grant = grant_of(request.scope)

@@ -23,14 +23,19 @@ import inspect
 import logging
 import os
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from starlette.types import Scope
+
+if TYPE_CHECKING:
+    from mnemoql.engine.providers.base import Embedder
 
 log = logging.getLogger("mnemoql.tracing")
 
 INSTALL = "pip install 'mnemoql[otel]'"
 _tracer: Any = None  # set by start(): tracing is on
+T = TypeVar("T")
+E = TypeVar("E", bound="Embedder")
 
 
 class TracingUnavailable(RuntimeError):
@@ -147,7 +152,7 @@ def _embedding(texts: Any = (), kind: str = "passage", *args: Any, **kwargs: Any
     return {"mnemoql.texts": len(texts), "mnemoql.kind": kind}
 
 
-def instrument_store(store: Any) -> Any:
+def instrument_store(store: T) -> T:
     """``store`` with a span around each of its public coroutine methods (when tracing is
     on; the same object either way)."""
     if _tracer is None:
@@ -158,7 +163,7 @@ def instrument_store(store: Any) -> Any:
     return store
 
 
-def instrument_embedder(embedder: Any) -> Any:
+def instrument_embedder(embedder: E) -> E:
     """``embedder`` with a span around ``embed`` (when tracing is on)."""
     if _tracer is not None:
         _patch(embedder, "embed", _traced("embedding.embed", embedder.embed, _embedding))
