@@ -17,11 +17,12 @@ import logging
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import httpx
 from cross_web import AsyncHTTPRequestAdapter, HTTPException
 from starlette.applications import Starlette
+from starlette.datastructures import State
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
@@ -107,7 +108,7 @@ class MemoryGraphQL(GraphQL[RequestContext, None]):
     graphql_transport_ws_handler_class = LimitedTransportWSHandler
     graphql_ws_handler_class = LimitedWSHandler
 
-    def __init__(self, app_state: Any, **kwargs: Any) -> None:
+    def __init__(self, app_state: State, **kwargs: Any) -> None:
         limits = kwargs.pop("limits")
         self.tokens: TokenTable = kwargs.pop("tokens")
         self.client_limits: ClientLimits | None = kwargs.pop("client_limits", None)
@@ -126,7 +127,9 @@ class MemoryGraphQL(GraphQL[RequestContext, None]):
         self.refusal_pause = RefusalPause()
         self.persisted = PersistedQueries()  # Apollo's automatic persisted queries
 
-    async def get_context(self, request: Request | WebSocket, response: Any) -> RequestContext:
+    async def get_context(
+        self, request: Request | WebSocket, response: Response | WebSocket
+    ) -> RequestContext:
         client = request.client
         context = RequestContext(
             None,
@@ -283,7 +286,7 @@ class MemoryGraphQL(GraphQL[RequestContext, None]):
         if PERSISTED_NOT_FOUND in codes:  # a cache must not keep the miss (web.persisted)
             request.state.sub_response.headers["cache-control"] = "no-store"
         body = await super().process_result(request, result)
-        status = shape(cast(dict[str, Any], body), request.state.media_type)
+        status = shape(body, request.state.media_type)
         if status != 200:
             request.state.sub_response.status_code = status
         return body
