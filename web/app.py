@@ -17,11 +17,12 @@ import logging
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import httpx
 from cross_web import AsyncHTTPRequestAdapter, HTTPException
 from starlette.applications import Starlette
+from starlette.datastructures import State
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
@@ -96,6 +97,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("mnemoql")
 STATIC = Path(__file__).parent / "static"
 SESSION_HEADER = "x-memory-session"
+ACCEPTED: UnsetType = UNSET  # on_ws_connect's "no payload" (strawberry declares UNSET as Any)
 
 
 class MemoryGraphQL(GraphQL[RequestContext, None]):
@@ -106,7 +108,7 @@ class MemoryGraphQL(GraphQL[RequestContext, None]):
     graphql_transport_ws_handler_class = LimitedTransportWSHandler
     graphql_ws_handler_class = LimitedWSHandler
 
-    def __init__(self, app_state: Any, **kwargs: Any) -> None:
+    def __init__(self, app_state: State, **kwargs: Any) -> None:
         limits = kwargs.pop("limits")
         self.tokens: TokenTable = kwargs.pop("tokens")
         self.client_limits: ClientLimits | None = kwargs.pop("client_limits", None)
@@ -125,7 +127,9 @@ class MemoryGraphQL(GraphQL[RequestContext, None]):
         self.refusal_pause = RefusalPause()
         self.persisted = PersistedQueries()  # Apollo's automatic persisted queries
 
-    async def get_context(self, request: Request | WebSocket, response: Any) -> RequestContext:
+    async def get_context(
+        self, request: Request | WebSocket, response: Response | WebSocket
+    ) -> RequestContext:
         client = request.client
         context = RequestContext(
             None,
@@ -158,12 +162,12 @@ class MemoryGraphQL(GraphQL[RequestContext, None]):
 
     async def on_ws_connect(self, context: RequestContext) -> UnsetType | dict[str, object] | None:
         if context.scopes or context.failure is not None:
-            return UNSET
+            return ACCEPTED
         grant = self.tokens.lookup(token_from_params(context.connection_params))
         if grant is None:
             raise ConnectionRejectionError({"code": "UNAUTHENTICATED"})
         await self._bind(context, grant)
-        return UNSET
+        return ACCEPTED
 
     def parse_json(self, data: str | bytes) -> Any:
         # strawberry answers these with a 500: bytes that are not UTF-8, nesting deeper than
@@ -193,11 +197,13 @@ class MemoryGraphQL(GraphQL[RequestContext, None]):
             allow = getattr(exc, "allow", "GET, POST" if exc.status_code == 405 else None)
             response = error_response(exc.status_code, exc.reason, media, allow=allow)
             if (seen := observation()) is not None:
-                seen.codes.append(json.loads(response.body)["errors"][0]["extensions"]["code"])
+                seen.codes.append(
+                    json.loads(bytes(response.body))["errors"][0]["extensions"]["code"]
+                )
         await self.refusal_pause.after(request.state.codes, started)  # guards.RefusalPause
         await response(scope, receive, send)
 
-    async def execute_single(  # type: ignore[override]
+    async def execute_single(
         self,
         request: Request,
         request_adapter: AsyncHTTPRequestAdapter,
@@ -259,7 +265,7 @@ class MemoryGraphQL(GraphQL[RequestContext, None]):
                 raise HTTPException(400, "operationName must be a string or null, if provided")
         return data
 
-    async def get_sub_response(self, request: Request) -> Response:
+    async def get_sub_response(self, request: Request | WebSocket) -> Response:
         sub = await super().get_sub_response(request)
         sub.media_type = request.state.media_type  # read back by create_response
         request.state.sub_response = sub  # process_result sets a request error's status here
@@ -271,7 +277,7 @@ class MemoryGraphQL(GraphQL[RequestContext, None]):
         codes = {(e.extensions or {}).get("code") for e in result.errors or []}
         if (seen := observation()) is not None:  # the metrics' code: the first error's
             seen.codes.extend(str((e.extensions or {}).get("code")) for e in result.errors or [])
-        getattr(request.state, "codes", set()).update(codes)  # read by __call__
+        getattr(request.state, "codes", set[object]()).update(codes)  # read by __call__
         if "STORE_UNAVAILABLE" in codes:
             # the next request of this space (or /readyz) tries to reopen its store
             grant = grant_of(request.scope)
@@ -280,7 +286,7 @@ class MemoryGraphQL(GraphQL[RequestContext, None]):
         if PERSISTED_NOT_FOUND in codes:  # a cache must not keep the miss (web.persisted)
             request.state.sub_response.headers["cache-control"] = "no-store"
         body = await super().process_result(request, result)
-        status = shape(cast(dict[str, Any], body), request.state.media_type)
+        status = shape(body, request.state.media_type)
         if status != 200:
             request.state.sub_response.status_code = status
         return body

@@ -20,7 +20,7 @@ import socket
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 from pydantic_settings import SettingsError
@@ -30,6 +30,9 @@ from mnemoql.engine.errors import MnemoError
 from mnemoql.engine.redact import mask_text
 from mnemoql.engine.store.faults import storage_fault
 from mnemoql.web import datacmds
+
+if TYPE_CHECKING:
+    from starlette.applications import Starlette
 
 KEEP_ALIVE_S = 75
 
@@ -98,7 +101,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
               f"{tracing.INSTALL}", file=sys.stderr)  # fmt: skip
         return 2
 
-    def build() -> Any:
+    def build() -> Starlette:
         from mnemoql.web.app import create_app
 
         return create_app(settings)

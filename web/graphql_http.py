@@ -26,6 +26,7 @@ from typing import Any
 from cross_web import HTTPException
 from graphql import GraphQLError
 from starlette.responses import Response
+from strawberry.http import GraphQLHTTPResponse
 from strawberry.types import ExecutionResult
 from strawberry.types.graphql import OperationType
 
@@ -105,7 +106,7 @@ def request_error_status(body: Mapping[str, Any]) -> int | None:
     return max(s for s in statuses if s is not None)
 
 
-def shape(body: dict[str, Any], media: str) -> int:
+def shape(body: GraphQLHTTPResponse, media: str) -> int:
     """The status for ``body`` in ``media``; drops ``data`` from a request error's body when
     answering ``application/graphql-response+json``."""
     status = request_error_status(body)

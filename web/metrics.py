@@ -24,8 +24,9 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -43,6 +44,10 @@ from starlette.responses import JSONResponse, Response
 
 from mnemoql.engine.errors import MnemoError
 from mnemoql.web.auth import TokenTable, bearer
+
+if TYPE_CHECKING:
+    from mnemoql.engine.providers.base import Embedder
+    from mnemoql.engine.spaces import Spaces
 
 log = logging.getLogger("mnemoql.metrics")
 
@@ -130,7 +135,7 @@ def operation(transport: str, name: str, code: str, seconds: float) -> None:
     m.operation_seconds.labels(transport, name).observe(seconds)
 
 
-async def _store_items(spaces: Any) -> dict[tuple[str, str], int]:
+async def _store_items(spaces: Spaces) -> dict[tuple[str, str], int]:
     items: dict[tuple[str, str], int] = {}
     for space in spaces.names:
         try:
@@ -145,7 +150,7 @@ async def _store_items(spaces: Any) -> dict[tuple[str, str], int]:
     return items
 
 
-async def exposition(spaces: Any, embedder: Any) -> bytes:
+async def exposition(spaces: Spaces | None, embedder: Embedder | None) -> bytes:
     """The text format, with the gauges read now."""
     m = _metrics()
     depth = getattr(embedder, "queue_depth", None)
@@ -165,7 +170,7 @@ def _refusal(status: int, message: str, code: str) -> Response:
     return JSONResponse(body, status_code=status, headers=headers)
 
 
-def endpoint(tokens: TokenTable) -> Any:
+def endpoint(tokens: TokenTable) -> Callable[[Request], Awaitable[Response]]:
     """The ``/metrics`` handler: see the module docstring for who may read it."""
 
     async def metrics_page(request: Request) -> Response:

@@ -86,7 +86,9 @@ async def serving_spaces(
             from mnemoql.web.neo4j_boot import stop_started
 
             stack.push_async_callback(asyncio.to_thread, stop_started)
-        client = http_client or await stack.enter_async_context(httpx.AsyncClient())
+        client = http_client
+        if client is None:
+            client = await stack.enter_async_context(httpx.AsyncClient())
         providers = build_providers(settings, client)
         if embedder is not None:
             providers = dataclasses.replace(providers, embedder=embedder)

@@ -8,7 +8,11 @@ import logging
 import socket
 import traceback
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # only the names: this module loads before the service (see StartingApp)
+    from starlette.applications import Starlette
+    from starlette.types import Receive, Scope, Send
 
 
 class StartingApp:
@@ -27,17 +31,17 @@ class StartingApp:
     for a failed start-up).
     """
 
-    def __init__(self, build: Callable[[], Any], on_failure: Callable[[], None]) -> None:
+    def __init__(self, build: Callable[[], Starlette], on_failure: Callable[[], None]) -> None:
         self._build = build
         self._on_failure = on_failure
-        self.app: Any = None  # the real app, once its start-up completed
+        self.app: Starlette | None = None  # the real app, once its start-up completed
         self.failed = False
         self.error: str | None = None  # the one-line reason of an operator-caused failure
         self._settled: asyncio.Event | None = None  # set when the app is up or failed
         self._stop: asyncio.Event | None = None
         self._task: asyncio.Task[None] | None = None
 
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
             await self._lifespan(receive, send)
             return
@@ -57,7 +61,7 @@ class StartingApp:
                 return
         await self.app(scope, receive, send)
 
-    async def _lifespan(self, receive: Any, send: Any) -> None:
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
@@ -141,7 +145,7 @@ def operator_error(exc: BaseException) -> str | None:
     return None
 
 
-async def _send_json(send: Any, status: int, state: str) -> None:
+async def _send_json(send: Send, status: int, state: str) -> None:
     body = json.dumps({"status": state}).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     await send({"type": "http.response.start", "status": status, "headers": headers})

@@ -22,15 +22,22 @@ import functools
 import inspect
 import logging
 import os
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterator
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from starlette.types import Scope
+
+if TYPE_CHECKING:  # OpenTelemetry is an optional extra: only its names here
+    from opentelemetry.trace import Span, Tracer
+
+    from mnemoql.engine.providers.base import Embedder
 
 log = logging.getLogger("mnemoql.tracing")
 
 INSTALL = "pip install 'mnemoql[otel]'"
-_tracer: Any = None  # set by start(): tracing is on
+_tracer: Tracer | None = None  # set by start(): tracing is on
+T = TypeVar("T")
+E = TypeVar("E", bound="Embedder")
 
 
 class TracingUnavailable(RuntimeError):
@@ -89,7 +96,7 @@ def enabled() -> bool:
 
 
 @contextlib.contextmanager
-def request_span(scope: Scope, route: str, request_id: str) -> Iterator[Any]:
+def request_span(scope: Scope, route: str, request_id: str) -> Iterator[Span | None]:
     """The span of one HTTP request (None when tracing is off)."""
     if _tracer is None:
         yield None
@@ -114,7 +121,7 @@ def request_span(scope: Scope, route: str, request_id: str) -> Iterator[Any]:
         yield span
 
 
-def finish_request(span: Any, status: int, operation: str | None, codes: list[str]) -> None:
+def finish_request(span: Span | None, status: int, operation: str | None, codes: list[str]) -> None:
     if span is None:
         return
     from opentelemetry.trace import Status, StatusCode
@@ -128,7 +135,9 @@ def finish_request(span: Any, status: int, operation: str | None, codes: list[st
         span.set_status(Status(StatusCode.ERROR))
 
 
-def _traced(name: str, method: Callable[..., Any], describe: Callable[..., dict[str, Any]]) -> Any:
+def _traced(
+    name: str, method: Callable[..., Awaitable[Any]], describe: Callable[..., dict[str, Any]]
+) -> Callable[..., Awaitable[Any]]:
     @functools.wraps(method)
     async def call(*args: Any, **kwargs: Any) -> Any:
         if _tracer is None:
@@ -147,7 +156,7 @@ def _embedding(texts: Any = (), kind: str = "passage", *args: Any, **kwargs: Any
     return {"mnemoql.texts": len(texts), "mnemoql.kind": kind}
 
 
-def instrument_store(store: Any) -> Any:
+def instrument_store(store: T) -> T:
     """``store`` with a span around each of its public coroutine methods (when tracing is
     on; the same object either way)."""
     if _tracer is None:
@@ -158,14 +167,14 @@ def instrument_store(store: Any) -> Any:
     return store
 
 
-def instrument_embedder(embedder: Any) -> Any:
+def instrument_embedder(embedder: E) -> E:
     """``embedder`` with a span around ``embed`` (when tracing is on)."""
     if _tracer is not None:
         _patch(embedder, "embed", _traced("embedding.embed", embedder.embed, _embedding))
     return embedder
 
 
-def _patch(target: Any, name: str, wrapped: Any) -> None:
+def _patch(target: object, name: str, wrapped: object) -> None:
     try:
         setattr(target, name, wrapped)
     except AttributeError:  # __slots__: that object goes untraced

@@ -18,7 +18,14 @@ from collections.abc import Iterator
 from contextvars import ContextVar
 from typing import Any
 
-from graphql import ArgumentNode, GraphQLError, Visitor, value_from_ast_untyped, visit
+from graphql import (
+    ArgumentNode,
+    DocumentNode,
+    GraphQLError,
+    Visitor,
+    value_from_ast_untyped,
+    visit,
+)
 from strawberry.extensions import SchemaExtension
 from strawberry.types import ExecutionResult
 from strawberry.types.graphql import OperationType
@@ -30,7 +37,7 @@ from mnemoql.engine.errors import MnemoError
 _TREE_KEYS = frozenset({"AND", "OR", "NOT"})
 
 
-def where_size(value: Any, stop: tuple[int, int] | None = None) -> tuple[int, int]:
+def where_size(value: object, stop: tuple[int, int] | None = None) -> tuple[int, int]:
     """``(conditions, depth)`` of a ``where`` value as JSON: each operator of a field filter
     counts one condition (each value of an ``in`` list one), AND / OR / NOT add a level, and a
     list of more branches than the cap is over it.
@@ -38,7 +45,7 @@ def where_size(value: Any, stop: tuple[int, int] | None = None) -> tuple[int, in
     must not cost more than accepting one at the cap."""
     max_conditions, max_depth = stop if stop is not None else (float("inf"), float("inf"))
     conditions, depth = 0, 0
-    stack: list[tuple[Any, int]] = [(value, 0)]
+    stack: list[tuple[object, int]] = [(value, 0)]
     while stack and conditions <= max_conditions and depth <= max_depth:
         node, level = stack.pop()
         if isinstance(node, list):
@@ -106,7 +113,9 @@ class _WhereArguments(Visitor):
             self.found.append(node)
 
 
-def check_inputs(document: Any, variables: dict[str, Any] | None, limits: Limits) -> None:
+def check_inputs(
+    document: DocumentNode | None, variables: dict[str, Any] | None, limits: Limits
+) -> None:
     """Lone surrogates in the variables, and the size of every ``where`` argument (literal or
     variable), before any of it is converted.
 

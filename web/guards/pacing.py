@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
+from collections.abc import Collection
 
 
 class ParseBudget:
@@ -64,7 +64,7 @@ class RefusalPause:
         self.max_s = max_s
         self.paused_s = 0.0  # the sum of the pauses so far
 
-    async def after(self, codes: set[Any], started: float) -> None:
+    async def after(self, codes: Collection[object], started: float) -> None:
         """Pause if ``codes`` (the errors' codes) say the request was refused for its size;
         ``started`` is its ``time.perf_counter()`` at arrival."""
         if "LIMIT_EXCEEDED" not in codes:

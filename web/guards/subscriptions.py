@@ -9,11 +9,13 @@ socket and its other operations go on. The client is the token the socket authen
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Protocol, runtime_checkable
 
 from graphql import GraphQLError
+from strawberry.asgi import ASGIWebSocketAdapter
 from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import (
     BaseGraphQLTransportWSHandler,
+    Operation,
 )
 from strawberry.subscriptions.protocols.graphql_transport_ws.types import ErrorMessage
 from strawberry.subscriptions.protocols.graphql_ws.handlers import BaseGraphQLWSHandler
@@ -21,17 +23,29 @@ from strawberry.subscriptions.protocols.graphql_ws.types import (
     ErrorMessage as LegacyErrorMessage,
 )
 
-from mnemoql.web.auth import token_from_params
+from mnemoql.resolvers.context import RequestContext
+from mnemoql.web.auth import TokenTable, token_from_params
 from mnemoql.web.guards.limits import ClientLimits, Refusal, client_key
 
 
-def _slots(handler: Any) -> tuple[ClientLimits | None, str]:
+@runtime_checkable
+class LimitedView(Protocol):
+    """What these handlers read from their view (``web.app.MemoryGraphQL``)."""
+
+    tokens: TokenTable
+    client_limits: ClientLimits | None
+
+
+def _slots(
+    handler: BaseGraphQLTransportWSHandler[RequestContext, None]
+    | BaseGraphQLWSHandler[RequestContext, None],
+) -> tuple[ClientLimits | None, str]:
     """The view's ``ClientLimits`` and the client of this socket."""
-    view = handler.view
-    limits: ClientLimits | None = getattr(view, "client_limits", None)
-    scope = handler.websocket.ws.scope
-    params = getattr(handler.context, "connection_params", None)
-    return limits, client_key(scope, view.tokens, token_from_params(params))
+    view, socket = handler.view, handler.websocket
+    # strawberry types them as its base classes; ours are MemoryGraphQL and strawberry.asgi's
+    assert isinstance(view, LimitedView) and isinstance(socket, ASGIWebSocketAdapter)
+    params = handler.context.connection_params
+    return view.client_limits, client_key(socket.ws.scope, view.tokens, token_from_params(params))
 
 
 def _error(refused: Refusal) -> GraphQLError:
@@ -40,10 +54,10 @@ def _error(refused: Refusal) -> GraphQLError:
     )
 
 
-class LimitedTransportWSHandler(BaseGraphQLTransportWSHandler[Any, Any]):
+class LimitedTransportWSHandler(BaseGraphQLTransportWSHandler[RequestContext, None]):
     """graphql-transport-ws with subscription slots."""
 
-    async def run_operation(self, operation: Any) -> None:
+    async def run_operation(self, operation: Operation[RequestContext, None]) -> None:
         limits, key = _slots(self)
         if limits is None:
             await super().run_operation(operation)
@@ -62,7 +76,7 @@ class LimitedTransportWSHandler(BaseGraphQLTransportWSHandler[Any, Any]):
             limits.close_subscription(key)
 
 
-class LimitedWSHandler(BaseGraphQLWSHandler[Any, Any]):
+class LimitedWSHandler(BaseGraphQLWSHandler[RequestContext, None]):
     """The legacy graphql-ws protocol with subscription slots."""
 
     async def handle_async_results(

@@ -123,7 +123,7 @@ def _measured(call_tool: CallTool) -> CallTool:
     return measured
 
 
-def _tool_listing(tool: Tool, limits: Limits) -> types.Tool:
+def _tool_listing(tool: Tool[Any], limits: Limits) -> types.Tool:
     return types.Tool(
         name=tool.name,
         title=tool.title,

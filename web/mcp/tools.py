@@ -13,7 +13,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel
 
@@ -38,18 +38,18 @@ class Call:
 
 
 Answer = tuple[str, BaseModel]
-Run = Callable[[Call, Any], Awaitable[Answer]]
+A = TypeVar("A", bound=BaseModel)
 
 
 @dataclass(frozen=True, slots=True)
-class Tool:
+class Tool(Generic[A]):
     name: str
     title: str
     description: str
-    args: type[BaseModel]
+    args: type[A]  # what run is called with (arguments.parse)
     output: type[BaseModel]
     scope: Literal["read", "write"]
-    run: Run
+    run: Callable[[Call, A], Awaitable[Answer]]
     hints: dict[str, bool] = field(default_factory=dict)
 
 
@@ -137,7 +137,7 @@ async def activate(call: Call, args: a.ActivateArgs) -> Answer:
 
 _READ = {"read_only_hint": True, "open_world_hint": False}
 
-TOOLS: dict[str, Tool] = {
+TOOLS: dict[str, Tool[Any]] = {
     t.name: t
     for t in (
         Tool(
