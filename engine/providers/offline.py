@@ -5,10 +5,11 @@ It is honest rather than clever: one event per paragraph or utterance block (at 
 ``Name:`` speaker prefixes and capitalised English names checked against name lists
 (``lexicons``: a word the English lexicon knows and no English-locale name list holds, such as
 "Patch" or "Python", is no person), given names typed in lower case as chat does ("thanks
-emma"), names joined to a person by "and" / "," and performers' "DJ" / "Lil" names, locations from ``ns`` tags, GeoNames and ``in/at <Place>`` patterns,
-and concepts: the most salient nouns and noun phrases, about one per 150 characters
-(``concept_budget``). The output is deterministic and always validates as
-:class:`prompts.extraction.Extraction`. ``bench/extraction.py`` measures it.
+emma"), names joined to a person by "and" / "," and performers' "DJ" / "Lil" names;
+locations from ``ns`` tags, GeoNames and ``in/at <Place>`` patterns, and concepts: the most
+salient nouns and noun phrases, about one per 150 characters (``concept_budget``). The output
+is deterministic and always validates as :class:`prompts.extraction.Extraction`.
+``bench/extraction.py`` measures it.
 
 jieba's dictionary and the name lists load (a few seconds) on first use or in ``warm_up``, in a
 worker thread.
@@ -342,7 +343,10 @@ def _ordinary(word: str) -> bool:
     capitalised, it opens a sentence or names a thing, not a person."""
     k = _key(word)
     names = lexicons()
-    return bool(english.readings(k)) and k not in names.given_en and k not in names.surnames_en
+    found = english.readings(k)
+    if found == {"VERB"}:
+        return True  # "Add", "Fix": the lists hold a few of these too
+    return bool(found) and k not in names.given_en and k not in names.surnames_en
 
 
 def _given(word: str) -> bool:
@@ -390,7 +394,12 @@ def _is_person(words: list[str], cue: bool) -> bool:
     Bob", "Priya said") when it is no ordinary word, or a given name the lexicon does not
     know as a word, wherever it stands ("thanks, Caroline", "Bart won
     first place"; "Will", "Max" are words and need a cue)."""
-    if any(_ordinary(w) or _key(w) in _GROUP_WORDS for w in words):
+    if any(_key(w) in _GROUP_WORDS for w in words):
+        return False
+    if len(words) >= 2 and _given(words[0]) and _key(words[-1]) in lexicons().surnames:
+        # "Grace Hopper": a given name and a surname of any locale, words or not
+        return not any(_ordinary(w) for w in words[:-1])
+    if any(_ordinary(w) for w in words):
         return False
     if len(words) >= 2:
         return cue or _given(words[0]) or _key(words[-1]) in lexicons().surnames
@@ -418,7 +427,8 @@ def _english_entities(text: str) -> tuple[list[str], list[str], list[str]]:
         while words and (_key(words[0]) in _NOT_NAMES or _key(words[0]) in _TITLES):
             titled = titled or _key(words[0]) in _TITLES
             words.pop(0)
-        if words and re.search(r"['’]s$", words[-1]):
+        owner = bool(words and re.search(r"['’]s$", words[-1]))
+        if owner:
             words[-1] = words[-1][:-2]  # "Sophia’s party": the owner's name
         if not words or any(_key(w) in _NOT_NAMES for w in words):
             continue
@@ -449,7 +459,7 @@ def _english_entities(text: str) -> tuple[list[str], list[str], list[str]]:
         elif words[0] == "Lil" and len(words) > 1:
             titled = True
         tail = _LOWER_SURNAME.match(text[m.end() :])
-        if len(words) < 3 and _given(words[0]) and tail and _surname_like(tail[1]):
+        if not owner and len(words) < 3 and _given(words[0]) and tail and _surname_like(tail[1]):
             words.append(tail[1].capitalize())  # "Donald trump", "Kylie minogue"
             name = " ".join(words)
         if titled and len(words) <= 3:
@@ -463,7 +473,8 @@ def _english_entities(text: str) -> tuple[list[str], list[str], list[str]]:
             persons.append(name)
         elif not sentence_start or len(words) > 1:
             proper.append(name)
-    persons.extend(_lower_case_names(text, {_key(p) for p in persons}))
+    named = {k for p in persons for k in [_key(p), *_key(p).split()]}
+    persons.extend(_lower_case_names(text, named))
     persons.extend(_coordinated(text, persons, place_keys))
     return persons, places, proper
 
@@ -533,12 +544,12 @@ def _lower_case_names(text: str, found: set[str]) -> list[str]:
             continue
         if english.readings(k) or k in names.places:
             continue
-        if _modifier(text[m.end() :]):
-            continue
         tail = _LOWER_SURNAME.match(text[m.end() :])
         name = m[0].capitalize()
-        if tail and _surname_like(tail[1]):
-            name = f"{name} {tail[1].capitalize()}"
+        if tail and _surname_like(tail[1]) and _key(tail[1]) in names.surnames_en:
+            name = f"{name} {tail[1].capitalize()}"  # "kevin smith"
+        elif _modifier(text[m.end() :]):
+            continue
         out.append(name)
         found.add(k)
     return out
