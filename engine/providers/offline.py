@@ -479,6 +479,26 @@ def _english_entities(text: str) -> tuple[list[str], list[str], list[str]]:
     return persons, places, proper
 
 
+_CAPS_WORD = re.compile(r"(?<![A-Za-z])[A-Z][A-Z'’]+(?![A-Za-z])")
+
+
+def _shouted(text: str) -> str:
+    """A text typed mostly in capitals ("I LIVE FOR YOUR VLOGS ESTEE") as it would be written:
+    words the lexicon knows in lower case, the others capitalised, so the name rules read it as
+    ordinary text ("Estee")."""
+    letters = [c for c in text if c.isalpha() and c.isascii()]
+    if len(letters) < 12 or sum(c.isupper() for c in letters) < 0.8 * len(letters):
+        return text
+
+    def recase(m: re.Match[str]) -> str:
+        k = _key(m[0])
+        if k in _NOT_NAMES or english.readings(k):
+            return m[0].lower()
+        return m[0].capitalize()
+
+    return _CAPS_WORD.sub(recase, text)
+
+
 _AND = r"\s*(?:,|&|\band\b|\bor\b|\bvs\.?)\s*"
 
 
@@ -641,7 +661,7 @@ def _plain(text: str) -> str:
 
 
 def _analyse(block: _Block) -> None:
-    text = _plain(block.text[:_ANALYSE_MAX])
+    text = _shouted(_plain(block.text[:_ANALYSE_MAX]))
     persons: list[str] = []
     locations: list[str] = []
     nouns: dict[str, float] = {}  # salience by normalised key

@@ -370,6 +370,7 @@ LABELLED_EN = [
     ("Lisa received a pink Barbie doll from her grandma.", ["Lisa"], []),
     ("We went to Sophia’s birthday party in Lisbon.", ["Sophia"], ["Lisbon"]),
     ("Lisa and her classmate Wang were cleaning the classroom.", ["Lisa", "Wang"], []),
+    ("WE MET JAMES IN LONDON LAST WEEK", ["James"], ["London"]),  # shouted
     ("Wtf happened . Im waiting for the French version lol", [], []),
     ("Justice and Peace for All", [], []),
     ("my brother bought a teddy bear for his daughter", [], []),
