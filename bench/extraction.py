@@ -475,6 +475,7 @@ def main() -> None:
     corpora["seeds (3 long zh docs)"] = seeds()
     corpora["one character x1500"] = [Item("y" * 1500)]
     rows: list[list[object]] = []
+    side: list[list[object]] = []
     topic_rows: list[list[object]] = []
     common: dict[str, Counter[str]] = {}
     for label, items in corpora.items():
@@ -488,7 +489,10 @@ def main() -> None:
             if label.startswith("changelog"):
                 common[who] = s.common_persons
             print(f"{label} / {who}: {s.saves} saves in {s.seconds:.1f}s", file=sys.stderr)
-        rows.extend(rows_for(label, scores))
+        rows.extend(found := list(rows_for(label, scores)))
+        if len(found) == 2:  # before and after: side by side
+            before, after = found
+            side.append([label, *(f"{before[i]} / {after[i]}" for i in (3, 4, 5, 6, 7, 8))])
     headers = [
         "corpus",
         "extractor",
@@ -508,6 +512,23 @@ def main() -> None:
         "# Offline extraction",
         "",
         f"`{command_line()}` on {git_rev()}; {machine_line(load_at_start)}",
+        "",
+        "Before / after, side by side:",
+        "",
+        table(
+            [
+                "corpus",
+                "Person P",
+                "Person R",
+                "Location P",
+                "Location R",
+                "concepts / 1k chars",
+                "stop+verb",
+            ],
+            side,
+        ),
+        "",
+        "Every figure:",
         "",
         table(headers, rows),
         "",
