@@ -446,6 +446,10 @@ def rows_for(label: str, scores: dict[str, Score]) -> Iterator[list[object]]:
         ]
 
 
+def _f(value: object) -> str:
+    return f"{value:.3f}" if isinstance(value, float) else str(value)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--baseline", default="main", help="git ref of the 'before' extractor")
@@ -492,7 +496,7 @@ def main() -> None:
         rows.extend(found := list(rows_for(label, scores)))
         if len(found) == 2:  # before and after: side by side
             before, after = found
-            side.append([label, *(f"{before[i]} / {after[i]}" for i in (3, 4, 5, 6, 7, 8))])
+            side.append([label, *(f"{_f(before[i])} / {_f(after[i])}" for i in range(3, 9))])
     headers = [
         "corpus",
         "extractor",
