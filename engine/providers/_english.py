@@ -158,6 +158,15 @@ def inflected_verb(word: str) -> bool:
     return set(found) == {"VERB"} and low not in found["VERB"]
 
 
+def base_noun(word: str) -> bool:
+    """``bear``, ``doll``: a noun in its own base form, no stop word and no common verb
+    (``makes``, ``win``, ``you`` are not)."""
+    low = word.lower()
+    if low in _STOP or _common_verb(low):
+        return False
+    return low in _lemmas(low).get("NOUN", ())
+
+
 def _is_word(token: str) -> bool:
     return token[0].isalpha()
 

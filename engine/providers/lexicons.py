@@ -39,7 +39,11 @@ _COUNTRY_POPULATION = 10**9  # a country or state: bigger than any city for the 
 @dataclass(frozen=True, slots=True)
 class Lexicons:
     given: frozenset[str]  # casefolded
+    # given names of faker's English-speaking locales (en, en_GB, en_US, en_IN, en_NG, ...):
+    # the only ones trusted in lower case ("thanks emma"), where a word of any tongue is likely
+    given_en: frozenset[str]
     surnames: frozenset[str]  # casefolded
+    surnames_en: frozenset[str]  # of the English-speaking locales
     places: dict[str, int]  # casefolded name -> population (countries and states: 10**9)
 
 
@@ -53,8 +57,8 @@ def lexicons() -> Lexicons:
     if _loaded is None:
         with _lock:
             if _loaded is None:
-                given, surnames = _person_names()
-                _loaded = Lexicons(given, surnames, _places())
+                given, given_en, surnames, surnames_en = _person_names()
+                _loaded = Lexicons(given, given_en, surnames, surnames_en, _places())
     return _loaded
 
 
@@ -66,13 +70,17 @@ def _latin(name: str) -> bool:
     )
 
 
-def _person_names() -> tuple[frozenset[str], frozenset[str]]:
+def _person_names() -> tuple[frozenset[str], frozenset[str], frozenset[str], frozenset[str]]:
+    """(given names, surnames), each of all locales and of the English-speaking ones."""
     import faker.providers.person as people
 
     given: set[str] = set()
+    given_en: set[str] = set()
     surnames: set[str] = set()
+    surnames_en: set[str] = set()
     for info in pkgutil.iter_modules(people.__path__):
         provider = importlib.import_module(f"{people.__name__}.{info.name}").Provider
+        english = info.name == "en" or info.name.startswith("en_")
         for attr, into in (
             ("first_names", given),
             ("first_names_male", given),
@@ -82,8 +90,11 @@ def _person_names() -> tuple[frozenset[str], frozenset[str]]:
         ):
             names = provider.__dict__.get(attr)  # its own lists, not a property or a parent's
             if isinstance(names, dict | tuple | list):
-                into.update(n.casefold() for n in names if isinstance(n, str) and _latin(n))
-    return frozenset(given), frozenset(surnames)
+                found = {n.casefold() for n in names if isinstance(n, str) and _latin(n)}
+                into.update(found)
+                if english:
+                    (given_en if into is given else surnames_en).update(found)
+    return frozenset(given), frozenset(given_en), frozenset(surnames), frozenset(surnames_en)
 
 
 def _places() -> dict[str, int]:

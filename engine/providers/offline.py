@@ -3,11 +3,13 @@
 It is honest rather than clever: one event per paragraph or utterance block (at most
 ``MAX_EVENTS``), the block's leading sentence as summary, persons from jieba's ``nr`` tags,
 ``Name:`` speaker prefixes and capitalised English names checked against name lists
-(``lexicons``: a word the English lexicon knows and no name list holds, such as "Patch" or
-"Python", is no person), locations from ``ns`` tags, GeoNames and ``in/at <Place>`` patterns,
-and concepts: the most salient nouns and noun phrases, about one per 150 characters
-(``concept_budget``). The output is deterministic and always validates as
-:class:`prompts.extraction.Extraction`. ``bench/extraction.py`` measures it.
+(``lexicons``: a word the English lexicon knows and no English-locale name list holds, such as
+"Patch" or "Python", is no person), given names typed in lower case as chat does ("thanks
+emma"), names joined to a person by "and" / "," and performers' "DJ" / "Lil" names;
+locations from ``ns`` tags, GeoNames and ``in/at <Place>`` patterns, and concepts: the most
+salient nouns and noun phrases, about one per 150 characters (``concept_budget``). The output
+is deterministic and always validates as :class:`prompts.extraction.Extraction`.
+``bench/extraction.py`` measures it.
 
 jieba's dictionary and the name lists load (a few seconds) on first use or in ``warm_up``, in a
 worker thread.
@@ -58,8 +60,30 @@ _CALENDAR_WORDS = wordset(
     june july august september october november december today tomorrow yesterday christmas
     easter thanksgiving halloween hanukkah diwali ramadan"""
 )
+# Chat shorthand: capitalised at a sentence start ("Wtf happened", "Im waiting"), never a name.
+_CHAT_WORDS = wordset(
+    """lol lmao lmfao rofl omg omfg wtf tbh idk imo imho smh ikr btw fyi plz pls thx ty ur im
+    ima dunno vid vids yall ya da bro bruh dude fam xd xoxo gg rip nvm irl af fr ily ppl fuck
+    fucking fuckin damn shit"""
+)
+# Nationalities, faiths and parties: capitalised words the lexicon often does not know, and
+# groups rather than persons ("speaking French", "Jews left").
+_GROUP_WORDS = wordset(
+    """american americans british english french german germans chinese japanese korean
+    koreans indian indians russian russians italian italians spanish mexican mexicans canadian
+    canadians australian australians irish scottish welsh dutch swedish norwegian danish
+    finnish polish greek greeks turkish arab arabs arabic persian iranian iranians iraqi
+    israeli israelis palestinian palestinians syrian syrians egyptian african africans
+    nigerian kenyan brazilian brazilians argentine argentinian colombian cuban jamaican
+    filipino filipinos vietnamese thai indonesian pakistani afghan ukrainian ukrainians
+    portuguese swiss austrian belgian hungarian czech european europeans asian asians latino
+    latinos latina hispanic hispanics british brits muslim muslims islamic christian
+    christians catholic catholics protestant jewish jew jews hindu hindus buddhist sikh
+    mormon democrat democrats republican republicans texan californian western eastern"""
+)
 _NOT_NAMES = (
     ENGLISH_STOPWORDS
+    | _CHAT_WORDS
     | ROLE_WORDS
     | _HEADING_WORDS
     | _CALENDAR_WORDS
@@ -111,6 +135,8 @@ _TITLES = english.HONORIFICS | wordset(
     """president senator governor minister chancellor judge colonel general captain coach
     king queen prince princess pope saint lord lady professor doctor uncle aunt"""
 )
+# Stage-name prefixes: what follows is a performer's name, whatever its words.
+_STAGE_NAME = re.compile(r"(?<![A-Za-z])(DJ|MC)\s+$")
 _TITLE_BEFORE = re.compile(r"\b(?:mr|mrs|ms|dr|prof)\.?\s+$", re.IGNORECASE)
 _PLACE = re.compile(
     r"\b(?:in|at|near|from|to|into|visit(?:ed|ing)?|moved to|went to|flew to|arrived in|"
@@ -124,11 +150,14 @@ _MOTION = re.compile(
     r"relocated|returned|trip|flight)\s+(?:\w+\s+){0,3}$"
 )
 _PERSON_CUE_BEFORE = re.compile(
-    r"\b(?:with|and|met|meet|meeting|told|asked|called|named|by|thanks|thank|dear|hi|hello|"
-    r"hey|mr|mrs|ms|dr|prof|friend|colleague|boss|wife|husband|brother|sister|mother|father)"
-    r"\.?\s+$",
+    r"\b(?:with|met|meet|meeting|told|asked|called|named|by|thanks|thank|dear|hi|hello|"
+    r"hey|bye|mr|mrs|ms|dr|prof|friend|colleague|boss|wife|husband|brother|sister|mother|"
+    r"father|cousin|classmate|roommate|neighbou?r|teacher|son|daughter|girlfriend|boyfriend|"
+    r"grandson|granddaughter|nephew|niece)\.?\s+$",
     re.IGNORECASE,
 )
+# "and" before a name: a cue only for a name that is no dictionary word ("Justice and Peace").
+_WEAK_CUE_BEFORE = re.compile(r"\b(?:and|&)\s+$", re.IGNORECASE)
 _PERSON_CUE_AFTER = re.compile(
     r"^\s+(?:said|says|told|asked|thinks|thought|wants|wanted|likes|liked|loves|hates|moved|"
     r"went|joined|works|worked|lives|lived|and\s+I|met|"
@@ -136,7 +165,10 @@ _PERSON_CUE_AFTER = re.compile(
     r"arrived|started|finished|smiled|laughed|replied|answered|explained|suggested)\b"
 )
 # Verbs any noun takes ("Summer is over"): a cue only for a name that is no dictionary word.
-_WEAK_CUE_AFTER = re.compile(r"^\s+(?:is|was|has|had|will|would|can|could)\b")
+_WEAK_CUE_AFTER = re.compile(
+    r"^\s+(?:is|was|are|were|has|had|will|would|can|could|should|must|might|does|did|looks|sounds|"
+    r"seems|needs|knew|stated)\b"
+)
 _TIME_EN = re.compile(
     r"\b(?:(?:last|next|this)\s+(?:week|month|year|weekend|monday|tuesday|wednesday|thursday|"
     r"friday|saturday|sunday|night|morning|evening)|yesterday|today|tomorrow|tonight|"
@@ -301,6 +333,8 @@ def _acts(after: str) -> bool:
     then ("Alice walked to the harbour", "Carol painted ..."); mid-sentence capitals are names
     anyway, but at a sentence start they are only a hint."""
     nxt = _NEXT_WORD.match(after)
+    if nxt is not None and nxt[1].endswith("ly"):  # "Xiaomei secretly spoke ..."
+        nxt = _NEXT_WORD.match(after[nxt.end() :])
     return nxt is not None and english.inflected_verb(nxt[1])
 
 
@@ -309,7 +343,10 @@ def _ordinary(word: str) -> bool:
     capitalised, it opens a sentence or names a thing, not a person."""
     k = _key(word)
     names = lexicons()
-    return bool(english.readings(k)) and k not in names.given and k not in names.surnames
+    found = english.readings(k)
+    if found == {"VERB"}:
+        return True  # "Add", "Fix": the lists hold a few of these too
+    return bool(found) and k not in names.given_en and k not in names.surnames_en
 
 
 def _given(word: str) -> bool:
@@ -357,6 +394,11 @@ def _is_person(words: list[str], cue: bool) -> bool:
     Bob", "Priya said") when it is no ordinary word, or a given name the lexicon does not
     know as a word, wherever it stands ("thanks, Caroline", "Bart won
     first place"; "Will", "Max" are words and need a cue)."""
+    if any(_key(w) in _GROUP_WORDS for w in words):
+        return False
+    if len(words) >= 2 and _given(words[0]) and _key(words[-1]) in lexicons().surnames:
+        # "Grace Hopper": a given name and a surname of any locale, words or not
+        return not any(_ordinary(w) for w in words[:-1])
     if any(_ordinary(w) for w in words):
         return False
     if len(words) >= 2:
@@ -385,6 +427,9 @@ def _english_entities(text: str) -> tuple[list[str], list[str], list[str]]:
         while words and (_key(words[0]) in _NOT_NAMES or _key(words[0]) in _TITLES):
             titled = titled or _key(words[0]) in _TITLES
             words.pop(0)
+        owner = bool(words and re.search(r"['’]s$", words[-1]))
+        if owner:
+            words[-1] = words[-1][:-2]  # "Sophia’s party": the owner's name
         if not words or any(_key(w) in _NOT_NAMES for w in words):
             continue
         name = " ".join(words)
@@ -399,7 +444,7 @@ def _english_entities(text: str) -> tuple[list[str], list[str], list[str]]:
         )
         if _key(name) in _INDEFINITE:
             continue
-        weak_cue = bool(_WEAK_CUE_AFTER.match(text[m.end() :]))
+        weak_cue = bool(_WEAK_CUE_AFTER.match(text[m.end() :]) or _WEAK_CUE_BEFORE.search(before))
         person_cue = (
             bool(_PERSON_CUE_BEFORE.search(before))
             or bool(_PERSON_CUE_AFTER.match(text[m.end() :]))
@@ -408,16 +453,126 @@ def _english_entities(text: str) -> tuple[list[str], list[str], list[str]]:
             or (in_chinese and _given(words[0]))
         )
         titled = titled or bool(_TITLE_BEFORE.search(before))
+        if stage := _STAGE_NAME.search(before):  # "DJ Khaled", "Lil Wayne": a performer
+            words.insert(0, stage[1])
+            name, titled = " ".join(words), True
+        elif words[0] == "Lil" and len(words) > 1:
+            titled = True
+        tail = _LOWER_SURNAME.match(text[m.end() :])
+        if not owner and len(words) < 3 and _given(words[0]) and tail and _surname_like(tail[1]):
+            words.append(tail[1].capitalize())  # "Donald trump", "Kylie minogue"
+            name = " ".join(words)
         if titled and len(words) <= 3:
             persons.append(name)  # "President Trump", "Mrs. Lee"
         elif _known_place(name, cued=False) and (not person_cue or not _given(words[0])):
             places.append(name)
             place_keys.add(_key(name))
-        elif _is_person(words, person_cue):
+        elif _is_person(words, person_cue) and (
+            person_cue or not (_ARTICLE_BEFORE.search(before) and _modifier(text[m.end() :]))
+        ):
             persons.append(name)
         elif not sentence_start or len(words) > 1:
             proper.append(name)
+    named = {k for p in persons for k in [_key(p), *_key(p).split()]}
+    persons.extend(_lower_case_names(text, named))
+    persons.extend(_coordinated(text, persons, place_keys))
     return persons, places, proper
+
+
+_CAPS_WORD = re.compile(r"(?<![A-Za-z])[A-Z][A-Z'’]+(?![A-Za-z])")
+
+
+def _shouted(text: str) -> str:
+    """A text typed mostly in capitals ("I LIVE FOR YOUR VLOGS ESTEE") as it would be written:
+    words the lexicon knows in lower case, the others capitalised, so the name rules read it as
+    ordinary text ("Estee")."""
+    letters = [c for c in text if c.isalpha() and c.isascii()]
+    if len(letters) < 12 or sum(c.isupper() for c in letters) < 0.8 * len(letters):
+        return text
+
+    def recase(m: re.Match[str]) -> str:
+        k = _key(m[0])
+        if k in _NOT_NAMES or english.readings(k):
+            return m[0].lower()
+        return m[0].capitalize()
+
+    return _CAPS_WORD.sub(recase, text)
+
+
+_AND = r"\s*(?:,|&|\band\b|\bor\b|\bvs\.?)\s*"
+
+
+def _coordinated(text: str, persons: list[str], place_keys: set[str]) -> list[str]:
+    """Names joined to a person by "and", "&", "or", "vs" or a comma ("Ayanda and Glenda",
+    "Dwayne, Ty, Luda"): persons too when they are no ordinary, group or place word."""
+    found = {_key(p) for p in persons}
+    whole = {m.span() for m in _CAP_SEQ.finditer(text)}  # not a part of a longer name
+    out: list[str] = []
+    for person in persons:
+        p = re.escape(person)
+        for pattern in (rf"{p}{_AND}({_NAME_PART})", rf"({_NAME_PART}){_AND}{p}"):
+            for m in re.finditer(pattern, text):
+                word = m[1]
+                k = _key(word)
+                if m.span(1) not in whole or k in found or k in place_keys:
+                    continue
+                if k in _NOT_NAMES or k in _GROUP_WORDS or k in lexicons().places:
+                    continue
+                if _ordinary(word):
+                    continue
+                found.add(k)
+                out.append(word)
+    return out
+
+
+# A lower-case word standing alone in prose: not inside a path, an identifier or a handle.
+_LOWER_WORD = re.compile(
+    rf"(?<![A-Za-zÀ-ÿ0-9_@#/.\\-])[{_LOWER}]{{3,}}(?![A-Za-zÀ-ÿ0-9_/(\\-]|\.\w)"
+)
+_LOWER_SURNAME = re.compile(rf"^[ \t]+([{_LOWER}]{{3,}})(?![A-Za-zÀ-ÿ0-9_'’])")
+
+
+def _surname_like(word: str) -> bool:
+    """A lower-case word after a given name that is the name's second half: a surname of the
+    lists ("kevin smith", "Martin short"), no stop or chat word."""
+    k = _key(word)
+    return k in lexicons().surnames and k not in _NOT_NAMES and k not in _VERBISH
+
+
+# An article or possessive, perhaps with an adjective, before a name: "a pink Barbie doll".
+_ARTICLE_BEFORE = re.compile(
+    r"\b(?:a|an|the|my|your|his|her|our|their)\s+(?:[a-z]+\s+)?$", re.IGNORECASE
+)
+
+
+def _modifier(after: str) -> bool:
+    """Whether a base-form noun follows a name ("a Barbie doll", "a teddy bear"): the name
+    then says what kind of thing, not who."""
+    tail = _LOWER_SURNAME.match(after)
+    return tail is not None and english.base_noun(tail[1])
+
+
+def _lower_case_names(text: str, found: set[str]) -> list[str]:
+    """Names typed in lower case, as chat and comments do ("thanks emma", "conor makes
+    millions"): a given name of the English-speaking locales that is no word of the lexicon,
+    no stop, chat, group or calendar word and no place, with its surname when one follows."""
+    names = lexicons()
+    out: list[str] = []
+    for m in _LOWER_WORD.finditer(text):
+        k = _key(m[0])
+        if k in found or k not in names.given_en or k in _NOT_NAMES or k in _GROUP_WORDS:
+            continue
+        if english.readings(k) or k in names.places:
+            continue
+        tail = _LOWER_SURNAME.match(text[m.end() :])
+        name = m[0].capitalize()
+        if tail and _surname_like(tail[1]) and _key(tail[1]) in names.surnames_en:
+            name = f"{name} {tail[1].capitalize()}"  # "kevin smith"
+        elif _modifier(text[m.end() :]):
+            continue
+        out.append(name)
+        found.add(k)
+    return out
 
 
 def _english_concepts(text: str, exclude: set[str]) -> list[tuple[str, int]]:
@@ -506,7 +661,7 @@ def _plain(text: str) -> str:
 
 
 def _analyse(block: _Block) -> None:
-    text = _plain(block.text[:_ANALYSE_MAX])
+    text = _shouted(_plain(block.text[:_ANALYSE_MAX]))
     persons: list[str] = []
     locations: list[str] = []
     nouns: dict[str, float] = {}  # salience by normalised key

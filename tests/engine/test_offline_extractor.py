@@ -357,3 +357,46 @@ def test_names_by_name_lists_in_english_and_in_chinese_text(extractor: OfflineEx
     assert extractor.extract_sync("Now Playing: the new album by Adele.").persons[0].name == (
         "Adele"
     )
+
+
+# Labelled sentences in the style of WNUT17's comments and of memories (persons and places as
+# a reader names them); not taken from the bench's data.
+LABELLED_EN = [
+    ("thanks emma and conor for the new episode", ["Emma", "Conor"], []),
+    ("can't wait for the new film with Emma watson", ["Emma Watson"], []),
+    ("saw kevin smith at the comic con in Chicago", ["Kevin Smith"], ["Chicago"]),
+    ("DJ Khaled looks like he had fun tonight", ["DJ Khaled"], []),
+    ("Glenda is related to Ayanda and Thandeka", ["Glenda", "Ayanda", "Thandeka"], []),
+    ("Lisa received a pink Barbie doll from her grandma.", ["Lisa"], []),
+    ("We went to Sophia’s birthday party in Lisbon.", ["Sophia"], ["Lisbon"]),
+    ("Lisa and her classmate Wang were cleaning the classroom.", ["Lisa", "Wang"], []),
+    ("WE MET JAMES IN LONDON LAST WEEK", ["James"], ["London"]),  # shouted
+    ("Wtf happened . Im waiting for the French version lol", [], []),
+    ("Justice and Peace for All", [], []),
+    ("my brother bought a teddy bear for his daughter", [], []),
+]
+LABELLED_ZH = [
+    ("王小明和李华上周去了杭州，在西湖边喝茶。", ["王小明", "李华"], ["杭州", "西湖"]),
+    ("Lisa和Bart在北京的公园里放风筝。", ["Lisa", "Bart"], ["北京"]),
+]
+
+
+@pytest.mark.parametrize(("text", "persons", "places"), LABELLED_EN + LABELLED_ZH)
+def test_labelled_sentences_keep_their_persons_and_places(
+    extractor: OfflineExtractor, text: str, persons: list[str], places: list[str]
+) -> None:
+    """Chat-style English (names in lower case, a careless surname, a stage name, names
+    joined by "and") and memories (a possessive, a doll named after a person); slang,
+    nationalities and common words are no persons; Chinese keeps what it found before."""
+    result = extractor.extract_sync(text)
+    assert sorted(names(result.persons)) == sorted(persons)
+    assert sorted(names(result.locations)) == sorted(places)
+
+
+def test_a_common_word_after_and_is_no_person(extractor: OfflineExtractor) -> None:
+    """"and" makes a person only of a name that is no dictionary word: a changelog line that
+    thanks a person and lists features gets the person alone."""
+    result = extractor.extract_sync(
+        "Add Love and Peace modes to the shell. Patch by Serhiy Storchaka and Ada Lovelace."
+    )
+    assert sorted(names(result.persons)) == ["Ada Lovelace", "Serhiy Storchaka"]
