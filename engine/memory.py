@@ -226,6 +226,13 @@ class Memory:
             cursor, event_id, before, after, session, repeatable=repeatable
         )
 
+    async def remember_writes(self, session: str | None) -> None:
+        """After a write made for ``session``: when the session state orders reads (Neo4j's
+        bookmarks), record this process's writes in the session, so its next call reads them
+        on any replica (issue 30)."""
+        if session and getattr(self.cursors.state, "causal", False):
+            await self.sessions.touch(session)
+
     async def cursor_session(self, cursor: str) -> str | None:
         """The session a live cursor belongs to (None when unknown or expired): the session a
         follow-up continues in when its caller names none."""

@@ -219,6 +219,17 @@ class SessionStore:
         if self._cursors is not None:
             await self._cursors.flush(session.id, keep=True)
 
+    async def touch(self, session_id: str) -> None:
+        """Store the session again unchanged, with what the state keeps of this process's
+        latest writes (Neo4j: its bookmarks), so the session's next call on another replica
+        reads them. Restarts the session's TTL."""
+        codec = self._codec
+
+        def same(current: bytes | None) -> bytes:
+            return current if current is not None else SessionBody().encode(codec)
+
+        await self.state.update("s", session_id, same, self._clock(), self._ttl)
+
     def _remember(self, session: Session, now: float) -> None:
         """Keep the session for ``page`` (a hint: only for state of this process alone)."""
         if not self._local:

@@ -1,0 +1,171 @@
+"""The Neo4j store's session state (``engine.session_state.SharedState``): one
+``MnemoState`` node per session or cursor of the space, swept by their TTL.
+
+Every replica over one Neo4j (``mnemoql serve`` processes behind a load balancer without
+stickiness) reads and writes the same nodes. They are read with write routing (the cluster's
+leader), so a follow-up never reads a session older than its last commit.
+
+**Bookmarks.** On a cluster a replica may read from a follower that has not applied a write
+another replica just made. A session row carries the bookmarks of the process that last
+committed to it (``Memory.remember_writes`` records them after a save too); a replica that
+loads the session hands them to its driver's bookmark manager, so its next reads wait until
+the server has the writes this session saw. On a single server they cost nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from mnemoql.engine.session_state import Kind, Row, Sweeper, Update, evictable
+from mnemoql.engine.store.neo4j._runner import Runner
+
+LABEL: Final = "MnemoState"
+SCHEMA: Final = (
+    f"CREATE CONSTRAINT mnemo_state_key IF NOT EXISTS FOR (n:{LABEL}) "
+    "REQUIRE (n.space, n.kind, n.key) IS UNIQUE",
+    f"CREATE INDEX mnemo_state_expiry IF NOT EXISTS FOR (n:{LABEL}) ON (n.space, n.expires_at)",
+)
+_ROW: Final = f"(n:{LABEL} {{space: $space, kind: $kind, key: $key}})"
+GET: Final = (
+    f"MATCH {_ROW} RETURN n.owner AS owner, n.body AS body, n.expires_at AS expires_at, "
+    "n.ttl AS ttl, n.bookmarks AS bookmarks"
+)
+PUT: Final = (
+    f"MERGE {_ROW} SET n.owner = $owner, n.body = $body, n.size = $size, "
+    "n.expires_at = $expires_at, n.ttl = $ttl, n.used_at = $now, n.bookmarks = $bookmarks"
+)
+LOCK: Final = (  # MERGE + SET takes the node's write lock before its body is read
+    f"MERGE {_ROW} ON CREATE SET n.expires_at = 0.0, n.ttl = 0.0, n.size = 0 "
+    "SET n.owner = $key RETURN n.body AS body, n.expires_at AS expires_at"
+)
+DROP: Final = (
+    f"MATCH (n:{LABEL} {{space: $space, kind: $kind}}) "
+    "WHERE ($key IS NULL OR n.key = $key) AND ($owner IS NULL OR n.owner = $owner) DELETE n"
+)
+DROP_ALL: Final = f"MATCH (n:{LABEL} {{space: $space}}) DELETE n RETURN count(*) AS n"
+EXPIRE: Final = (
+    f"MATCH (n:{LABEL} {{space: $space}}) WHERE n.expires_at <= $now "
+    "AND (n.kind = 's' OR n.expires_at + n.ttl <= $now) DELETE n"
+)
+TOMBSTONE: Final = (
+    f"MATCH (n:{LABEL} {{space: $space, kind: 'c'}}) WHERE n.expires_at <= $now "
+    "AND n.body IS NOT NULL SET n.body = null, n.size = 0"
+)
+LIVE: Final = (
+    f"MATCH (n:{LABEL} {{space: $space}}) WHERE n.body IS NOT NULL "
+    "RETURN n.kind AS kind, n.key AS key, n.size AS size, n.used_at AS used_at"
+)
+EVICT_SESSIONS: Final = (
+    f"UNWIND $keys AS k MATCH (n:{LABEL} {{space: $space, kind: 's', key: k}}) DELETE n"
+)
+EVICT_CURSORS: Final = (
+    f"UNWIND $keys AS k MATCH (n:{LABEL} {{space: $space, kind: 'c', key: k}}) "
+    "SET n.body = null, n.size = 0"
+)
+
+
+class Neo4jState:
+    """Session and cursor nodes of one space, through the store's own driver."""
+
+    causal = True  # sessions carry bookmarks (``Memory.remember_writes``)
+
+    def __init__(self, runner: Runner, budget: int) -> None:
+        self.runner = runner
+        self.budget = budget
+        self._sweeper = Sweeper()
+        self._ready = False
+
+    async def _schema(self) -> None:
+        if not self._ready:
+            for statement in SCHEMA:
+                await self.runner.schema(statement)
+            self._ready = True
+
+    async def _bookmarks(self) -> list[str]:
+        manager = self.runner.driver.execute_query_bookmark_manager
+        return sorted(await manager.get_bookmarks())
+
+    async def get(self, kind: Kind, key: str, now: float) -> Row | None:
+        await self._schema()
+        rows = await self.runner.run(GET, {"kind": kind, "key": key}, writable=True)
+        if not rows:
+            return None
+        found = rows[0]
+        expires_at, ttl = float(found["expires_at"] or 0), float(found["ttl"] or 0)
+        if (kind == "s" and expires_at <= now) or expires_at + ttl <= now:
+            return None
+        if found["bookmarks"]:  # read what this session's last call saw, on any replica
+            manager = self.runner.driver.execute_query_bookmark_manager
+            await manager.update_bookmarks([], list(found["bookmarks"]))
+        body = found["body"]
+        live = body is not None and expires_at > now
+        return Row(found["owner"], body.encode() if live else None, expires_at)
+
+    async def put(
+        self, kind: Kind, key: str, owner: str, body: bytes, now: float, ttl: float
+    ) -> None:
+        await self._schema()
+        params: dict[str, Any] = {
+            "kind": kind,
+            "key": key,
+            "owner": owner,
+            "body": body.decode(),
+            "size": len(body),
+            "expires_at": now + ttl,
+            "ttl": ttl,
+            "now": now,
+            "bookmarks": [],
+        }
+        await self.runner.run(PUT, params, writable=True)
+        await self._maybe_sweep(now)
+
+    async def update(self, kind: Kind, key: str, fn: Update, now: float, ttl: float) -> None:
+        await self._schema()
+        bookmarks = await self._bookmarks()
+
+        async def merge(tx: Any) -> None:
+            found = await (await tx.run(LOCK, space=self.runner.space, kind=kind, key=key)).single()
+            current = found["body"] if found and float(found["expires_at"]) > now else None
+            body = fn(current.encode() if current is not None else None)
+            await tx.run(
+                PUT,
+                space=self.runner.space,
+                kind=kind,
+                key=key,
+                owner=key,
+                body=body.decode(),
+                size=len(body),
+                expires_at=now + ttl,
+                ttl=ttl,
+                now=now,
+                bookmarks=bookmarks,
+            )
+
+        await self.runner.write(merge)
+        await self._maybe_sweep(now)
+
+    async def drop(self, kind: Kind, *, key: str | None = None, owner: str | None = None) -> None:
+        await self._schema()
+        await self.runner.run(DROP, {"kind": kind, "key": key, "owner": owner}, writable=True)
+
+    async def _maybe_sweep(self, now: float) -> None:
+        if self._sweeper.due(now):
+            await self.sweep(now)
+
+    async def sweep(self, now: float) -> None:
+        """Expired nodes out, then the least recently used past the budget."""
+        await self.runner.run(EXPIRE, {"now": now}, writable=True)
+        await self.runner.run(TOMBSTONE, {"now": now}, writable=True)
+        live = await self.runner.run(LIVE, writable=True)
+        total = sum(int(r["size"] or 0) for r in live)
+        if total <= self.budget:
+            return
+        rows = [(r["kind"], r["key"], int(r["size"] or 0), float(r["used_at"])) for r in live]
+        chosen = evictable(rows, total, self.budget)
+        for statement, kind in ((EVICT_SESSIONS, "s"), (EVICT_CURSORS, "c")):
+            keys = [key for k, key in chosen if k == kind]
+            if keys:
+                await self.runner.run(statement, {"keys": keys}, writable=True)
+
+    async def close(self) -> None:
+        return None
