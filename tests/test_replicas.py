@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,9 +18,7 @@ __all__ = ["place_fixture"]
 
 SAVE = "mutation($input: SaveInput!) { save(input: $input) { eventIds } }"
 PAGE = "cursor session items { eventId } expandConcepts nearbyEvents"
-SEARCH = (
-    "query($q: String, $c: String) { search(query: $q, cursor: $c) { " + PAGE + " } }"
-)
+SEARCH = "query($q: String, $c: String) { search(query: $q, cursor: $c) { " + PAGE + " } }"
 EXPAND = "query($c: String!, $id: ID!) { expand(cursor: $c, conceptId: $id) { " + PAGE + " } }"
 NEARBY = (
     "query($c: String!, $id: ID!) { nearby(cursor: $c, eventId: $id, before: 2, after: 2) { "
@@ -36,7 +35,9 @@ def _seed(service: Service) -> None:
         topic = TOPICS[n % len(TOPICS)]
         content = f"Record {n}: the team planned the Neo4j {topic} work. " + f"note {n} " * 12
         ex = {
-            "events": [{"ref": "e", "summary": f"Neo4j {topic} plan {n}", "concepts": ["c0", "c1"]}],
+            "events": [
+                {"ref": "e", "summary": f"Neo4j {topic} plan {n}", "concepts": ["c0", "c1"]}
+            ],
             "concepts": [{"ref": "c0", "name": "Neo4j"}, {"ref": "c1", "name": topic}],
         }
         service.gql(SAVE, input={"content": content, "id": f"book_ch1_e{n:02d}", "extraction": ex})
@@ -99,3 +100,38 @@ def test_the_follow_up_chain_round_robin_over_three_processes_is_one_process_cha
     assert again == first  # the page ledger: the same search in the session, the same page
     delivered = first + more + wide + near + other
     assert len(delivered) == len(set(delivered))  # nothing delivered twice in the session
+
+
+@pytest.mark.parametrize("place", stores(), indirect=True)
+def test_fifty_agents_keep_their_cursors_across_two_processes(place: Place) -> None:
+    # Issue 30: 32 cursors per process, so the 33rd agent's search evicted the first agent's
+    # cursor. Every agent searches first, then every agent follows its own cursor up.
+    with _replicas(place, 2) as services:
+        _seed(services[0])
+        agents = [_asker(services, f"agent-{n}") for n in range(50)]
+        firsts = [
+            ask(n, SEARCH, {"q": f"Neo4j {TOPICS[n % 4]} plans"}) for n, ask in enumerate(agents)
+        ]
+        for n, (ask, first) in enumerate(zip(agents, firsts, strict=True)):
+            page = first["search"]
+            assert page["session"] == f"agent-{n}" and page["cursor"]
+            more = ask(n + 1, SEARCH, {"c": page["cursor"]})["search"]  # on the other process
+            assert more["session"] == f"agent-{n}"
+            seen = {i["eventId"] for i in page["items"]}
+            assert more["items"] and not seen & {i["eventId"] for i in more["items"]}
+
+
+@pytest.mark.parametrize("place", ["embedded"], indirect=True)
+def test_serve_with_two_workers_serves_the_follow_up_chain(place: Place) -> None:
+    with serving(place, "--workers", "2") as service:
+        _seed(service)
+        spread = _chain(_asker([service], "workers"))
+        with _replicas(place, 1) as alone:
+            assert _chain(_asker(alone, "alone")) == spread
+    assert "Started parent process" in service.output and service.output.count("memory space") >= 2
+
+
+@pytest.mark.parametrize("workers", ["0", "x"])
+def test_a_bad_worker_count_is_one_line_and_exit_2(tmp_path: Path, workers: str) -> None:
+    done = Place(tmp_path / "data", "embedded").cli("serve", "--workers", workers, timeout=60)
+    assert done.returncode == 2 and "--workers" in done.stderr and "Traceback" not in done.stderr
