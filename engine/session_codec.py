@@ -52,14 +52,14 @@ class SessionBody:
 
     ids: dict[str, None] = field(default_factory=dict)
     excerpts: dict[str, Span] = field(default_factory=dict)
-    pages: dict[str, object] = field(default_factory=dict)
+    pages: dict[str, str] = field(default_factory=dict)  # call key -> the page as JSON text
     cleared: bool = False
 
     def add(
         self,
         ids: Iterable[str],
         excerpts: Iterable[tuple[str, Span]],
-        pages: Iterable[tuple[str, object]],
+        pages: Iterable[tuple[str, str]],
         caps: Caps,
     ) -> None:
         """Append, keeping each excerpt's first delivery, then drop the oldest past ``caps``."""
@@ -80,34 +80,27 @@ class SessionBody:
         out.add(change.ids, change.excerpts.items(), change.pages.items(), caps)
         return out
 
-    def encode(self, pages: PageCodec) -> bytes:
+    def encode(self) -> bytes:
+        """The ledger's ids and excerpts (pages are rows of their own: ``SessionStore``)."""
         return json.dumps(
             {
                 "ids": list(self.ids),
                 "excerpts": [[t, *span] for t, span in self.excerpts.items()],
-                "pages": [[k, pages.encode(p)] for k, p in self.pages.items()],
             },
             ensure_ascii=False,
         ).encode()
 
     @classmethod
-    def decode(cls, data: bytes, pages: PageCodec) -> SessionBody:
+    def decode(cls, data: bytes) -> SessionBody:
         """The stored ledger; one that does not decode (another version's) reads as empty."""
         try:
             raw = json.loads(data)
-            body = cls(
+            return cls(
                 dict.fromkeys(raw["ids"]),
                 {t: (e, int(s), int(n)) for t, e, s, n in raw["excerpts"]},
             )
-            kept = [(str(key), str(text)) for key, text in raw["pages"]]
         except (ValueError, KeyError, TypeError):
             return cls()
-        for key, text in kept:
-            try:
-                body.pages[key] = pages.decode(text)
-            except ValueError:  # a page of another version: asking again builds a new one
-                continue
-        return body
 
 
 def _cap(table: dict[str, Any], cap: int) -> None:

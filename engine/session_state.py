@@ -6,6 +6,9 @@ is the storage underneath, a small table of rows with a time to live and a size 
 - a **session** row (``kind="s"``, keyed by the session's name) holds the session's ledger:
   delivered ids, excerpts and the page ledger. It expires ``ttl`` seconds after its last
   commit.
+- a **page** row (``kind="p"``, owned by a session) holds one page the session was given, for
+  a GraphQL call repeated with the same arguments; rows of their own, so that a call reads
+  and writes a small ledger instead of every page again. It expires ``ttl`` after it was kept.
 - a **cursor** row (``kind="c"``, keyed by its token, owned by a session) holds a chain's
   state. It expires ``ttl`` seconds after it was issued; its body is then dropped, and the row
   stays as a tombstone for another ``ttl`` so that a late follow-up gets ``CURSOR_EXPIRED``
@@ -25,7 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-Kind = Literal["s", "c"]
+Kind = Literal["s", "c", "p"]
 SWEEP_EVERY = 200  # writes between two sweeps of one process
 SWEEP_SECONDS = 30.0  # or this much clock time, whichever comes first
 DEFAULT_BUDGET = 64 * 1024 * 1024  # bytes of session and cursor bodies per memory space
@@ -59,6 +62,9 @@ class SharedState(Protocol):
 
     async def update(self, kind: Kind, key: str, fn: Update, now: float, ttl: float) -> None:
         """Replace the row's body by ``fn(current body)`` in one transaction, renewing its TTL."""
+
+    async def owned(self, kind: Kind, owner: str, now: float) -> list[tuple[str, bytes]]:
+        """``(key, body)`` of the live rows of ``owner``, oldest first."""
 
     async def drop(self, kind: Kind, *, key: str | None = None, owner: str | None = None) -> None:
         """Delete rows of ``kind``: by key, by owner, or all with neither. A dropped cursor
@@ -118,7 +124,7 @@ class LocalState:
 
     async def get(self, kind: Kind, key: str, now: float) -> Row | None:
         row = self._rows.get((kind, key))
-        if row is None or (kind == "s" and row.expires_at <= now):
+        if row is None or (kind != "c" and row.expires_at <= now):
             return None
         if row.expires_at + row.ttl <= now:
             return None  # past its tombstone window
@@ -136,6 +142,14 @@ class LocalState:
         current = row.body if row is not None and row.expires_at > now else None
         self._rows[(kind, key)] = _Local(key, fn(current), now + ttl, ttl)
         self._maybe_sweep(now)
+
+    async def owned(self, kind: Kind, owner: str, now: float) -> list[tuple[str, bytes]]:
+        rows = [
+            (r.expires_at, key, r.body)
+            for (k, key), r in self._rows.items()
+            if k == kind and r.owner == owner and r.body is not None and r.expires_at > now
+        ]
+        return [(key, body) for _, key, body in sorted(rows)]
 
     async def drop(self, kind: Kind, *, key: str | None = None, owner: str | None = None) -> None:
         for (k, rkey), row in list(self._rows.items()):
@@ -156,7 +170,7 @@ class LocalState:
         past the budget."""
         for k, row in list(self._rows.items()):
             if row.expires_at <= now:
-                if k[0] == "s" or row.expires_at + row.ttl <= now:
+                if k[0] != "c" or row.expires_at + row.ttl <= now:
                     del self._rows[k]
                 else:
                     row.body = None
@@ -166,7 +180,7 @@ class LocalState:
             if r.body is not None
         ]
         for kind, key in evictable(live, sum(r[2] for r in live), self.budget):
-            if kind == "s":
-                del self._rows[("s", key)]
-            else:
+            if kind == "c":
                 self._rows[("c", key)].body = None
+            else:
+                del self._rows[("s" if kind == "s" else "p", key)]

@@ -86,9 +86,12 @@ class Session:
         max_ids: int = MAX_IDS,
         max_excerpts: int = MAX_EXCERPTS,
         max_pages: int = MAX_PAGES,
+        pages: PageCodec = JSON_PAGES,
     ) -> None:
         self.id = session_id
         self.body = body or SessionBody()
+        self._pages = pages  # kept pages stay JSON text until one is asked for
+        self.stored_pages: list[str] = []  # the call keys of the pages loaded with it
         self.caps = (max_ids, max_excerpts, max_pages)
         self.change = SessionBody()  # what this call added (``cleared``: it reset first)
         self.changed = False
@@ -121,12 +124,19 @@ class Session:
 
     def page(self, key: str) -> object | None:
         """The page this session was given for the call ``key`` (its arguments), or None."""
-        return self.body.pages.get(key)
+        text = self.body.pages.get(key)
+        if text is None:
+            return None
+        try:
+            return self._pages.decode(text)
+        except ValueError:  # a page of another version: asking again builds a new one
+            return None
 
     def keep_page(self, key: str, page: object) -> None:
         """Remember the page a call was given, so asking again answers it again."""
+        text = self._pages.encode(page)
         for target in (self.body, self.change):
-            target.add((), (), [(key, page)], self.caps)
+            target.add((), (), [(key, text)], self.caps)
         self.changed = True
 
     def clear(self) -> None:
@@ -201,32 +211,49 @@ class SessionStore:
                 self._locks[session_id] = (lock, users - 1)
 
     async def _load(self, session_id: str) -> Session:
-        row = await self.state.get("s", session_id, self._clock())
-        body = SessionBody.decode(row.body, self._codec) if row and row.body else None
-        return Session(session_id, body, *self._caps)
+        now = self._clock()
+        row = await self.state.get("s", session_id, now)
+        body = SessionBody.decode(row.body) if row and row.body else SessionBody()
+        if row is not None:
+            prefix = _page_key(session_id, "")
+            for key, text in await self.state.owned("p", session_id, now):
+                body.pages[key.removeprefix(prefix)] = text.decode()
+        session = Session(session_id, body, *self._caps, pages=self._codec)
+        session.stored_pages = list(body.pages)
+        return session
 
     async def _store(self, session: Session) -> None:
         now = self._clock()
         if session.changed:
-            change, caps, codec = session.change, self._caps, self._codec
+            change, caps = session.change, self._caps
 
             def merged(current: bytes | None) -> bytes:
-                body = SessionBody.decode(current, codec) if current else SessionBody()
-                return body.merge(change, caps).encode(codec)
+                body = SessionBody.decode(current) if current else SessionBody()
+                return body.merge(change, caps).encode()
 
             await self.state.update("s", session.id, merged, now, self._ttl)
+            await self._store_pages(session, now)
             self._remember(session, now)
         if self._cursors is not None:
             await self._cursors.flush(session.id, keep=True)
+
+    async def _store_pages(self, session: Session, now: float) -> None:
+        """The call's new pages as rows; those it pushed past the cap (or a reset) go."""
+        sid = session.id
+        if session.change.cleared:
+            await self.state.drop("p", owner=sid)
+        else:
+            for key in set(session.stored_pages) - set(session.body.pages):
+                await self.state.drop("p", key=_page_key(sid, key))
+        for key, text in session.change.pages.items():
+            await self.state.put("p", _page_key(sid, key), sid, text.encode(), now, self._ttl)
 
     async def touch(self, session_id: str) -> None:
         """Store the session again unchanged, with what the state keeps of this process's
         latest writes (Neo4j: its bookmarks), so the session's next call on another replica
         reads them. Restarts the session's TTL."""
-        codec = self._codec
-
         def same(current: bytes | None) -> bytes:
-            return current if current is not None else SessionBody().encode(codec)
+            return current if current is not None else SessionBody().encode()
 
         await self.state.update("s", session_id, same, self._clock(), self._ttl)
 
@@ -273,6 +300,11 @@ class SessionStore:
         if session is None:
             raise RuntimeError(f"session {session_id!r} is not acquired")
         return session
+
+
+def _page_key(session_id: str, call: str) -> str:
+    """The row key of a session's page for the call ``call``."""
+    return f"{session_id}\x1f{call}"
 
 
 Asked = tuple[str | None, tuple[str, ...], str | None]

@@ -3,6 +3,7 @@ with its own driver, over one space."""
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import AsyncIterator
 
@@ -40,10 +41,9 @@ async def test_a_session_carries_its_bookmarks_to_another_replica(
     written = set(await a.runner.driver.execute_query_bookmark_manager.get_bookmarks())
     assert written
     await SessionStore(state=a.session_state(DEFAULT_BUDGET)).touch("agent")  # after a save
-    other = SessionStore(state=b.session_state(DEFAULT_BUDGET))
-    async with other.acquire("agent"):
-        pass
-    # b's next reads wait for what the session's writes on a committed (a causal cluster read)
+    await b.session_state(DEFAULT_BUDGET).get("s", "agent", time.time())  # a call on b loads it
+    # b's next reads wait for what the session's writes on a committed (a causal cluster read);
+    # its own next transaction then replaces them with a later bookmark of its own
     assert written <= set(await b.runner.driver.execute_query_bookmark_manager.get_bookmarks())
 
 

@@ -94,7 +94,7 @@ class SqliteState:
             if found is None:
                 return None
             owner, body, expires_at, ttl = found
-            if (kind == "s" and expires_at <= now) or expires_at + ttl <= now:
+            if (kind != "c" and expires_at <= now) or expires_at + ttl <= now:
                 return None
             return Row(owner, body if expires_at > now else None, expires_at)
 
@@ -134,6 +134,17 @@ class SqliteState:
 
         await self._run(merge)
 
+    async def owned(self, kind: Kind, owner: str, now: float) -> list[tuple[str, bytes]]:
+        def read(conn: sqlite3.Connection) -> list[tuple[str, bytes]]:
+            rows = conn.execute(
+                "SELECT key, body FROM state WHERE kind = ? AND owner = ? AND expires_at > ? "
+                "AND body IS NOT NULL ORDER BY used_at, key",
+                (kind, owner, now),
+            ).fetchall()
+            return [(str(k), bytes(b)) for k, b in rows]
+
+        return await self._run(read)
+
     async def drop(self, kind: Kind, *, key: str | None = None, owner: str | None = None) -> None:
         sql, args = "DELETE FROM state WHERE kind = ?", [str(kind)]
         if key is not None:
@@ -150,7 +161,7 @@ class SqliteState:
         conn.execute("BEGIN IMMEDIATE")
         try:
             conn.execute(
-                "DELETE FROM state WHERE (kind = 's' AND expires_at <= ?) "
+                "DELETE FROM state WHERE (kind != 'c' AND expires_at <= ?) "
                 "OR expires_at + ttl <= ?",
                 (now, now),
             )
@@ -165,8 +176,8 @@ class SqliteState:
                     "SELECT kind, key, size, used_at FROM state WHERE body IS NOT NULL"
                 ).fetchall()
                 for kind, key in evictable(live, total, self.budget):
-                    if kind == "s":
-                        conn.execute("DELETE FROM state WHERE kind = 's' AND key = ?", (key,))
+                    if kind != "c":
+                        conn.execute("DELETE FROM state WHERE kind = ? AND key = ?", (kind, key))
                     else:
                         conn.execute(
                             "UPDATE state SET body = NULL, size = 0 "

@@ -24,6 +24,7 @@ SCHEMA: Final = (
     f"CREATE CONSTRAINT mnemo_state_key IF NOT EXISTS FOR (n:{LABEL}) "
     "REQUIRE (n.space, n.kind, n.key) IS UNIQUE",
     f"CREATE INDEX mnemo_state_expiry IF NOT EXISTS FOR (n:{LABEL}) ON (n.space, n.expires_at)",
+    f"CREATE INDEX mnemo_state_owner IF NOT EXISTS FOR (n:{LABEL}) ON (n.space, n.kind, n.owner)",
 )
 _ROW: Final = f"(n:{LABEL} {{space: $space, kind: $kind, key: $key}})"
 GET: Final = (
@@ -45,7 +46,7 @@ DROP: Final = (
 DROP_ALL: Final = f"MATCH (n:{LABEL} {{space: $space}}) DELETE n RETURN count(*) AS n"
 EXPIRE: Final = (
     f"MATCH (n:{LABEL} {{space: $space}}) WHERE n.expires_at <= $now "
-    "AND (n.kind = 's' OR n.expires_at + n.ttl <= $now) DELETE n"
+    "AND (n.kind <> 'c' OR n.expires_at + n.ttl <= $now) DELETE n"
 )
 TOMBSTONE: Final = (
     f"MATCH (n:{LABEL} {{space: $space, kind: 'c'}}) WHERE n.expires_at <= $now "
@@ -55,8 +56,13 @@ LIVE: Final = (
     f"MATCH (n:{LABEL} {{space: $space}}) WHERE n.body IS NOT NULL "
     "RETURN n.kind AS kind, n.key AS key, n.size AS size, n.used_at AS used_at"
 )
-EVICT_SESSIONS: Final = (
-    f"UNWIND $keys AS k MATCH (n:{LABEL} {{space: $space, kind: 's', key: k}}) DELETE n"
+EVICT_ROWS: Final = (
+    f"UNWIND $keys AS k MATCH (n:{LABEL} {{space: $space, kind: $kind, key: k}}) DELETE n"
+)
+OWNED: Final = (
+    f"MATCH (n:{LABEL} {{space: $space, kind: $kind, owner: $owner}}) "
+    "WHERE n.expires_at > $now AND n.body IS NOT NULL "
+    "RETURN n.key AS key, n.body AS body ORDER BY n.used_at, n.key"
 )
 EVICT_CURSORS: Final = (
     f"UNWIND $keys AS k MATCH (n:{LABEL} {{space: $space, kind: 'c', key: k}}) "
@@ -92,7 +98,7 @@ class Neo4jState:
             return None
         found = rows[0]
         expires_at, ttl = float(found["expires_at"] or 0), float(found["ttl"] or 0)
-        if (kind == "s" and expires_at <= now) or expires_at + ttl <= now:
+        if (kind != "c" and expires_at <= now) or expires_at + ttl <= now:
             return None
         if found["bookmarks"]:  # read what this session's last call saw, on any replica
             manager = self.runner.driver.execute_query_bookmark_manager
@@ -144,6 +150,12 @@ class Neo4jState:
         await self.runner.write(merge)
         await self._maybe_sweep(now)
 
+    async def owned(self, kind: Kind, owner: str, now: float) -> list[tuple[str, bytes]]:
+        await self._schema()
+        params = {"kind": kind, "owner": owner, "now": now}
+        rows = await self.runner.run(OWNED, params, writable=True)
+        return [(str(r["key"]), str(r["body"]).encode()) for r in rows]
+
     async def drop(self, kind: Kind, *, key: str | None = None, owner: str | None = None) -> None:
         await self._schema()
         await self.runner.run(DROP, {"kind": kind, "key": key, "owner": owner}, writable=True)
@@ -162,10 +174,11 @@ class Neo4jState:
             return
         rows = [(r["kind"], r["key"], int(r["size"] or 0), float(r["used_at"])) for r in live]
         chosen = evictable(rows, total, self.budget)
-        for statement, kind in ((EVICT_SESSIONS, "s"), (EVICT_CURSORS, "c")):
+        for kind in ("s", "p", "c"):
             keys = [key for k, key in chosen if k == kind]
+            statement = EVICT_CURSORS if kind == "c" else EVICT_ROWS
             if keys:
-                await self.runner.run(statement, {"keys": keys}, writable=True)
+                await self.runner.run(statement, {"keys": keys, "kind": kind}, writable=True)
 
     async def close(self) -> None:
         return None
