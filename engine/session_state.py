@@ -25,7 +25,7 @@ not a count, bounds the state (between two sweeps it may run over by what was wr
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 Kind = Literal["s", "c", "p"]
@@ -47,9 +47,39 @@ Update = Callable[[bytes | None], bytes]
 """Builds a session's new body from its current one (None: missing or expired)."""
 
 
+@dataclass(slots=True)
+class Commit:
+    """What one call of a session stores, in one transaction: its ledger merge, its pages and
+    the cursors it issued or dropped (``SharedState.commit``)."""
+
+    session: str
+    ttl: float
+    update: Update | None = None  # the ledger's merge; None when the call changed no ledger
+    clear_pages: bool = False  # reset_seen: every page row of the session goes
+    drop_pages: list[str] = field(default_factory=list)  # page row keys past the cap
+    pages: list[tuple[str, bytes]] = field(default_factory=list)  # (row key, page)
+    clear_cursors: bool = False  # reset_seen: every cursor of the session goes
+    drop_cursors: list[str] = field(default_factory=list)  # broken chains
+    cursors: list[tuple[str, bytes, float]] = field(default_factory=list)  # (token, state, at)
+
+    @property
+    def empty(self) -> bool:
+        return not (
+            self.update or self.clear_pages or self.drop_pages or self.pages
+            or self.clear_cursors or self.drop_cursors or self.cursors
+        )  # fmt: skip
+
+
 class SharedState(Protocol):
     """The rows of one memory space. ``now`` is the caller's clock (wall seconds: processes
     compare it), ``ttl`` the lifetime a row gets from ``now``."""
+
+    async def session(self, key: str, now: float) -> tuple[bytes | None, list[tuple[str, bytes]]]:
+        """One read for a call: the session's body (None when missing or expired) and its
+        live page rows (``owned("p", key)``, none without a body)."""
+
+    async def commit(self, commit: Commit, now: float) -> None:
+        """Store what a call of ``commit.session`` recorded, all or nothing."""
 
     async def get(self, kind: Kind, key: str, now: float) -> Row | None:
         """The row, or None when there is none. Expired sessions read as None; an expired
@@ -121,6 +151,29 @@ class LocalState:
         self.budget = budget
         self._rows: dict[tuple[Kind, str], _Local] = {}
         self._sweeper = Sweeper()
+
+    async def session(self, key: str, now: float) -> tuple[bytes | None, list[tuple[str, bytes]]]:
+        row = await self.get("s", key, now)
+        if row is None or row.body is None:
+            return None, []
+        return row.body, await self.owned("p", key, now)
+
+    async def commit(self, commit: Commit, now: float) -> None:
+        sid, ttl = commit.session, commit.ttl
+        if commit.update is not None:
+            await self.update("s", sid, commit.update, now, ttl)
+        if commit.clear_pages:
+            await self.drop("p", owner=sid)
+        for key in commit.drop_pages:
+            await self.drop("p", key=key)
+        for key, body in commit.pages:
+            await self.put("p", key, sid, body, now, ttl)
+        if commit.clear_cursors:
+            await self.drop("c", owner=sid)
+        for token in commit.drop_cursors:
+            await self.drop("c", key=token)
+        for token, body, at in commit.cursors:
+            await self.put("c", token, sid, body, at, ttl)
 
     async def get(self, kind: Kind, key: str, now: float) -> Row | None:
         row = self._rows.get((kind, key))

@@ -57,7 +57,7 @@ from mnemoql.engine.session_codec import (
     decode_cursor,
     encode_cursor,
 )
-from mnemoql.engine.session_state import LocalState, SharedState
+from mnemoql.engine.session_state import Commit, LocalState, SharedState
 
 TTL_SECONDS = 15 * 60
 MAX_IDS = 640
@@ -197,8 +197,11 @@ class SessionStore:
                 try:
                     yield session
                 except BaseException:
+                    failed = Commit(session_id, self._ttl)
                     if self._cursors is not None:
-                        await self._cursors.flush(session_id, keep=False)
+                        self._cursors.take(session_id, failed, keep=False)
+                    if not failed.empty:
+                        await self.state.commit(failed, self._clock())
                     raise
                 finally:
                     del self._open[session_id]
@@ -211,19 +214,20 @@ class SessionStore:
                 self._locks[session_id] = (lock, users - 1)
 
     async def _load(self, session_id: str) -> Session:
-        now = self._clock()
-        row = await self.state.get("s", session_id, now)
-        body = SessionBody.decode(row.body) if row and row.body else SessionBody()
-        if row is not None:
-            prefix = _page_key(session_id, "")
-            for key, text in await self.state.owned("p", session_id, now):
-                body.pages[key.removeprefix(prefix)] = text.decode()
+        stored, pages = await self.state.session(session_id, self._clock())
+        body = SessionBody.decode(stored) if stored is not None else SessionBody()
+        prefix = _page_key(session_id, "")
+        for key, text in pages:
+            body.pages[key.removeprefix(prefix)] = text.decode()
         session = Session(session_id, body, *self._caps, pages=self._codec)
         session.stored_pages = list(body.pages)
         return session
 
     async def _store(self, session: Session) -> None:
-        now = self._clock()
+        """One transaction: the ledger's merge, the call's pages (those pushed past the cap
+        or reset go) and its cursors."""
+        now, sid = self._clock(), session.id
+        commit = Commit(sid, self._ttl)
         if session.changed:
             change, caps = session.change, self._caps
 
@@ -231,27 +235,24 @@ class SessionStore:
                 body = SessionBody.decode(current) if current else SessionBody()
                 return body.merge(change, caps).encode()
 
-            await self.state.update("s", session.id, merged, now, self._ttl)
-            await self._store_pages(session, now)
-            self._remember(session, now)
+            commit.update = merged
+            commit.clear_pages = change.cleared
+            if not change.cleared:
+                gone = set(session.stored_pages) - set(session.body.pages)
+                commit.drop_pages = [_page_key(sid, key) for key in sorted(gone)]
+            commit.pages = [(_page_key(sid, k), t.encode()) for k, t in change.pages.items()]
         if self._cursors is not None:
-            await self._cursors.flush(session.id, keep=True)
-
-    async def _store_pages(self, session: Session, now: float) -> None:
-        """The call's new pages as rows; those it pushed past the cap (or a reset) go."""
-        sid = session.id
-        if session.change.cleared:
-            await self.state.drop("p", owner=sid)
-        else:
-            for key in set(session.stored_pages) - set(session.body.pages):
-                await self.state.drop("p", key=_page_key(sid, key))
-        for key, text in session.change.pages.items():
-            await self.state.put("p", _page_key(sid, key), sid, text.encode(), now, self._ttl)
+            self._cursors.take(sid, commit, keep=True)
+        if not commit.empty:
+            await self.state.commit(commit, now)
+        if session.changed:
+            self._remember(session, now)
 
     async def touch(self, session_id: str) -> None:
         """Store the session again unchanged, with what the state keeps of this process's
         latest writes (Neo4j: its bookmarks), so the session's next call on another replica
         reads them. Restarts the session's TTL."""
+
         def same(current: bytes | None) -> bytes:
             return current if current is not None else SessionBody().encode()
 
@@ -355,7 +356,7 @@ class CursorStore:
     ``CURSOR_EXPIRED`` (bounded by the state's size budget, not by a count).
 
     A call's cursors are loaded before it runs (``load``) and the cursors it issues are stored
-    when its session is released (``flush``, from ``SessionStore.acquire``); in between,
+    with its session's commit (``take``, from ``SessionStore.acquire``); in between,
     ``get``, ``start_chain`` and ``branch`` work on this process's copies.
 
     Args:
@@ -406,21 +407,22 @@ class CursorStore:
         else:
             self._keep(token, decode_cursor(row.body))
 
-    async def flush(self, session_id: str, *, keep: bool) -> None:
-        """Store the cursors ``session_id``'s call issued (``keep``) or forget them (the call
-        failed), and apply the drops it asked for."""
+    def take(self, session_id: str, commit: Commit, *, keep: bool) -> None:
+        """Move what ``session_id``'s call did to the cursors into ``commit``: the cursors it
+        issued and the drops it asked for (``keep``: the call succeeded; a failed call stores
+        no cursor and resets nothing, but its broken chains still go)."""
         tokens = self._pending.pop(session_id, [])
         for key, owner in self._drops.pop(session_id, []):
-            if key is None and owner is None:
-                continue
-            await self.state.drop("c", key=key, owner=owner)
+            if key is not None:
+                commit.drop_cursors.append(key)
+            elif owner is not None and keep:
+                commit.clear_cursors = True
         for token in tokens:
             found = self._seen.get(token)
-            if not keep or not isinstance(found, CursorState):
+            if keep and isinstance(found, CursorState):
+                commit.cursors.append((token, encode_cursor(found), found.created_at))
+            else:
                 self._seen.pop(token, None)
-                continue
-            body = encode_cursor(found)
-            await self.state.put("c", token, session_id, body, found.created_at, self._ttl)
 
     def _put(self, state: CursorState) -> str:
         token = "cur_" + secrets.token_hex(8)

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from mnemoql.engine.errors import StoreUnavailable
-from mnemoql.engine.session_state import Kind, Row, Sweeper, Update, evictable
+from mnemoql.engine.session_state import Commit, Kind, Row, Sweeper, Update, evictable
 
 T = TypeVar("T")
 
@@ -84,6 +84,65 @@ class SqliteState:
             conn.executescript(DDL)
             self._conn = conn
         return fn(self._conn)
+
+    async def session(self, key: str, now: float) -> tuple[bytes | None, list[tuple[str, bytes]]]:
+        def read(conn: sqlite3.Connection) -> tuple[bytes | None, list[tuple[str, bytes]]]:
+            conn.execute("BEGIN")  # one snapshot for the ledger and its pages
+            try:
+                found = conn.execute(
+                    "SELECT body FROM state WHERE kind = 's' AND key = ? AND expires_at > ?",
+                    (key, now),
+                ).fetchone()
+                if found is None or found[0] is None:
+                    return None, []
+                pages = conn.execute(
+                    "SELECT key, body FROM state WHERE kind = 'p' AND owner = ? "
+                    "AND expires_at > ? AND body IS NOT NULL ORDER BY used_at, key",
+                    (key, now),
+                ).fetchall()
+                return bytes(found[0]), [(str(k), bytes(b)) for k, b in pages]
+            finally:
+                conn.execute("COMMIT")
+
+        return await self._run(read)
+
+    async def commit(self, commit: Commit, now: float) -> None:
+        sweep = self._sweeper.due(now)
+        sid, ttl = commit.session, commit.ttl
+
+        def write(conn: sqlite3.Connection) -> None:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                if commit.update is not None:
+                    found = conn.execute(
+                        "SELECT body, expires_at FROM state WHERE kind = 's' AND key = ?", (sid,)
+                    ).fetchone()
+                    current = found[0] if found is not None and found[1] > now else None
+                    body = commit.update(current)
+                    conn.execute(_PUT, ("s", sid, sid, body, len(body), now + ttl, ttl, now))
+                if commit.clear_pages:
+                    conn.execute("DELETE FROM state WHERE kind = 'p' AND owner = ?", (sid,))
+                if commit.clear_cursors:
+                    conn.execute("DELETE FROM state WHERE kind = 'c' AND owner = ?", (sid,))
+                for kind, keys in (("p", commit.drop_pages), ("c", commit.drop_cursors)):
+                    conn.executemany(
+                        "DELETE FROM state WHERE kind = ? AND key = ?", [(kind, k) for k in keys]
+                    )
+                conn.executemany(
+                    _PUT, [("p", k, sid, b, len(b), now + ttl, ttl, now) for k, b in commit.pages]
+                )
+                conn.executemany(
+                    _PUT,
+                    [("c", t, sid, b, len(b), at + ttl, ttl, at) for t, b, at in commit.cursors],
+                )
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            if sweep:
+                self._sweep(conn, now)
+
+        await self._run(write)
 
     async def get(self, kind: Kind, key: str, now: float) -> Row | None:
         def read(conn: sqlite3.Connection) -> Row | None:
@@ -180,8 +239,7 @@ class SqliteState:
                         conn.execute("DELETE FROM state WHERE kind = ? AND key = ?", (kind, key))
                     else:
                         conn.execute(
-                            "UPDATE state SET body = NULL, size = 0 "
-                            "WHERE kind = 'c' AND key = ?",
+                            "UPDATE state SET body = NULL, size = 0 WHERE kind = 'c' AND key = ?",
                             (key,),
                         )
             conn.execute("COMMIT")

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from mnemoql.engine.session_state import Kind, Row, Sweeper, Update, evictable
+from mnemoql.engine.session_state import Commit, Kind, Row, Sweeper, Update, evictable
 from mnemoql.engine.store.neo4j._runner import Runner
 
 LABEL: Final = "MnemoState"
@@ -70,6 +70,17 @@ EVICT_CURSORS: Final = (
 )
 
 
+DROP_OWNED: Final = f"MATCH (n:{LABEL} {{space: $space, kind: $kind, owner: $owner}}) DELETE n"
+DROP_KEYS: Final = (
+    f"UNWIND $keys AS k MATCH (n:{LABEL} {{space: $space, kind: $kind, key: k}}) DELETE n"
+)
+PUT_MANY: Final = (
+    f"UNWIND $rows AS r MERGE (n:{LABEL} {{space: $space, kind: $kind, key: r.key}}) "
+    "SET n.owner = $owner, n.body = r.body, n.size = r.size, n.expires_at = r.at + $ttl, "
+    "n.ttl = $ttl, n.used_at = r.at, n.bookmarks = []"
+)
+
+
 class Neo4jState:
     """Session and cursor nodes of one space, through the store's own driver."""
 
@@ -90,6 +101,44 @@ class Neo4jState:
     async def _bookmarks(self) -> list[str]:
         manager = self.runner.driver.execute_query_bookmark_manager
         return sorted(await manager.get_bookmarks())
+
+    async def session(self, key: str, now: float) -> tuple[bytes | None, list[tuple[str, bytes]]]:
+        row = await self.get("s", key, now)
+        if row is None or row.body is None:
+            return None, []
+        return row.body, await self.owned("p", key, now)
+
+    async def commit(self, commit: Commit, now: float) -> None:
+        await self._schema()
+        bookmarks = await self._bookmarks()
+        sid, ttl, space = commit.session, commit.ttl, self.runner.space
+
+        async def write(tx: Any) -> None:
+            if commit.update is not None:
+                found = await (await tx.run(LOCK, space=space, kind="s", key=sid)).single()
+                current = found["body"] if found and float(found["expires_at"]) > now else None
+                body = commit.update(current.encode() if current is not None else None)
+                await tx.run(
+                    PUT, space=space, kind="s", key=sid, owner=sid, body=body.decode(),
+                    size=len(body), expires_at=now + ttl, ttl=ttl, now=now, bookmarks=bookmarks,
+                )  # fmt: skip
+            for kind, clear in (("p", commit.clear_pages), ("c", commit.clear_cursors)):
+                if clear:
+                    await tx.run(DROP_OWNED, space=space, kind=kind, owner=sid)
+            for kind, keys in (("p", commit.drop_pages), ("c", commit.drop_cursors)):
+                if keys:
+                    await tx.run(DROP_KEYS, space=space, kind=kind, keys=keys)
+            for kind, rows in (
+                ("p", [(k, b, now) for k, b in commit.pages]),
+                ("c", commit.cursors),
+            ):
+                if rows:
+                    params = [{"key": k, "body": b.decode(), "size": len(b), "at": at}
+                              for k, b, at in rows]  # fmt: skip
+                    await tx.run(PUT_MANY, space=space, kind=kind, owner=sid, ttl=ttl, rows=params)
+
+        await self.runner.write(write)
+        await self._maybe_sweep(now)
 
     async def get(self, kind: Kind, key: str, now: float) -> Row | None:
         await self._schema()
