@@ -135,3 +135,12 @@ def test_serve_with_two_workers_serves_the_follow_up_chain(place: Place) -> None
 def test_a_bad_worker_count_is_one_line_and_exit_2(tmp_path: Path, workers: str) -> None:
     done = Place(tmp_path / "data", "embedded").cli("serve", "--workers", workers, timeout=60)
     assert done.returncode == 2 and "--workers" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_workers_refuse_the_managed_neo4j(tmp_path: Path) -> None:
+    # the managed Neo4j is started and owned by one process; N workers would each start one
+    done = Place(tmp_path / "data", "embedded").cli(
+        "serve", "--port", "0", "--workers", "2", timeout=60, MNEMOQL_STORE="neo4j"
+    )
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "--workers needs the embedded store or an external Neo4j" in done.stderr
