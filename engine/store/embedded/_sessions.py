@@ -21,6 +21,7 @@ from typing import TypeVar
 
 from mnemoql.engine.errors import StoreUnavailable
 from mnemoql.engine.session_state import Commit, Kind, Row, Sweeper, Update, evictable
+from mnemoql.engine.store.faults import storage_fault
 
 T = TypeVar("T")
 
@@ -70,6 +71,9 @@ class SqliteState:
         try:
             return await loop.run_in_executor(self._pool, self._call, fn)
         except (sqlite3.Error, OSError) as exc:
+            fault = storage_fault(exc, self.file)  # a full disk, a lock held too long: coded
+            if fault is not None:
+                raise fault from exc
             raise StoreUnavailable(
                 f"cannot use the session state file {self.file}: {exc}",
                 zh=f"无法使用会话状态文件：{self.file}",

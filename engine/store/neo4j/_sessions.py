@@ -52,6 +52,9 @@ TOMBSTONE: Final = (
     f"MATCH (n:{LABEL} {{space: $space, kind: 'c'}}) WHERE n.expires_at <= $now "
     "AND n.body IS NOT NULL SET n.body = null, n.size = 0"
 )
+TOTAL: Final = (
+    f"MATCH (n:{LABEL} {{space: $space}}) WHERE n.body IS NOT NULL RETURN sum(n.size) AS total"
+)
 LIVE: Final = (
     f"MATCH (n:{LABEL} {{space: $space}}) WHERE n.body IS NOT NULL "
     "RETURN n.kind AS kind, n.key AS key, n.size AS size, n.used_at AS used_at"
@@ -217,10 +220,11 @@ class Neo4jState:
         """Expired nodes out, then the least recently used past the budget."""
         await self.runner.run(EXPIRE, {"now": now}, writable=True)
         await self.runner.run(TOMBSTONE, {"now": now}, writable=True)
-        live = await self.runner.run(LIVE, writable=True)
-        total = sum(int(r["size"] or 0) for r in live)
+        found = await self.runner.run(TOTAL, writable=True)
+        total = int(found[0]["total"] or 0) if found else 0
         if total <= self.budget:
             return
+        live = await self.runner.run(LIVE, writable=True)
         rows = [(r["kind"], r["key"], int(r["size"] or 0), float(r["used_at"])) for r in live]
         chosen = evictable(rows, total, self.budget)
         for kind in ("s", "p", "c"):
