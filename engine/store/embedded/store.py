@@ -139,6 +139,7 @@ class EmbeddedStore:
         self.space = space
         self._hint = dimensions_hint
         self._ann = ann or AnnSettings()
+        self._sessions: SqliteState | None = None  # evidence sessions, opened on first use
         self._db: Database | None = None
         self._writer: ThreadPoolExecutor | None = None
         self._compute: ThreadPoolExecutor | None = None
@@ -146,7 +147,6 @@ class EmbeddedStore:
         self._reading: ThreadPoolExecutor | None = None
         self._open_lock = asyncio.Lock()  # binds to no loop until first used
         self._caught_up = 0  # Database.caught_up at the last changed_elsewhere()
-        self._sessions: SqliteState | None = None
 
     @property
     def file(self) -> Path:
