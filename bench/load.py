@@ -118,8 +118,9 @@ class Stats:
     latencies: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     errors: list[str] = field(default_factory=list)
     error_count: int = 0
-    # documented outcomes a client handles, not failures: a cursor evicted by the others'
-    # newer ones (SPEC: 32 cursors per memory space) -> "run search again"
+    # documented outcomes a client handles, not failures: a cursor that is gone (past its TTL
+    # or the session state's budget; before issue 30, evicted by the others' newer ones past
+    # 32 per process) -> "run search again"
     expected: Counter[str] = field(default_factory=Counter)
     follow_ups: int = 0  # follow-ups sent (--follow-ups)
     follow_ups_ok: int = 0  # ... answered without an error
@@ -291,8 +292,8 @@ async def gql(
     body: dict[str, Any] = r.json()
     if body.get("errors"):
         codes = {(e.get("extensions") or {}).get("code") for e in body["errors"]}
-        if op == "expand" and codes == {"CURSOR_INVALID"}:
-            stats.expected["expand: cursor evicted (CURSOR_INVALID)"] += 1
+        if op == "expand" and len(codes) == 1 and codes <= {"CURSOR_INVALID", "CURSOR_EXPIRED"}:
+            stats.expected[f"expand: cursor gone ({codes.pop()})"] += 1
             return None
         gone = {"CURSOR_INVALID", "CURSOR_EXPIRED"}
         if op in FOLLOW_UPS and len(codes) == 1 and codes <= gone:
