@@ -100,6 +100,10 @@ class SharedState(Protocol):
         """Delete rows of ``kind``: by key, by owner, or all with neither. A dropped cursor
         (reset_seen, a broken chain, revectorize) is then unknown: ``CURSOR_INVALID``."""
 
+    async def sweep(self, now: float) -> None:
+        """Delete expired rows, then drop the least recently used live ones past the budget
+        (cursors become tombstones). Writes call it now and then (``Sweeper``)."""
+
     async def close(self) -> None: ...
 
 
@@ -216,11 +220,12 @@ class LocalState:
 
     def _maybe_sweep(self, now: float) -> None:
         if self._sweeper.due(now):
-            self.sweep(now)
+            self._sweep(now)
 
-    def sweep(self, now: float) -> None:
-        """Delete expired rows, then tombstone or delete the least recently used live ones
-        past the budget."""
+    async def sweep(self, now: float) -> None:
+        self._sweep(now)
+
+    def _sweep(self, now: float) -> None:
         for k, row in list(self._rows.items()):
             if row.expires_at <= now:
                 if k[0] != "c" or row.expires_at + row.ttl <= now:
