@@ -3,6 +3,7 @@
     python -m bench.load                    # 60 s, 50 searchers, 10 savers, the default embedder
     python -m bench.load --seconds 20 --embedder hashing
     python -m bench.load --model-batches 1,2,4,8,16   # the local model alone: time per query
+    python -m bench.load --processes 2 --follow-ups 5 --savers 0   # replicas (issue 30)
 
 ``mnemoql serve`` runs in a subprocess on 127.0.0.1 (a free port, a fresh data directory, access
 tokens: the savers write with a write token, the searchers read with a read token). Every client
@@ -10,6 +11,13 @@ is its own ``httpx.AsyncClient`` with its own connection. Searchers mostly searc
 expand along a concept their last page offered, sometimes list events. Savers save distinct
 notes, each with a unique caller id and an idempotency key, and re-send every fifth save with
 the same key (it must be replayed, not saved twice).
+
+With ``--processes N``, N independent ``mnemoql serve`` processes share the memory's data
+directory and every request goes to the next one (round robin, no stickiness). With
+``--follow-ups K`` each searcher instead runs chains: a search (resetting its session), then K
+follow-ups on the page's cursor (the next page, ``search(cursor:)``, and ``expand`` in turn),
+each on the next process; the report counts how many follow-ups succeeded and how many met a
+cursor that was gone (``CURSOR_EXPIRED`` / ``CURSOR_INVALID``).
 
 Afterwards every acknowledged save is checked by id: it exists exactly once, with the exact
 content that was sent, and the event count equals seeds + distinct saves (nothing lost, nothing
@@ -21,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import platform
@@ -57,6 +66,11 @@ EXPAND = (
     "query($c: String!, $id: ID!, $s: String!) { expand(cursor: $c, conceptId: $id, "
     "session: $s) { cursor items { eventId } text } }"
 )
+NEXT = (
+    "query($c: String!, $s: String!) { search(cursor: $c, session: $s) { cursor items { eventId } "
+    "expandConcepts } }"
+)
+FOLLOW_UPS = ("next page", "expand (follow-up)")
 EVENTS = "{ events(first: 20) { totalCount edges { node { id summary } } } }"
 SAVE = "mutation($input: SaveInput!) { save(input: $input) { eventIds replayed createdPersons } }"
 PEOPLE = ["Alice", "Bob", "Carol", "Dave", "Erin", "Frank", "Grace", "Heidi", "李雷", "韩梅梅"]
@@ -104,9 +118,12 @@ class Stats:
     latencies: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     errors: list[str] = field(default_factory=list)
     error_count: int = 0
-    # documented outcomes a client handles, not failures: a cursor evicted by the others'
-    # newer ones (SPEC: 32 cursors per memory space) -> "run search again"
+    # documented outcomes a client handles, not failures: a cursor that is gone (past its TTL
+    # or the session state's budget; before issue 30, evicted by the others' newer ones past
+    # 32 per process) -> "run search again"
     expected: Counter[str] = field(default_factory=Counter)
+    follow_ups: int = 0  # follow-ups sent (--follow-ups)
+    follow_ups_ok: int = 0  # ... answered without an error
 
     def error(self, what: str) -> None:
         self.error_count += 1
@@ -275,8 +292,12 @@ async def gql(
     body: dict[str, Any] = r.json()
     if body.get("errors"):
         codes = {(e.get("extensions") or {}).get("code") for e in body["errors"]}
-        if op == "expand" and codes == {"CURSOR_INVALID"}:
-            stats.expected["expand: cursor evicted (CURSOR_INVALID)"] += 1
+        if op == "expand" and len(codes) == 1 and codes <= {"CURSOR_INVALID", "CURSOR_EXPIRED"}:
+            stats.expected[f"expand: cursor gone ({codes.pop()})"] += 1
+            return None
+        gone = {"CURSOR_INVALID", "CURSOR_EXPIRED"}
+        if op in FOLLOW_UPS and len(codes) == 1 and codes <= gone:
+            stats.expected[f"follow-up: cursor gone ({codes.pop()})"] += 1
             return None
         stats.error(f"{op}: {json.dumps(body['errors'], ensure_ascii=False)}")
         return None
@@ -322,6 +343,54 @@ async def searcher(
                 variables = {"q": query_text(rng, fresh), "s": session, "r": n % 4 == 0}
                 data = await gql(c, stats, "search", SEARCH, variables)
                 last = data["search"] if data else None
+
+
+async def follower(
+    i: int,
+    bases: list[str],
+    token: str,
+    deadline: float,
+    stats: Stats,
+    seed: int,
+    fresh: bool,
+    follow_ups: int,
+) -> None:
+    """An agent that searches, then follows the page up ``follow_ups`` times (the next page
+    and expand in turn), every request on the next process."""
+    rng = random.Random(seed * 1000 + i)
+    headers = {"Authorization": f"Bearer {token}"}
+    session = f"follower-{i}"
+    async with contextlib.AsyncExitStack() as stack:
+        clients = [
+            await stack.enter_async_context(
+                httpx.AsyncClient(base_url=b, headers=headers, timeout=120.0)
+            )
+            for b in bases
+        ]
+        turn = i
+        for _ in range(MAX_REQUESTS_PER_CLIENT):
+            if time.monotonic() >= deadline:
+                return
+            turn += 1
+            variables = {"q": query_text(rng, fresh), "s": session, "r": True}
+            data = await gql(clients[turn % len(clients)], stats, "search", SEARCH, variables)
+            page = data["search"] if data else None
+            for k in range(follow_ups):
+                if page is None or not page.get("cursor") or time.monotonic() >= deadline:
+                    break
+                turn += 1
+                c = clients[turn % len(clients)]
+                stats.follow_ups += 1
+                if k % 2 and page.get("expandConcepts"):
+                    ids = {"c": page["cursor"], "id": page["expandConcepts"][0], "s": session}
+                    data = await gql(c, stats, "expand (follow-up)", EXPAND, ids)
+                    page = data["expand"] if data else None
+                else:
+                    data = await gql(
+                        c, stats, "next page", NEXT, {"c": page["cursor"], "s": session}
+                    )
+                    page = data["search"] if data else None
+                stats.follow_ups_ok += data is not None
 
 
 async def saver(
@@ -506,9 +575,10 @@ class CpuUse:
     total_s: float
 
     @staticmethod
-    def now(server_pid: int) -> CpuUse:
+    def now(*server_pids: int) -> CpuUse:
         busy, total = machine_cpu_s()
-        return CpuUse(process_cpu_s(server_pid), time.process_time(), busy, total)
+        server = sum(process_cpu_s(pid) for pid in server_pids)
+        return CpuUse(server, time.process_time(), busy, total)
 
     def __sub__(self, other: CpuUse) -> CpuUse:
         return CpuUse(
@@ -559,6 +629,12 @@ async def main_async(args: argparse.Namespace) -> int:
         {"token": write_token, "space": SPACE, "scopes": ["read", "write"]},
         {"token": read_token, "space": SPACE, "scopes": ["read"]},
     ]
+    # with --follow-ups every agent has a read token of its own (the per-client fair share
+    # then applies to each agent, not to all fifty as one client)
+    agent_tokens = [
+        secrets.token_urlsafe(24) for _ in range(args.searchers if args.follow_ups else 0)
+    ]
+    tokens += [{"token": t, "space": SPACE, "scopes": ["read"]} for t in agent_tokens]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MNEMOQL_", "DSH_NEO4J"))}
     for key in ("DEEPSEEK_API_KEY", "EMBEDDING_API_KEY", "TYPESAFE_API_KEY"):
         env.pop(key, None)  # offline models: no traffic beyond loopback
@@ -573,42 +649,76 @@ async def main_async(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="mnemoql-load-") as tmp:
         data, log = Path(tmp) / "data", Path(tmp) / "server.log"
         before = copy_memory(Path(args.data_from), data) if args.data_from else 0
-        port = free_port()
-        base = f"http://{HOST}:{port}"
-        proc = start_server(data, port, env, log)
+        ports = [free_port() for _ in range(args.processes)]
+        bases = [f"http://{HOST}:{port}" for port in ports]
+        base = bases[0]
+        logs = [log.with_name(f"server-{n}.log") for n in range(args.processes)]
+        procs = [start_server(data, port, env, lg) for port, lg in zip(ports, logs, strict=True)]
+        proc = procs[0]
         try:
             t0 = time.monotonic()
-            await wait_ready(base, proc)
+            for b, p in zip(bases, procs, strict=True):
+                await wait_ready(b, p)
             ready_s = time.monotonic() - t0
             await seed_memory(base, write_token, SEEDS)
             model = await describe_models(base, read_token)
             print(
-                f"server ready in {ready_s:.1f} s; {SEEDS} seed saves; "
+                f"{args.processes} server(s) ready in {ready_s:.1f} s; {SEEDS} seed saves; "
                 f"{args.searchers} searchers + {args.savers} savers for {args.seconds} s",
                 file=sys.stderr,
             )
             started = time.monotonic()
-            cpu_at_start = CpuUse.now(proc.pid)
+            cpu_at_start = CpuUse.now(*(p.pid for p in procs))
             spy = start_py_spy(args.py_spy, proc.pid, args.seconds) if args.py_spy else None
             deadline = started + args.seconds
+            searchers = (
+                follower(
+                    i,
+                    bases,
+                    agent_tokens[i],
+                    deadline,
+                    stats,
+                    args.seed,
+                    args.fresh_queries,
+                    args.follow_ups,
+                )
+                if args.follow_ups
+                else searcher(
+                    i,
+                    bases[i % len(bases)],
+                    read_token,
+                    deadline,
+                    stats,
+                    args.seed,
+                    args.fresh_queries,
+                )
+                for i in range(args.searchers)
+            )
             await asyncio.gather(
+                *searchers,
                 *(
-                    searcher(i, base, read_token, deadline, stats, args.seed, args.fresh_queries)
-                    for i in range(args.searchers)
-                ),
-                *(
-                    saver(i, base, write_token, deadline, stats, run, args.seed, saved)
+                    saver(
+                        i,
+                        bases[i % len(bases)],
+                        write_token,
+                        deadline,
+                        stats,
+                        run,
+                        args.seed,
+                        saved,
+                    )
                     for i in range(args.savers)
                 ),
             )
             elapsed = time.monotonic() - started
-            cpu = CpuUse.now(proc.pid) - cpu_at_start
+            cpu = CpuUse.now(*(p.pid for p in procs)) - cpu_at_start
             if spy is not None:
                 spy.wait(timeout=60)
             check = await verify(base, read_token, saved, before + SEEDS, not before)
         finally:
-            stop_server(proc)
-        server_log = log.read_text(encoding="utf-8", errors="replace")
+            for p in procs:
+                stop_server(p)
+        server_log = "".join(lg.read_text(encoding="utf-8", errors="replace") for lg in logs)
         if args.server_log:
             Path(args.server_log).write_text(server_log, encoding="utf-8")
     tracebacks = server_log.count("Traceback")
@@ -620,9 +730,18 @@ async def main_async(args: argparse.Namespace) -> int:
             "",
             f"Command: `{command.strip()}`",
             "",
-            f"Machine: {machine()}. Server: `mnemoql serve` (uvicorn, one process) on {HOST}, "
+            f"Machine: {machine()}. Server: `mnemoql serve` (uvicorn), "
+            + (
+                "one process"
+                if args.processes == 1
+                else f"{args.processes} independent processes over one data directory, each "
+                "request to the next (round robin)"
+            )
+            + f" on {HOST}, "
             f"embedded store, `--embedder {args.embedder}`: {model}; access tokens on.",
-            f"Clients: {args.searchers} searchers (read token) + {args.savers} savers "
+            f"Clients: {args.searchers} searchers ("
+            + ("each its own read token" if args.follow_ups else "read token")
+            + f") + {args.savers} savers "
             f"(write token), each its own httpx client, for {elapsed:.1f} s "
             f"after {SEEDS} seed saves"
             + (f" into a copy of `{args.data_from}` ({before:,} events)" if before else "")
@@ -640,8 +759,18 @@ async def main_async(args: argparse.Namespace) -> int:
             f"- errors: **{stats.error_count}** (HTTP, GraphQL or transport); server tracebacks: "
             f"{tracebacks}",
             *(
-                f"- expected, not errors: {what}: {n} (the cursor store keeps the newest 32 per "
-                "space, SPEC §1.9; the client runs search again)"
+                [
+                    f"- follow-ups: {stats.follow_ups_ok} of {stats.follow_ups} answered "
+                    f"(**{100 * stats.follow_ups_ok / max(1, stats.follow_ups):.1f} %**); "
+                    f"{args.follow_ups} per search, the next page and expand in turn, each on "
+                    "the next process"
+                ]
+                if args.follow_ups
+                else []
+            ),
+            *(
+                f"- expected, not errors: {what}: {n} (a cursor past its TTL or the session "
+                "state's budget; the client runs search again)"
                 for what, n in stats.expected.items()
             ),
             f"- acknowledged saves: {check['saves']} (each re-sent once in five with its "
@@ -741,6 +870,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--searchers", type=int, default=50)
     p.add_argument("--savers", type=int, default=10)
     p.add_argument(
+        "--processes", type=int, default=1, help="independent serve processes (round robin)"
+    )
+    p.add_argument(
+        "--follow-ups",
+        type=int,
+        default=0,
+        help="searchers run chains: a search, then this many follow-ups on its cursor",
+    )
+    p.add_argument(
         "--embedder",
         choices=["auto", "local", "hashing"],
         default="auto",
@@ -791,6 +929,10 @@ def main(argv: list[str] | None = None) -> int:
             p.error("--model-batches sizes must be between 1 and 64")
         print(model_batches(sizes))
         return 0
+    if not 1 <= args.processes <= 8:
+        p.error("--processes must be between 1 and 8")
+    if not 0 <= args.follow_ups <= 20:
+        p.error("--follow-ups must be between 0 and 20")
     if not 1 <= args.seconds <= 3600:
         p.error("--seconds must be between 1 and 3600")
     for setting in args.set:

@@ -214,6 +214,16 @@ class RetrievalSettings(BaseModel):
     blas_threads: int = Field(default=1, ge=0, le=256)
 
 
+class SessionSettings(BaseModel):
+    """Evidence sessions and cursors, shared by every process of a memory (issue 30)."""
+
+    # a cursor lives this long after it is issued; a session, after its last commit
+    ttl_s: float = Field(default=15 * 60, gt=0)
+    # bytes of session ledgers and cursors kept per memory space; past it the least recently
+    # used go first (their cursors then answer CURSOR_EXPIRED)
+    budget_mb: float = Field(default=64, gt=0)
+
+
 class Limits(BaseModel):
     max_content_chars: int = Field(default=2_000_000, ge=1)
     max_page_size: int = Field(default=100, ge=1)
@@ -381,6 +391,7 @@ class Settings(BaseSettings):
     neo4j: Neo4jSettings = Field(default_factory=Neo4jSettings)
     embedded: EmbeddedSettings = Field(default_factory=EmbeddedSettings)
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
+    sessions: SessionSettings = Field(default_factory=SessionSettings)
     limits: Limits = Field(default_factory=Limits)
     auth: AuthSettings = Field(default_factory=AuthSettings)
     mcp: McpSettings = Field(default_factory=McpSettings)

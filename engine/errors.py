@@ -25,7 +25,8 @@ original Chinese wording of SPEC.md in ``zh`` (used by the compact text renderin
     ├── EmbeddingDimension      EMBEDDING_DIMENSION  a provider returned vectors of the wrong size
     ├── RevectorizeFailed       REVECTORIZE_FAILED   nothing was changed
     ├── CursorError             (cursor and chain problems)
-    │   ├── CursorInvalid       CURSOR_INVALID
+    │   ├── CursorInvalid       CURSOR_INVALID       a token this memory never issued
+    │   │   └── CursorExpired   CURSOR_EXPIRED       past its TTL, or dropped for the budget
     │   ├── CursorSession       CURSOR_SESSION
     │   ├── ChainExhausted      CHAIN_EXHAUSTED
     │   ├── ChainBroken         CHAIN_BROKEN
@@ -133,6 +134,13 @@ class CursorError(MnemoError):
 
 class CursorInvalid(CursorError):
     code = "CURSOR_INVALID"
+
+
+class CursorExpired(CursorInvalid):
+    """A cursor this memory issued that is gone: past its TTL or dropped to keep the session
+    state within its size budget (a subclass, so ``except CursorInvalid`` still catches it)."""
+
+    code = "CURSOR_EXPIRED"
 
 
 class CursorSession(CursorError):

@@ -12,6 +12,8 @@ from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from pydantic import TypeAdapter
+
 from mnemoql.engine import checks, dump
 from mnemoql.engine.activation import DEFAULT_LIMIT, Activation, Activator
 from mnemoql.engine.binding import as_profile
@@ -41,6 +43,7 @@ from mnemoql.engine.models import (
 from mnemoql.engine.recall import Recall, Recollection, TopicTree
 from mnemoql.engine.retrieval.pipeline import Outcome, Retriever, SearchRequest, TargetedPage
 from mnemoql.engine.revectorize import Progress, RevectorizeReport, revectorize
+from mnemoql.engine.session_state import LocalState, SharedState
 from mnemoql.engine.sessions import Clock, CursorStore, SessionStore
 from mnemoql.engine.store.base import Store
 from mnemoql.engine.topics import TopicNode, fix_topic_path, normalise_related
@@ -89,6 +92,19 @@ class MemoryIndex:
         return not vectors_are_ours(self.stored, self.model, self.dimensions)
 
 
+class EvidencePages:
+    """A kept evidence page (``Outcome``) as JSON text, for the session's page ledger."""
+
+    def __init__(self) -> None:
+        self._adapter = TypeAdapter(Outcome)
+
+    def encode(self, page: object) -> str:
+        return self._adapter.dump_json(page).decode() if isinstance(page, Outcome) else "null"
+
+    def decode(self, text: str) -> object:
+        return self._adapter.validate_json(text) if text != "null" else None
+
+
 @dataclass(slots=True)
 class SaveManyOutcome:
     outcomes: list[SaveOutcome | None]
@@ -104,17 +120,17 @@ class Memory:
         store: Store,
         providers: Providers,
         *,
-        clock: Clock = time.monotonic,
+        clock: Clock = time.time,
     ) -> None:
         self.settings = settings
         self.store = store
         self.providers = providers
-        self.cursors = CursorStore(clock) if clock else CursorStore()
-        self.sessions = (
-            SessionStore(clock, cursors=self.cursors)
-            if clock
-            else SessionStore(cursors=self.cursors)
-        )
+        # sessions and cursors live where every process of this memory sees them (issue 30)
+        ttl, budget = settings.sessions.ttl_s, int(settings.sessions.budget_mb * 1024 * 1024)
+        make = getattr(store, "session_state", None)
+        state: SharedState = make(budget) if callable(make) else LocalState(budget)
+        self.cursors = CursorStore(clock, ttl, state=state)
+        self.sessions = SessionStore(clock, ttl, cursors=self.cursors, pages=EvidencePages())
         self.changes = Changes()  # the live feed of committed writes (memoryChanges)
         lock = asyncio.Lock()  # saves, revectorize, forget and topic binding (SPEC §1.3.6)
         self.recall = Recall(store, lock, now=lambda: self.ingestor.now())
@@ -171,6 +187,8 @@ class Memory:
             checks.size("timeHint", len(request.time_hint), TIME_HINT_MAX, "characters")
         checks.texts([("session", session)] if session is not None else [])
         checks.texts([("cursor", request.cursor)] if request.cursor is not None else [])
+        if request.cursor is not None:
+            await self.cursors.load(request.cursor)
         return await self.retriever.search(request, session, repeatable=repeatable)
 
     async def search_entities(self, target: str, query: str | None) -> TargetedPage:
@@ -187,6 +205,7 @@ class Memory:
         repeatable: bool = False,
     ) -> Outcome:
         checks.texts([("cursor", cursor), ("conceptId", concept_id)])
+        await self.cursors.load(cursor)
         return await self.retriever.expand(
             cursor, concept_id, limit, session, repeatable=repeatable
         )
@@ -202,14 +221,22 @@ class Memory:
         repeatable: bool = False,
     ) -> Outcome:
         checks.texts([("cursor", cursor), ("eventId", event_id)])
+        await self.cursors.load(cursor)
         return await self.retriever.nearby(
             cursor, event_id, before, after, session, repeatable=repeatable
         )
 
-    def cursor_session(self, cursor: str) -> str | None:
+    async def remember_writes(self, session: str | None) -> None:
+        """After a write made for ``session``: when the session state orders reads (Neo4j's
+        bookmarks), record this process's writes in the session, so its next call reads them
+        on any replica (issue 30)."""
+        if session and getattr(self.cursors.state, "causal", False):
+            await self.sessions.touch(session)
+
+    async def cursor_session(self, cursor: str) -> str | None:
         """The session a live cursor belongs to (None when unknown or expired): the session a
         follow-up continues in when its caller names none."""
-        return self.cursors.owner(cursor)
+        return await self.cursors.owner(cursor)
 
     def _check_query(self, query: str | None) -> None:
         """A search text: valid Unicode, at most ``max_search_chars``, and within the window
@@ -278,7 +305,7 @@ class Memory:
         report = await revectorize(
             self.store, self.providers.embedder, self.ingestor.lock, self.ingestor.now, progress
         )
-        self.cursors.clear()
+        await self.cursors.clear()
         self.changes.publish("REVECTORIZED")
         return report
 
@@ -310,7 +337,7 @@ class Memory:
                 raise
             finally:
                 self.recall.invalidate()
-                self.cursors.clear()
+                await self.cursors.clear()
                 self.changes.publish("RESYNC")
         meta = await self.store.get_meta()
         embedder = self.providers.embedder

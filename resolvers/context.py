@@ -93,12 +93,12 @@ class RequestContext:
         scopes: frozenset[str] = ALL_SCOPES,
         failure: MnemoError | None = None,
         caller: str | None = None,
-        client: tuple[str, int] | None = None,
+        client_session: str | None = None,
     ) -> None:
         self._memory = memory
         self._explicit_session = session
         self._caller = caller
-        self._client = client
+        self._client_session = client_session
         self.space = space
         self.scopes = scopes if memory is not None else frozenset()
         self.failure = failure
@@ -110,7 +110,7 @@ class RequestContext:
     def session(self) -> str | None:
         """The session of calls that name none: the request's ``X-Memory-Session`` header,
         else the caller's default (``default_session``)."""
-        return self._explicit_session or default_session(self._caller, self._client)
+        return self._explicit_session or default_session(self._caller, self._client_session)
 
     @property
     def named_session(self) -> str | None:
@@ -153,18 +153,14 @@ class RequestContext:
         )
 
 
-def default_session(caller: str | None, client: tuple[str, int] | None) -> str | None:
+def default_session(caller: str | None, client_session: str | None) -> str | None:
     """Each caller's own evidence history when it names no session (two clients never hide
     each other's evidence): per token (``caller:<id>``, every connection of that token), or
-    without tokens per connection (``conn:<host>:<port>``: a websocket, or one HTTP
-    keep-alive connection -- a client that opens a new connection per request, like curl,
-    gets a new session each time and should name one). None leaves it to the engine's
-    ``default``."""
-    if caller:
-        return f"caller:{caller}"
-    if client:
-        return f"conn:{client[0]}:{client[1]}"
-    return None
+    without tokens the session the client carries (``client:<id>``: the ``mnemoql_session``
+    cookie the service sets, or one per websocket). Never the TCP peer: behind a proxy or a
+    load balancer that is the proxy's pooled connection, shared by many clients and changing
+    for one. None leaves it to the engine's ``default``."""
+    return f"caller:{caller}" if caller else client_session
 
 
 def _unauthenticated() -> Unauthorized:

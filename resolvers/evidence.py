@@ -14,8 +14,7 @@ from mnemoql.schema.evidence import EvidencePage, SearchTarget
 Session = Annotated[
     str | None,
     strawberry.argument(
-        description="Evidence history key; defaults to the X-Memory-Session header, else "
-        "'default'."
+        description="Evidence history key; defaults to the X-Memory-Session header, else 'default'."
     ),
 ]
 ResetSeen = Annotated[
@@ -33,13 +32,13 @@ NextOf = Annotated[
 ]
 
 
-def _session(info: Info, session: str | None, cursor: str | None = None) -> str | None:
+async def _session(info: Info, session: str | None, cursor: str | None = None) -> str | None:
     """The session of a call: the argument, else the request's header, else for a follow-up
     the session its cursor belongs to (a client whose connection changed still continues
     it), else the caller's default session."""
     if session or info.context.named_session:
         return session or info.context.named_session
-    owner = info.context.memory.cursor_session(cursor) if cursor else None
+    owner = await info.context.memory.cursor_session(cursor) if cursor else None
     return owner or info.context.session
 
 
@@ -79,7 +78,7 @@ class EvidenceQuery:
         cursor: NextOf = None,
     ) -> EvidencePage:
         memory = info.context.memory
-        sid = _session(info, session, cursor)
+        sid = await _session(info, session, cursor)
         if target is not SearchTarget.EVENT:
             page = await memory.search_entities(target.value, query)
             return EvidencePage.from_targeted(page, sid or "default")
@@ -100,7 +99,7 @@ class EvidenceQuery:
     ) -> EvidencePage:
         _no_reset(reset_seen)
         out = await info.context.memory.expand(
-            cursor, str(concept_id), limit, _session(info, session, cursor), repeatable=True
+            cursor, str(concept_id), limit, await _session(info, session, cursor), repeatable=True
         )
         return EvidencePage.from_outcome(out)
 
@@ -119,6 +118,11 @@ class EvidenceQuery:
     ) -> EvidencePage:
         _no_reset(reset_seen)
         out = await info.context.memory.nearby(
-            cursor, str(event_id), before, after, _session(info, session, cursor), repeatable=True
+            cursor,
+            str(event_id),
+            before,
+            after,
+            await _session(info, session, cursor),
+            repeatable=True,
         )
         return EvidencePage.from_outcome(out)

@@ -49,7 +49,10 @@ class MemoryMutation:
         info: Info,
         input: Annotated[SaveInput, strawberry.argument(description="The memory to save.")],
     ) -> SavePayload:
-        return SavePayload.from_domain(await info.context.memory.save(to_domain(input)))
+        memory = info.context.memory
+        saved = await memory.save(to_domain(input))
+        await memory.remember_writes(info.context.session)  # read on any replica (Neo4j)
+        return SavePayload.from_domain(saved)
 
     @strawberry.mutation(description="Save many memories; each stands or fails on its own.")
     async def save_many(
@@ -60,7 +63,9 @@ class MemoryMutation:
         ],
     ) -> SaveManyPayload:
         items = [to_domain(i) for i in inputs]
-        return SaveManyPayload.from_domain(await info.context.memory.save_many(items))
+        saved = await info.context.memory.save_many(items)
+        await info.context.memory.remember_writes(info.context.session)
+        return SaveManyPayload.from_domain(saved)
 
     @strawberry.mutation(
         description="Re-embed every summary, name and chunk with the configured model, then swap."

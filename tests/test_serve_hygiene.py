@@ -112,7 +112,9 @@ def _save_events(service_post: object, n: int) -> None:
         assert not body.get("errors"), body
 
 
-def test_each_connection_has_its_own_default_session_without_tokens(tmp_path: Path) -> None:
+def test_each_client_has_its_own_default_session_without_tokens(tmp_path: Path) -> None:
+    # the session comes from the client (a cookie the service sets), never from the TCP peer:
+    # behind a load balancer the peer is the balancer's pooled connection (issue 30)
     place = Place(tmp_path / "data", "embedded")
     with serving(place, MNEMOQL_AUTH__TOKENS="[]") as service:
         _save_events(service.post, 6)
@@ -127,10 +129,14 @@ def test_each_connection_has_its_own_default_session_without_tokens(tmp_path: Pa
 
             a_session, a1 = search(a)
             b_session, b1 = search(b)
-            assert a_session != b_session and a_session.startswith("conn:127.0.0.1:")
+            assert a_session != b_session and a_session.startswith("client:")
+            assert "mnemoql_session" in a.cookies and "127.0.0.1" not in a_session
             assert len(a1) == 4 and sorted(b1) == sorted(a1)  # b is not hidden by a
-            a_again, a2 = search(a)  # the same connection: the same session, the same page
+            a_again, a2 = search(a)  # the same client: the same session, the same page
             assert a_again == a_session and a2 == a1
+            with httpx.Client(base_url=service.base, timeout=60, cookies=a.cookies) as a_new:
+                moved, _ = search(a_new)  # another connection, the same client's cookie
+            assert moved == a_session
             named = a.post("/graphql", json={"query": SEARCH, "variables": {"q": "heron"}},
                            headers={"X-Memory-Session": "shared"}).json()  # fmt: skip
             assert named["data"]["search"]["session"] == "shared"

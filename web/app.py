@@ -14,6 +14,8 @@ import asyncio
 import contextlib
 import json
 import logging
+import re
+import secrets
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -98,6 +100,21 @@ log = logging.getLogger("mnemoql")
 STATIC = Path(__file__).parent / "static"
 SESSION_HEADER = "x-memory-session"
 ACCEPTED: UnsetType = UNSET  # on_ws_connect's "no payload" (strawberry declares UNSET as Any)
+SESSION_COOKIE = "mnemoql_session"
+_COOKIE_VALUE = re.compile(r"^[A-Za-z0-9_-]{16,64}$")
+
+
+def client_session(request: Request | WebSocket, response: Response | WebSocket) -> str:
+    """The default session of a client without a token that names none (issue 30): the
+    ``mnemoql_session`` cookie it sent back, else a new one set on this response. Browsers,
+    ``httpx.Client`` and ``requests.Session`` keep it, so a client's calls stay one session on
+    any replica; a websocket without it is one session for its life."""
+    value = request.cookies.get(SESSION_COOKIE, "")
+    if not _COOKIE_VALUE.match(value):
+        value = secrets.token_urlsafe(16)
+        if isinstance(response, Response):
+            response.set_cookie(SESSION_COOKIE, value, httponly=True, samesite="lax")
+    return f"client:{value}"
 
 
 class MemoryGraphQL(GraphQL[RequestContext, None]):
@@ -130,13 +147,17 @@ class MemoryGraphQL(GraphQL[RequestContext, None]):
     async def get_context(
         self, request: Request | WebSocket, response: Response | WebSocket
     ) -> RequestContext:
-        client = request.client
+        named = request.headers.get(SESSION_HEADER)
+        grant = grant_of(request.scope)
+        # a token's calls share the token's session; a websocket learns its token later
+        anonymous = not named and (
+            grant.caller is None if grant is not None else isinstance(request, WebSocket)
+        )
         context = RequestContext(
             None,
-            session=request.headers.get(SESSION_HEADER),
-            client=(client.host, client.port) if client else None,
+            session=named,
+            client_session=client_session(request, response) if anonymous else None,
         )
-        grant = grant_of(request.scope)
         if grant is not None:
             await self._bind(context, grant)
         return context

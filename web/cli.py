@@ -131,11 +131,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
         port=port,
         log_level=args.log_level,
         log_config=serve_log_config(args.log_level, settings.log.format),
-        # an idle keep-alive connection stays open 75 s (uvicorn's default is 5 s): without
-        # tokens, one connection is one default session (resolvers.context.default_session),
-        # and an agent thinks longer than 5 s between calls
+        # an idle keep-alive connection stays open 75 s (uvicorn's default is 5 s): an agent
+        # thinks longer than 5 s between calls, and a new connection costs it a handshake
         timeout_keep_alive=KEEP_ALIVE_S,
     )
+    if args.workers > 1:
+        return _serve_workers(args, settings, options, sockets)
     if sockets is None:
         uvicorn.run(served, **options)
     else:  # --port 0: serve the socket bound above (uvicorn.run takes no socket)
@@ -150,6 +151,58 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print(f"mnemoql serve: {app.error}", file=sys.stderr)
         return 2
     return 3 if app.failed else 0
+
+
+def _serve_workers(
+    args: argparse.Namespace,
+    settings: Settings,
+    options: dict[str, Any],
+    sockets: list[socket.socket] | None,
+) -> int:
+    """``--workers N``: uvicorn's supervisor runs N processes of ``web.workers.app`` on one
+    socket. The workers build their settings from the environment, so the flags go there."""
+    import uvicorn
+    from uvicorn.supervisors import Multiprocess
+
+    from mnemoql.web.workers import FAILED_FILE
+
+    if settings.store == "neo4j" and settings.neo4j.uri is None:
+        print(
+            "mnemoql serve: --workers needs the embedded store or an external Neo4j "
+            "(MNEMOQL_NEO4J__URI); the managed Neo4j belongs to one process",
+            file=sys.stderr,
+        )
+        return 2
+    port = sockets[0].getsockname()[1] if sockets else settings.port
+    os.environ.update(
+        MNEMOQL_DATA_DIR=str(settings.data_dir),
+        MNEMOQL_STORE=settings.store,
+        MNEMOQL_HOST=settings.host,
+        MNEMOQL_PORT=str(port),
+        MNEMOQL_ALLOW_PUBLIC="true" if settings.allow_public else "false",
+    )
+    options = {**options, "port": port}
+    config = uvicorn.Config(
+        "mnemoql.web.workers:app", factory=True, workers=args.workers, **options
+    )
+    with tempfile.TemporaryDirectory(prefix="mnemoql-serve-") as tmp:
+        failed = Path(tmp) / "failed"
+        os.environ[FAILED_FILE] = str(failed)
+        sock = sockets[0] if sockets else config.bind_socket()
+        with contextlib.suppress(KeyboardInterrupt):
+            Multiprocess(config, sockets=[sock]).run()
+        return 2 if failed.exists() else 0
+
+
+def _workers(text: str) -> int:
+    """``--workers``: 1 to 64 processes (argparse prints the refusal and exits with 2)."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 1 <= n <= 64:
+        raise argparse.ArgumentTypeError(f"{n} is outside 1-64")
+    return n
 
 
 def _free_port_socket(host: str) -> socket.socket:
@@ -235,6 +288,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--allow-public",
         action="store_true",
         help="serve a non-loopback address even with no access tokens configured",
+    )
+    s.add_argument(
+        "--workers",
+        type=_workers,
+        default=1,
+        help="processes serving the memory on this port (default 1; see docs/operations.md, "
+        "Replicas)",
     )
     s.add_argument("--log-level", default="info")
     s.set_defaults(func=cmd_serve)

@@ -69,15 +69,15 @@ def _evidence(call: Call, out: Outcome) -> Answer:
     return body, r.Evidence.from_outcome(out, call.locale)
 
 
-def _for_cursor(call: Call, session: str | None, cursor: str) -> str:
+async def _for_cursor(call: Call, session: str | None, cursor: str) -> str:
     # a stateless caller continues in the session that received the cursor
-    owner = call.memory.cursor_session(cursor)
+    owner = await call.memory.cursor_session(cursor)
     return session or call.session or owner or call.fallback or new_session()
 
 
 async def search(call: Call, args: a.SearchArgs) -> Answer:
     if args.cursor is not None:
-        sid = _for_cursor(call, args.session, args.cursor)
+        sid = await _for_cursor(call, args.session, args.cursor)
     else:
         sid = args.session or call.session or call.fallback or new_session()
     if args.target != "Event":
@@ -91,12 +91,12 @@ async def search(call: Call, args: a.SearchArgs) -> Answer:
 
 
 async def expand(call: Call, args: a.ExpandArgs) -> Answer:
-    sid = _for_cursor(call, args.session, args.cursor)
+    sid = await _for_cursor(call, args.session, args.cursor)
     return _evidence(call, await call.memory.expand(args.cursor, args.concept_id, args.limit, sid))
 
 
 async def nearby(call: Call, args: a.NearbyArgs) -> Answer:
-    sid = _for_cursor(call, args.session, args.cursor)
+    sid = await _for_cursor(call, args.session, args.cursor)
     out = await call.memory.nearby(args.cursor, args.event_id, args.before, args.after, sid)
     return _evidence(call, out)
 

@@ -69,6 +69,7 @@ from mnemoql.engine.store.embedded._db import Database
 from mnemoql.engine.store.embedded._index import normalise
 from mnemoql.engine.store.embedded._reader import Reader
 from mnemoql.engine.store.embedded._search import entity_hits, pool_hits, route_hits
+from mnemoql.engine.store.embedded._sessions import SqliteState, state_file
 from mnemoql.engine.store.faults import probe_write, storage_fault, unwritable
 from mnemoql.engine.store.lexical import query_terms as lexical_terms
 from mnemoql.engine.store.rules import entity_label
@@ -138,6 +139,7 @@ class EmbeddedStore:
         self.space = space
         self._hint = dimensions_hint
         self._ann = ann or AnnSettings()
+        self._sessions: SqliteState | None = None  # evidence sessions, opened on first use
         self._db: Database | None = None
         self._writer: ThreadPoolExecutor | None = None
         self._compute: ThreadPoolExecutor | None = None
@@ -155,6 +157,13 @@ class EmbeddedStore:
                 return self.path
             return self.path.with_name(f"{self.path.stem}-{self.space}{self.path.suffix}")
         return self.path / f"{self.space}.sqlite3"
+
+    def session_state(self, budget: int) -> SqliteState:
+        """The space's evidence sessions and cursors, shared by every process that opens this
+        space (``_sessions``); closed with the store."""
+        if self._sessions is None:
+            self._sessions = SqliteState(state_file(self.file), budget)
+        return self._sessions
 
     def __repr__(self) -> str:
         return f"EmbeddedStore({str(self.path)!r}, space={self.space!r})"
@@ -248,6 +257,8 @@ class EmbeddedStore:
         )
 
     async def close(self) -> None:
+        if self._sessions is not None:
+            await self._sessions.close()
         db, writer, compute = self._db, self._writer, self._compute
         reader, reading = self._reader, self._reading
         if db is None or writer is None:

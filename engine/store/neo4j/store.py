@@ -81,6 +81,8 @@ from mnemoql.engine.store.neo4j import _routes as routes
 from mnemoql.engine.store.neo4j import _write as write
 from mnemoql.engine.store.neo4j._runner import UNREACHABLE, Runner, T, TxFn
 from mnemoql.engine.store.neo4j._schema import Schema
+from mnemoql.engine.store.neo4j._sessions import DROP_ALL as DROP_STATE
+from mnemoql.engine.store.neo4j._sessions import Neo4jState
 from mnemoql.engine.store.window import window_route_by_parts
 from mnemoql.engine.text import normalise_name
 
@@ -136,6 +138,7 @@ class Neo4jStore:
         self.space = space
         self.runner = Runner(uri, user, password, database, space, connection_timeout)
         self._writes: int | None = None  # committed writes of the space as this store counts
+        self._sessions: Neo4jState | None = None
         self.index_min_events = index_min_events
         self.index_overfetch = index_overfetch
         self.space_indexes = space_indexes
@@ -231,6 +234,13 @@ class Neo4jStore:
             self._names_seen = time.monotonic()
         return self._names_online
 
+    def session_state(self, budget: int) -> Neo4jState:
+        """The space's evidence sessions and cursors as nodes every replica shares
+        (``_sessions``), with the bookmarks that make a follow-up read its session's writes."""
+        if self._sessions is None:
+            self._sessions = Neo4jState(self.runner, budget)
+        return self._sessions
+
     async def close(self) -> None:
         await self.index.close()
         await self.runner.close()
@@ -240,7 +250,9 @@ class Neo4jStore:
 
     async def drop_space(self) -> int:
         """Delete every node of this space (tests, admin); returns how many were deleted."""
-        return await self.schema.drop_space()
+        deleted = await self.schema.drop_space()
+        rows = await self.runner.run(DROP_STATE, writable=True)  # its sessions and cursors
+        return deleted + int(rows[0]["n"])
 
     # ------------------------------------------------------------ meta
 

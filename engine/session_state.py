@@ -1,0 +1,244 @@
+"""Where evidence sessions and cursors live: rows every process of a memory sees (issue 30).
+
+``engine.sessions`` keeps the rules (what a session remembers, how a chain counts); this module
+is the storage underneath, a small table of rows with a time to live and a size budget:
+
+- a **session** row (``kind="s"``, keyed by the session's name) holds the session's ledger:
+  delivered ids, excerpts and the page ledger. It expires ``ttl`` seconds after its last
+  commit.
+- a **page** row (``kind="p"``, owned by a session) holds one page the session was given, for
+  a GraphQL call repeated with the same arguments; rows of their own, so that a call reads
+  and writes a small ledger instead of every page again. It expires ``ttl`` after it was kept.
+- a **cursor** row (``kind="c"``, keyed by its token, owned by a session) holds a chain's
+  state. It expires ``ttl`` seconds after it was issued; its body is then dropped, and the row
+  stays as a tombstone for another ``ttl`` so that a late follow-up gets ``CURSOR_EXPIRED``
+  rather than ``CURSOR_INVALID``. A cursor evicted for the budget becomes a tombstone too.
+
+Every adapter (the embedded store's own SQLite file, Neo4j nodes, ``LocalState`` here for a
+single process) implements ``SharedState``. A session's update is a read-modify-write inside
+one transaction (``update``), so two processes committing to one session both land. A sweep
+(``SWEEP_EVERY`` writes of a process, or ``SWEEP_SECONDS`` of its clock) deletes expired
+rows and, when the bodies outgrow the budget, drops the least recently used first: memory,
+not a count, bounds the state (between two sweeps it may run over by what was written).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+Kind = Literal["s", "c", "p"]
+SWEEP_EVERY = 200  # writes between two sweeps of one process
+SWEEP_SECONDS = 30.0  # or this much clock time, whichever comes first
+DEFAULT_BUDGET = 64 * 1024 * 1024  # bytes of session and cursor bodies per memory space
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One stored row. ``body`` is None for a cursor tombstone (expired or evicted)."""
+
+    owner: str
+    body: bytes | None
+    expires_at: float
+
+
+Update = Callable[[bytes | None], bytes]
+"""Builds a session's new body from its current one (None: missing or expired)."""
+
+
+@dataclass(slots=True)
+class Commit:
+    """What one call of a session stores, in one transaction: its ledger merge, its pages and
+    the cursors it issued or dropped (``SharedState.commit``)."""
+
+    session: str
+    ttl: float
+    update: Update | None = None  # the ledger's merge; None when the call changed no ledger
+    clear_pages: bool = False  # reset_seen: every page row of the session goes
+    drop_pages: list[str] = field(default_factory=list)  # page row keys past the cap
+    pages: list[tuple[str, bytes]] = field(default_factory=list)  # (row key, page)
+    clear_cursors: bool = False  # reset_seen: every cursor of the session goes
+    drop_cursors: list[str] = field(default_factory=list)  # broken chains
+    cursors: list[tuple[str, bytes, float]] = field(default_factory=list)  # (token, state, at)
+
+    @property
+    def empty(self) -> bool:
+        return not (
+            self.update or self.clear_pages or self.drop_pages or self.pages
+            or self.clear_cursors or self.drop_cursors or self.cursors
+        )  # fmt: skip
+
+
+class SharedState(Protocol):
+    """The rows of one memory space. ``now`` is the caller's clock (wall seconds: processes
+    compare it), ``ttl`` the lifetime a row gets from ``now``."""
+
+    async def session(self, key: str, now: float) -> tuple[bytes | None, list[tuple[str, bytes]]]:
+        """One read for a call: the session's body (None when missing or expired) and its
+        live page rows (``owned("p", key)``, none without a body)."""
+
+    async def commit(self, commit: Commit, now: float) -> None:
+        """Store what a call of ``commit.session`` recorded, all or nothing."""
+
+    async def get(self, kind: Kind, key: str, now: float) -> Row | None:
+        """The row, or None when there is none. Expired sessions read as None; an expired
+        cursor reads as a tombstone (``body`` None) until its tombstone goes too."""
+
+    async def put(
+        self, kind: Kind, key: str, owner: str, body: bytes, now: float, ttl: float
+    ) -> None:
+        """Insert or replace a row."""
+
+    async def update(self, kind: Kind, key: str, fn: Update, now: float, ttl: float) -> None:
+        """Replace the row's body by ``fn(current body)`` in one transaction, renewing its TTL."""
+
+    async def owned(self, kind: Kind, owner: str, now: float) -> list[tuple[str, bytes]]:
+        """``(key, body)`` of the live rows of ``owner``, oldest first."""
+
+    async def drop(self, kind: Kind, *, key: str | None = None, owner: str | None = None) -> None:
+        """Delete rows of ``kind``: by key, by owner, or all with neither. A dropped cursor
+        (reset_seen, a broken chain, revectorize) is then unknown: ``CURSOR_INVALID``."""
+
+    async def sweep(self, now: float) -> None:
+        """Delete expired rows, then drop the least recently used live ones past the budget
+        (cursors become tombstones). Writes call it now and then (``Sweeper``)."""
+
+    async def close(self) -> None: ...
+
+
+@dataclass(slots=True)
+class Sweeper:
+    """When a process sweeps: every ``every`` writes or ``seconds`` of clock time."""
+
+    every: int = SWEEP_EVERY
+    seconds: float = SWEEP_SECONDS
+    _writes: int = 0
+    _last: float | None = None
+
+    def due(self, now: float) -> bool:
+        self._writes += 1
+        if self._last is None:
+            self._last = now
+        if self._writes >= self.every or now - self._last >= self.seconds:
+            self._writes, self._last = 0, now
+            return True
+        return False
+
+
+def evictable(
+    rows: Sequence[tuple[str, str, int, float]], total: int, budget: int
+) -> list[tuple[str, str]]:
+    """``(kind, key)`` of the least recently used rows to drop so that ``total`` bytes fit
+    ``budget``. ``rows``: ``(kind, key, size, used_at)`` of the live rows."""
+    out: list[tuple[str, str]] = []
+    for kind, key, size, _ in sorted(rows, key=lambda r: r[3]):
+        if total <= budget:
+            break
+        out.append((kind, key))
+        total -= size
+    return out
+
+
+@dataclass(slots=True)
+class _Local:
+    owner: str
+    body: bytes | None
+    expires_at: float
+    ttl: float
+
+
+class LocalState:
+    """``SharedState`` in this process only (a store without shared session state, tests)."""
+
+    def __init__(self, budget: int = DEFAULT_BUDGET) -> None:
+        self.budget = budget
+        self._rows: dict[tuple[Kind, str], _Local] = {}
+        self._sweeper = Sweeper()
+
+    async def session(self, key: str, now: float) -> tuple[bytes | None, list[tuple[str, bytes]]]:
+        row = await self.get("s", key, now)
+        if row is None or row.body is None:
+            return None, []
+        return row.body, await self.owned("p", key, now)
+
+    async def commit(self, commit: Commit, now: float) -> None:
+        sid, ttl = commit.session, commit.ttl
+        if commit.update is not None:
+            await self.update("s", sid, commit.update, now, ttl)
+        if commit.clear_pages:
+            await self.drop("p", owner=sid)
+        for key in commit.drop_pages:
+            await self.drop("p", key=key)
+        for key, body in commit.pages:
+            await self.put("p", key, sid, body, now, ttl)
+        if commit.clear_cursors:
+            await self.drop("c", owner=sid)
+        for token in commit.drop_cursors:
+            await self.drop("c", key=token)
+        for token, body, at in commit.cursors:
+            await self.put("c", token, sid, body, at, ttl)
+
+    async def get(self, kind: Kind, key: str, now: float) -> Row | None:
+        row = self._rows.get((kind, key))
+        if row is None or (kind != "c" and row.expires_at <= now):
+            return None
+        if row.expires_at + row.ttl <= now:
+            return None  # past its tombstone window
+        body = row.body if row.expires_at > now else None
+        return Row(row.owner, body, row.expires_at)
+
+    async def put(
+        self, kind: Kind, key: str, owner: str, body: bytes, now: float, ttl: float
+    ) -> None:
+        self._rows[(kind, key)] = _Local(owner, body, now + ttl, ttl)
+        self._maybe_sweep(now)
+
+    async def update(self, kind: Kind, key: str, fn: Update, now: float, ttl: float) -> None:
+        row = self._rows.get((kind, key))
+        current = row.body if row is not None and row.expires_at > now else None
+        self._rows[(kind, key)] = _Local(key, fn(current), now + ttl, ttl)
+        self._maybe_sweep(now)
+
+    async def owned(self, kind: Kind, owner: str, now: float) -> list[tuple[str, bytes]]:
+        rows = [
+            (r.expires_at, key, r.body)
+            for (k, key), r in self._rows.items()
+            if k == kind and r.owner == owner and r.body is not None and r.expires_at > now
+        ]
+        return [(key, body) for _, key, body in sorted(rows)]
+
+    async def drop(self, kind: Kind, *, key: str | None = None, owner: str | None = None) -> None:
+        for (k, rkey), row in list(self._rows.items()):
+            if k != kind or (key is not None and rkey != key):
+                continue
+            if owner is None or row.owner == owner:
+                del self._rows[(k, rkey)]
+
+    async def close(self) -> None:
+        self._rows.clear()
+
+    def _maybe_sweep(self, now: float) -> None:
+        if self._sweeper.due(now):
+            self._sweep(now)
+
+    async def sweep(self, now: float) -> None:
+        self._sweep(now)
+
+    def _sweep(self, now: float) -> None:
+        for k, row in list(self._rows.items()):
+            if row.expires_at <= now:
+                if k[0] != "c" or row.expires_at + row.ttl <= now:
+                    del self._rows[k]
+                else:
+                    row.body = None
+        live = [
+            (k[0], k[1], len(r.body), r.expires_at - r.ttl)
+            for k, r in self._rows.items()
+            if r.body is not None
+        ]
+        for kind, key in evictable(live, sum(r[2] for r in live), self.budget):
+            if kind == "c":
+                self._rows[("c", key)].body = None
+            else:
+                del self._rows[("s" if kind == "s" else "p", key)]

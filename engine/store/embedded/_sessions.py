@@ -1,0 +1,261 @@
+"""The embedded store's session state (``engine.session_state.SharedState``) in a SQLite file
+of its own beside the space's database: ``<space>.sqlite3-sessions``.
+
+Its own file, not a table of the space's database: every search commits to it, and a commit
+to the space's database moves ``PRAGMA data_version`` for every other process of the memory,
+which then takes its mirrors and topic index for stale (``changed_elsewhere``). A file of its
+own also never waits behind a save's write lock. Every process of the memory (``serve
+--workers N``, replicas on one machine) opens the same file; WAL lets them read while one
+writes, and a session's merge runs under ``BEGIN IMMEDIATE``. Losing the file loses only
+sessions and cursors, as a restart did before.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import TypeVar
+
+from mnemoql.engine.errors import StoreUnavailable
+from mnemoql.engine.session_state import Commit, Kind, Row, Sweeper, Update, evictable
+from mnemoql.engine.store.faults import storage_fault
+
+T = TypeVar("T")
+
+DDL = """
+CREATE TABLE IF NOT EXISTS state (
+    kind TEXT NOT NULL,
+    key TEXT NOT NULL,
+    owner TEXT NOT NULL,
+    body BLOB,
+    size INTEGER NOT NULL,
+    expires_at REAL NOT NULL,
+    ttl REAL NOT NULL,
+    used_at REAL NOT NULL,
+    PRIMARY KEY (kind, key)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS state_owner ON state (kind, owner);
+CREATE INDEX IF NOT EXISTS state_expiry ON state (expires_at);
+"""
+_PUT = (
+    "INSERT OR REPLACE INTO state (kind, key, owner, body, size, expires_at, ttl, used_at) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+def state_file(database: Path) -> Path:
+    """The session state file of the space whose database is ``database``."""
+    return database.with_name(database.name + "-sessions")
+
+
+class SqliteState:
+    """Session and cursor rows of one embedded space, on a thread and connection of their own.
+
+    The file is opened on first use, so a store that never serves a search never creates it.
+    """
+
+    def __init__(self, file: Path, budget: int) -> None:
+        self.file = file
+        self.budget = budget
+        self._conn: sqlite3.Connection | None = None
+        self._pool: ThreadPoolExecutor | None = None
+        self._sweeper = Sweeper()
+
+    async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mnemoql-sessions")
+        loop = asyncio.get_running_loop()
+        try:
+            return await loop.run_in_executor(self._pool, self._call, fn)
+        except (sqlite3.Error, OSError) as exc:
+            fault = storage_fault(exc, self.file)  # a full disk, a lock held too long: coded
+            if fault is not None:
+                raise fault from exc
+            raise StoreUnavailable(
+                f"cannot use the session state file {self.file}: {exc}",
+                zh=f"无法使用会话状态文件：{self.file}",
+            ) from exc
+
+    def _call(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        if self._conn is None:
+            conn = sqlite3.connect(self.file, isolation_level=None, check_same_thread=True)
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")  # state a restart used to lose anyway
+            conn.execute("PRAGMA busy_timeout = 10000")
+            conn.executescript(DDL)
+            self._conn = conn
+        return fn(self._conn)
+
+    async def session(self, key: str, now: float) -> tuple[bytes | None, list[tuple[str, bytes]]]:
+        def read(conn: sqlite3.Connection) -> tuple[bytes | None, list[tuple[str, bytes]]]:
+            conn.execute("BEGIN")  # one snapshot for the ledger and its pages
+            try:
+                found = conn.execute(
+                    "SELECT body FROM state WHERE kind = 's' AND key = ? AND expires_at > ?",
+                    (key, now),
+                ).fetchone()
+                if found is None or found[0] is None:
+                    return None, []
+                pages = conn.execute(
+                    "SELECT key, body FROM state WHERE kind = 'p' AND owner = ? "
+                    "AND expires_at > ? AND body IS NOT NULL ORDER BY used_at, key",
+                    (key, now),
+                ).fetchall()
+                return bytes(found[0]), [(str(k), bytes(b)) for k, b in pages]
+            finally:
+                conn.execute("COMMIT")
+
+        return await self._run(read)
+
+    async def commit(self, commit: Commit, now: float) -> None:
+        sweep = self._sweeper.due(now)
+        sid, ttl = commit.session, commit.ttl
+
+        def write(conn: sqlite3.Connection) -> None:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                if commit.update is not None:
+                    found = conn.execute(
+                        "SELECT body, expires_at FROM state WHERE kind = 's' AND key = ?", (sid,)
+                    ).fetchone()
+                    current = found[0] if found is not None and found[1] > now else None
+                    body = commit.update(current)
+                    conn.execute(_PUT, ("s", sid, sid, body, len(body), now + ttl, ttl, now))
+                if commit.clear_pages:
+                    conn.execute("DELETE FROM state WHERE kind = 'p' AND owner = ?", (sid,))
+                if commit.clear_cursors:
+                    conn.execute("DELETE FROM state WHERE kind = 'c' AND owner = ?", (sid,))
+                for kind, keys in (("p", commit.drop_pages), ("c", commit.drop_cursors)):
+                    conn.executemany(
+                        "DELETE FROM state WHERE kind = ? AND key = ?", [(kind, k) for k in keys]
+                    )
+                conn.executemany(
+                    _PUT, [("p", k, sid, b, len(b), now + ttl, ttl, now) for k, b in commit.pages]
+                )
+                conn.executemany(
+                    _PUT,
+                    [("c", t, sid, b, len(b), at + ttl, ttl, at) for t, b, at in commit.cursors],
+                )
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            if sweep:
+                self._sweep(conn, now)
+
+        await self._run(write)
+
+    async def get(self, kind: Kind, key: str, now: float) -> Row | None:
+        def read(conn: sqlite3.Connection) -> Row | None:
+            found = conn.execute(
+                "SELECT owner, body, expires_at, ttl FROM state WHERE kind = ? AND key = ?",
+                (kind, key),
+            ).fetchone()
+            if found is None:
+                return None
+            owner, body, expires_at, ttl = found
+            if (kind != "c" and expires_at <= now) or expires_at + ttl <= now:
+                return None
+            return Row(owner, body if expires_at > now else None, expires_at)
+
+        return await self._run(read)
+
+    async def put(
+        self, kind: Kind, key: str, owner: str, body: bytes, now: float, ttl: float
+    ) -> None:
+        row = (kind, key, owner, body, len(body), now + ttl, ttl, now)
+        sweep = self._sweeper.due(now)
+
+        def write(conn: sqlite3.Connection) -> None:
+            conn.execute(_PUT, row)
+            if sweep:
+                self._sweep(conn, now)
+
+        await self._run(write)
+
+    async def update(self, kind: Kind, key: str, fn: Update, now: float, ttl: float) -> None:
+        sweep = self._sweeper.due(now)
+
+        def merge(conn: sqlite3.Connection) -> None:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                found = conn.execute(
+                    "SELECT body, expires_at FROM state WHERE kind = ? AND key = ?", (kind, key)
+                ).fetchone()
+                current = found[0] if found is not None and found[1] > now else None
+                body = fn(current)
+                conn.execute(_PUT, (kind, key, key, body, len(body), now + ttl, ttl, now))
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            if sweep:
+                self._sweep(conn, now)
+
+        await self._run(merge)
+
+    async def owned(self, kind: Kind, owner: str, now: float) -> list[tuple[str, bytes]]:
+        def read(conn: sqlite3.Connection) -> list[tuple[str, bytes]]:
+            rows = conn.execute(
+                "SELECT key, body FROM state WHERE kind = ? AND owner = ? AND expires_at > ? "
+                "AND body IS NOT NULL ORDER BY used_at, key",
+                (kind, owner, now),
+            ).fetchall()
+            return [(str(k), bytes(b)) for k, b in rows]
+
+        return await self._run(read)
+
+    async def drop(self, kind: Kind, *, key: str | None = None, owner: str | None = None) -> None:
+        sql, args = "DELETE FROM state WHERE kind = ?", [str(kind)]
+        if key is not None:
+            sql, args = sql + " AND key = ?", [*args, key]
+        if owner is not None:
+            sql, args = sql + " AND owner = ?", [*args, owner]
+        await self._run(lambda conn: conn.execute(sql, args))
+
+    async def sweep(self, now: float) -> None:
+        """Expired rows out, then the least recently used past the budget (tests call it)."""
+        await self._run(lambda conn: self._sweep(conn, now))
+
+    def _sweep(self, conn: sqlite3.Connection, now: float) -> None:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute(
+                "DELETE FROM state WHERE (kind != 'c' AND expires_at <= ?) "
+                "OR expires_at + ttl <= ?",
+                (now, now),
+            )
+            conn.execute(
+                "UPDATE state SET body = NULL, size = 0 "
+                "WHERE kind = 'c' AND expires_at <= ? AND body IS NOT NULL",
+                (now,),
+            )
+            total = conn.execute("SELECT coalesce(sum(size), 0) FROM state").fetchone()[0]
+            if total > self.budget:
+                live = conn.execute(
+                    "SELECT kind, key, size, used_at FROM state WHERE body IS NOT NULL"
+                ).fetchall()
+                for kind, key in evictable(live, total, self.budget):
+                    if kind != "c":
+                        conn.execute("DELETE FROM state WHERE kind = ? AND key = ?", (kind, key))
+                    else:
+                        conn.execute(
+                            "UPDATE state SET body = NULL, size = 0 WHERE kind = 'c' AND key = ?",
+                            (key,),
+                        )
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    async def close(self) -> None:
+        pool, conn = self._pool, self._conn
+        if pool is None:
+            return
+        if conn is not None:
+            await asyncio.get_running_loop().run_in_executor(pool, conn.close)
+        self._pool, self._conn = None, None
+        pool.shutdown(wait=False)

@@ -1,0 +1,237 @@
+"""The Neo4j store's session state (``engine.session_state.SharedState``): one
+``MnemoState`` node per session or cursor of the space, swept by their TTL.
+
+Every replica over one Neo4j (``mnemoql serve`` processes behind a load balancer without
+stickiness) reads and writes the same nodes. They are read with write routing (the cluster's
+leader), so a follow-up never reads a session older than its last commit.
+
+**Bookmarks.** On a cluster a replica may read from a follower that has not applied a write
+another replica just made. A session row carries the bookmarks of the process that last
+committed to it (``Memory.remember_writes`` records them after a save too); a replica that
+loads the session hands them to its driver's bookmark manager, so its next reads wait until
+the server has the writes this session saw. On a single server they cost nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from mnemoql.engine.session_state import Commit, Kind, Row, Sweeper, Update, evictable
+from mnemoql.engine.store.neo4j._runner import Runner
+
+LABEL: Final = "MnemoState"
+SCHEMA: Final = (
+    f"CREATE CONSTRAINT mnemo_state_key IF NOT EXISTS FOR (n:{LABEL}) "
+    "REQUIRE (n.space, n.kind, n.key) IS UNIQUE",
+    f"CREATE INDEX mnemo_state_expiry IF NOT EXISTS FOR (n:{LABEL}) ON (n.space, n.expires_at)",
+    f"CREATE INDEX mnemo_state_owner IF NOT EXISTS FOR (n:{LABEL}) ON (n.space, n.kind, n.owner)",
+)
+_ROW: Final = f"(n:{LABEL} {{space: $space, kind: $kind, key: $key}})"
+GET: Final = (
+    f"MATCH {_ROW} RETURN n.owner AS owner, n.body AS body, n.expires_at AS expires_at, "
+    "n.ttl AS ttl, n.bookmarks AS bookmarks"
+)
+PUT: Final = (
+    f"MERGE {_ROW} SET n.owner = $owner, n.body = $body, n.size = $size, "
+    "n.expires_at = $expires_at, n.ttl = $ttl, n.used_at = $now, n.bookmarks = $bookmarks"
+)
+LOCK: Final = (  # MERGE + SET takes the node's write lock before its body is read
+    f"MERGE {_ROW} ON CREATE SET n.expires_at = 0.0, n.ttl = 0.0, n.size = 0 "
+    "SET n.owner = $key RETURN n.body AS body, n.expires_at AS expires_at"
+)
+DROP: Final = (
+    f"MATCH (n:{LABEL} {{space: $space, kind: $kind}}) "
+    "WHERE ($key IS NULL OR n.key = $key) AND ($owner IS NULL OR n.owner = $owner) DELETE n"
+)
+DROP_ALL: Final = f"MATCH (n:{LABEL} {{space: $space}}) DELETE n RETURN count(*) AS n"
+EXPIRE: Final = (
+    f"MATCH (n:{LABEL} {{space: $space}}) WHERE n.expires_at <= $now "
+    "AND (n.kind <> 'c' OR n.expires_at + n.ttl <= $now) DELETE n"
+)
+TOMBSTONE: Final = (
+    f"MATCH (n:{LABEL} {{space: $space, kind: 'c'}}) WHERE n.expires_at <= $now "
+    "AND n.body IS NOT NULL SET n.body = null, n.size = 0"
+)
+TOTAL: Final = (
+    f"MATCH (n:{LABEL} {{space: $space}}) WHERE n.body IS NOT NULL RETURN sum(n.size) AS total"
+)
+LIVE: Final = (
+    f"MATCH (n:{LABEL} {{space: $space}}) WHERE n.body IS NOT NULL "
+    "RETURN n.kind AS kind, n.key AS key, n.size AS size, n.used_at AS used_at"
+)
+EVICT_ROWS: Final = (
+    f"UNWIND $keys AS k MATCH (n:{LABEL} {{space: $space, kind: $kind, key: k}}) DELETE n"
+)
+OWNED: Final = (
+    f"MATCH (n:{LABEL} {{space: $space, kind: $kind, owner: $owner}}) "
+    "WHERE n.expires_at > $now AND n.body IS NOT NULL "
+    "RETURN n.key AS key, n.body AS body ORDER BY n.used_at, n.key"
+)
+EVICT_CURSORS: Final = (
+    f"UNWIND $keys AS k MATCH (n:{LABEL} {{space: $space, kind: 'c', key: k}}) "
+    "SET n.body = null, n.size = 0"
+)
+
+
+DROP_OWNED: Final = f"MATCH (n:{LABEL} {{space: $space, kind: $kind, owner: $owner}}) DELETE n"
+DROP_KEYS: Final = (
+    f"UNWIND $keys AS k MATCH (n:{LABEL} {{space: $space, kind: $kind, key: k}}) DELETE n"
+)
+PUT_MANY: Final = (
+    f"UNWIND $rows AS r MERGE (n:{LABEL} {{space: $space, kind: $kind, key: r.key}}) "
+    "SET n.owner = $owner, n.body = r.body, n.size = r.size, n.expires_at = r.at + $ttl, "
+    "n.ttl = $ttl, n.used_at = r.at, n.bookmarks = []"
+)
+
+
+class Neo4jState:
+    """Session and cursor nodes of one space, through the store's own driver."""
+
+    causal = True  # sessions carry bookmarks (``Memory.remember_writes``)
+
+    def __init__(self, runner: Runner, budget: int) -> None:
+        self.runner = runner
+        self.budget = budget
+        self._sweeper = Sweeper()
+        self._ready = False
+
+    async def _schema(self) -> None:
+        if not self._ready:
+            for statement in SCHEMA:
+                await self.runner.schema(statement)
+            self._ready = True
+
+    async def _bookmarks(self) -> list[str]:
+        manager = self.runner.driver.execute_query_bookmark_manager
+        return sorted(await manager.get_bookmarks())
+
+    async def session(self, key: str, now: float) -> tuple[bytes | None, list[tuple[str, bytes]]]:
+        row = await self.get("s", key, now)
+        if row is None or row.body is None:
+            return None, []
+        return row.body, await self.owned("p", key, now)
+
+    async def commit(self, commit: Commit, now: float) -> None:
+        await self._schema()
+        bookmarks = await self._bookmarks()
+        sid, ttl, space = commit.session, commit.ttl, self.runner.space
+
+        async def write(tx: Any) -> None:
+            if commit.update is not None:
+                found = await (await tx.run(LOCK, space=space, kind="s", key=sid)).single()
+                current = found["body"] if found and float(found["expires_at"]) > now else None
+                body = commit.update(current.encode() if current is not None else None)
+                await tx.run(
+                    PUT, space=space, kind="s", key=sid, owner=sid, body=body.decode(),
+                    size=len(body), expires_at=now + ttl, ttl=ttl, now=now, bookmarks=bookmarks,
+                )  # fmt: skip
+            for kind, clear in (("p", commit.clear_pages), ("c", commit.clear_cursors)):
+                if clear:
+                    await tx.run(DROP_OWNED, space=space, kind=kind, owner=sid)
+            for kind, keys in (("p", commit.drop_pages), ("c", commit.drop_cursors)):
+                if keys:
+                    await tx.run(DROP_KEYS, space=space, kind=kind, keys=keys)
+            for kind, rows in (
+                ("p", [(k, b, now) for k, b in commit.pages]),
+                ("c", commit.cursors),
+            ):
+                if rows:
+                    params = [{"key": k, "body": b.decode(), "size": len(b), "at": at}
+                              for k, b, at in rows]  # fmt: skip
+                    await tx.run(PUT_MANY, space=space, kind=kind, owner=sid, ttl=ttl, rows=params)
+
+        await self.runner.write(write)
+        await self._maybe_sweep(now)
+
+    async def get(self, kind: Kind, key: str, now: float) -> Row | None:
+        await self._schema()
+        rows = await self.runner.run(GET, {"kind": kind, "key": key}, writable=True)
+        if not rows:
+            return None
+        found = rows[0]
+        expires_at, ttl = float(found["expires_at"] or 0), float(found["ttl"] or 0)
+        if (kind != "c" and expires_at <= now) or expires_at + ttl <= now:
+            return None
+        if found["bookmarks"]:  # read what this session's last call saw, on any replica
+            manager = self.runner.driver.execute_query_bookmark_manager
+            await manager.update_bookmarks([], list(found["bookmarks"]))
+        body = found["body"]
+        live = body is not None and expires_at > now
+        return Row(found["owner"], body.encode() if live else None, expires_at)
+
+    async def put(
+        self, kind: Kind, key: str, owner: str, body: bytes, now: float, ttl: float
+    ) -> None:
+        await self._schema()
+        params: dict[str, Any] = {
+            "kind": kind,
+            "key": key,
+            "owner": owner,
+            "body": body.decode(),
+            "size": len(body),
+            "expires_at": now + ttl,
+            "ttl": ttl,
+            "now": now,
+            "bookmarks": [],
+        }
+        await self.runner.run(PUT, params, writable=True)
+        await self._maybe_sweep(now)
+
+    async def update(self, kind: Kind, key: str, fn: Update, now: float, ttl: float) -> None:
+        await self._schema()
+        bookmarks = await self._bookmarks()
+
+        async def merge(tx: Any) -> None:
+            found = await (await tx.run(LOCK, space=self.runner.space, kind=kind, key=key)).single()
+            current = found["body"] if found and float(found["expires_at"]) > now else None
+            body = fn(current.encode() if current is not None else None)
+            await tx.run(
+                PUT,
+                space=self.runner.space,
+                kind=kind,
+                key=key,
+                owner=key,
+                body=body.decode(),
+                size=len(body),
+                expires_at=now + ttl,
+                ttl=ttl,
+                now=now,
+                bookmarks=bookmarks,
+            )
+
+        await self.runner.write(merge)
+        await self._maybe_sweep(now)
+
+    async def owned(self, kind: Kind, owner: str, now: float) -> list[tuple[str, bytes]]:
+        await self._schema()
+        params = {"kind": kind, "owner": owner, "now": now}
+        rows = await self.runner.run(OWNED, params, writable=True)
+        return [(str(r["key"]), str(r["body"]).encode()) for r in rows]
+
+    async def drop(self, kind: Kind, *, key: str | None = None, owner: str | None = None) -> None:
+        await self._schema()
+        await self.runner.run(DROP, {"kind": kind, "key": key, "owner": owner}, writable=True)
+
+    async def _maybe_sweep(self, now: float) -> None:
+        if self._sweeper.due(now):
+            await self.sweep(now)
+
+    async def sweep(self, now: float) -> None:
+        """Expired nodes out, then the least recently used past the budget."""
+        await self.runner.run(EXPIRE, {"now": now}, writable=True)
+        await self.runner.run(TOMBSTONE, {"now": now}, writable=True)
+        found = await self.runner.run(TOTAL, writable=True)
+        total = int(found[0]["total"] or 0) if found else 0
+        if total <= self.budget:
+            return
+        live = await self.runner.run(LIVE, writable=True)
+        rows = [(r["kind"], r["key"], int(r["size"] or 0), float(r["used_at"])) for r in live]
+        chosen = evictable(rows, total, self.budget)
+        for kind in ("s", "p", "c"):
+            keys = [key for k, key in chosen if k == kind]
+            statement = EVICT_CURSORS if kind == "c" else EVICT_ROWS
+            if keys:
+                await self.runner.run(statement, {"keys": keys, "kind": kind}, writable=True)
+
+    async def close(self) -> None:
+        return None
