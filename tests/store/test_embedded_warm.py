@@ -74,6 +74,21 @@ async def test_the_store_warms_only_when_asked(tmp_path: Path) -> None:
             assert (warmer is not None) is prefetch
             if warmer is not None:
                 assert warmer.done.wait(30) and warmer.read == 0  # a small memory
-                assert store.file in warmer.paths
+                assert store.file not in warmer.paths  # see the test below
         finally:
             await store.close()
+
+
+async def test_the_warm_up_never_opens_the_database_files(tmp_path: Path) -> None:
+    """Closing any descriptor of a SQLite file drops the process's locks on it: a warm-up that
+    read the database let a second writing process corrupt it (issue #30). Only the derived
+    files (indexes, vector mirrors) are read."""
+    store = EmbeddedStore(tmp_path / "memory.db", ann=AnnSettings(prefetch=True))
+    await store.open()
+    try:
+        warmer = store._database.warmer
+        assert warmer is not None
+        sqlite_files = {store.file, store.file.with_name(store.file.name + "-wal")}
+        assert not sqlite_files & set(files_under(warmer.paths) + warmer.paths)
+    finally:
+        await store.close()

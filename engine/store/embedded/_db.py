@@ -170,8 +170,11 @@ class Database(OwnThread):
             self._load_mirrors()
         self.ann.opened(self._conn, self.epoch)
         if self.ann.settings.prefetch:
-            wal = self.file.with_name(self.file.name + "-wal")
-            self.warmer = PageWarmer([self.ann.dir, self.files.root, self.file, wal])
+            # never the database or its WAL: closing any descriptor of a file drops every
+            # POSIX lock this process holds on it, so a plain read of the database let
+            # another process write beside our connection (a corrupt file in
+            # bench.second_writer at 100k events, issue #30)
+            self.warmer = PageWarmer([self.ann.dir, self.files.root])
             self.warmer.start()
 
     def close(self) -> None:

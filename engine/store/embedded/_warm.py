@@ -8,10 +8,13 @@ warm a 7 GB file only over hours. One sequential read of the files at open costs
 disk time at 140 MB/s and makes every later search a cache hit, as a database warms its
 buffer pool.
 
-The files are read in the order searches need them (ANN indexes, vector mirrors, then the
-database) and only as far as half the memory the system reports available: past that the
-reads would only push each other (and other programs' pages) out of the cache. Small files are
-left to the page cache as they are. ``close()`` stops the reading between two blocks.
+The files are read in the order searches need them (ANN indexes, then vector mirrors; never
+the SQLite database or its WAL: closing a descriptor of a database file releases the POSIX
+locks SQLite holds on it for the whole process, and another process may then write beside
+this one's connection, which corrupts the file) and only as far as half the memory the
+system reports available: past that the reads would only push each other (and other
+programs' pages) out of the cache. Small files are left to the page cache as they are.
+``close()`` stops the reading between two blocks.
 """
 
 from __future__ import annotations
