@@ -126,6 +126,17 @@ class Sweeper:
         return False
 
 
+async def read_session(
+    state: SharedState, key: str, now: float
+) -> tuple[bytes | None, list[tuple[str, bytes]]]:
+    """``SharedState.session`` from ``get`` and ``owned``, for adapters without a single read
+    of their own (two trips: a page kept between them is read or not, either is right)."""
+    row = await state.get("s", key, now)
+    if row is None or row.body is None:
+        return None, []
+    return row.body, await state.owned("p", key, now)
+
+
 def evictable(
     rows: Sequence[tuple[str, str, int, float]], total: int, budget: int
 ) -> list[tuple[str, str]]:
@@ -157,10 +168,7 @@ class LocalState:
         self._sweeper = Sweeper()
 
     async def session(self, key: str, now: float) -> tuple[bytes | None, list[tuple[str, bytes]]]:
-        row = await self.get("s", key, now)
-        if row is None or row.body is None:
-            return None, []
-        return row.body, await self.owned("p", key, now)
+        return await read_session(self, key, now)
 
     async def commit(self, commit: Commit, now: float) -> None:
         sid, ttl = commit.session, commit.ttl

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
 
@@ -44,6 +45,32 @@ _PUT = (
     "INSERT OR REPLACE INTO state (kind, key, owner, body, size, expires_at, ttl, used_at) "
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
 )
+
+
+@contextmanager
+def _immediate(conn: sqlite3.Connection) -> Iterator[None]:
+    """A write transaction that takes the file's lock at once (no upgrade deadlock between
+    two processes merging one session), rolled back on any failure."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+def _merge(
+    conn: sqlite3.Connection, kind: Kind, key: str, fn: Update, now: float, ttl: float
+) -> None:
+    """Replace a row's body by ``fn(current body)`` (None when missing or expired), renewing
+    its TTL; inside the caller's transaction."""
+    found = conn.execute(
+        "SELECT body, expires_at FROM state WHERE kind = ? AND key = ?", (kind, key)
+    ).fetchone()
+    current = found[0] if found is not None and found[1] > now else None
+    body = fn(current)
+    conn.execute(_PUT, (kind, key, key, body, len(body), now + ttl, ttl, now))
 
 
 def state_file(database: Path) -> Path:
@@ -115,15 +142,9 @@ class SqliteState:
         sid, ttl = commit.session, commit.ttl
 
         def write(conn: sqlite3.Connection) -> None:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
+            with _immediate(conn):
                 if commit.update is not None:
-                    found = conn.execute(
-                        "SELECT body, expires_at FROM state WHERE kind = 's' AND key = ?", (sid,)
-                    ).fetchone()
-                    current = found[0] if found is not None and found[1] > now else None
-                    body = commit.update(current)
-                    conn.execute(_PUT, ("s", sid, sid, body, len(body), now + ttl, ttl, now))
+                    _merge(conn, "s", sid, commit.update, now, ttl)
                 if commit.clear_pages:
                     conn.execute("DELETE FROM state WHERE kind = 'p' AND owner = ?", (sid,))
                 if commit.clear_cursors:
@@ -139,10 +160,6 @@ class SqliteState:
                     _PUT,
                     [("c", t, sid, b, len(b), at + ttl, ttl, at) for t, b, at in commit.cursors],
                 )
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
             if sweep:
                 self._sweep(conn, now)
 
@@ -180,18 +197,8 @@ class SqliteState:
         sweep = self._sweeper.due(now)
 
         def merge(conn: sqlite3.Connection) -> None:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                found = conn.execute(
-                    "SELECT body, expires_at FROM state WHERE kind = ? AND key = ?", (kind, key)
-                ).fetchone()
-                current = found[0] if found is not None and found[1] > now else None
-                body = fn(current)
-                conn.execute(_PUT, (kind, key, key, body, len(body), now + ttl, ttl, now))
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
+            with _immediate(conn):
+                _merge(conn, kind, key, fn, now, ttl)
             if sweep:
                 self._sweep(conn, now)
 
@@ -221,8 +228,7 @@ class SqliteState:
         await self._run(lambda conn: self._sweep(conn, now))
 
     def _sweep(self, conn: sqlite3.Connection, now: float) -> None:
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with _immediate(conn):
             conn.execute(
                 "DELETE FROM state WHERE (kind != 'c' AND expires_at <= ?) "
                 "OR expires_at + ttl <= ?",
@@ -246,10 +252,6 @@ class SqliteState:
                             "UPDATE state SET body = NULL, size = 0 WHERE kind = 'c' AND key = ?",
                             (key,),
                         )
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
 
     async def close(self) -> None:
         pool, conn = self._pool, self._conn

@@ -16,7 +16,15 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from mnemoql.engine.session_state import Commit, Kind, Row, Sweeper, Update, evictable
+from mnemoql.engine.session_state import (
+    Commit,
+    Kind,
+    Row,
+    Sweeper,
+    Update,
+    evictable,
+    read_session,
+)
 from mnemoql.engine.store.neo4j._runner import Runner
 
 LABEL: Final = "MnemoState"
@@ -106,10 +114,7 @@ class Neo4jState:
         return sorted(await manager.get_bookmarks())
 
     async def session(self, key: str, now: float) -> tuple[bytes | None, list[tuple[str, bytes]]]:
-        row = await self.get("s", key, now)
-        if row is None or row.body is None:
-            return None, []
-        return row.body, await self.owned("p", key, now)
+        return await read_session(self, key, now)
 
     async def commit(self, commit: Commit, now: float) -> None:
         await self._schema()
