@@ -20,6 +20,7 @@ from mnemoql.engine.binding import as_profile
 from mnemoql.engine.changes import Changes
 from mnemoql.engine.checks import clip
 from mnemoql.engine.config import Settings
+from mnemoql.engine.cursors import CursorStore
 from mnemoql.engine.dates import parse_day
 from mnemoql.engine.errors import Conflict, InvalidInput, NotFound, out_of_range
 from mnemoql.engine.ingest import Ingestor, SaveInput, SaveOutcome
@@ -44,7 +45,7 @@ from mnemoql.engine.recall import Recall, Recollection, TopicTree
 from mnemoql.engine.retrieval.pipeline import Outcome, Retriever, SearchRequest, TargetedPage
 from mnemoql.engine.revectorize import Progress, RevectorizeReport, revectorize
 from mnemoql.engine.session_state import LocalState, SharedState
-from mnemoql.engine.sessions import Clock, CursorStore, SessionStore
+from mnemoql.engine.sessions import Clock, SessionStore
 from mnemoql.engine.store.base import Store
 from mnemoql.engine.topics import TopicNode, fix_topic_path, normalise_related
 

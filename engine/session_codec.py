@@ -1,4 +1,5 @@
-"""How a session's ledger and a cursor's state are stored as bytes (``engine.sessions``).
+"""How a session's ledger and a cursor's state are stored as bytes (``engine.sessions``,
+``engine.cursors``).
 
 JSON throughout: rows are shared by processes that may run another version for a while (a
 rolling restart), and a row that no longer decodes is treated as missing, never executed.
@@ -18,7 +19,7 @@ import numpy as np
 from mnemoql.engine.models import Filters
 
 if TYPE_CHECKING:
-    from mnemoql.engine.sessions import CursorState
+    from mnemoql.engine.cursors import CursorState
 
 Caps = tuple[int, int, int]  # ids, excerpts, pages kept per session
 Span = tuple[str, int, int]  # an excerpt's event id, start, end
@@ -136,7 +137,7 @@ def encode_cursor(state: CursorState) -> bytes:
 
 def decode_cursor(data: bytes) -> CursorState | str:
     """The cursor's state, or ``"gone"`` for a row that does not decode (another version's)."""
-    from mnemoql.engine.sessions import _GONE, CursorState
+    from mnemoql.engine.cursors import _GONE, CursorState
 
     try:
         raw: dict[str, Any] = json.loads(data)

@@ -1,7 +1,8 @@
 """Where evidence sessions and cursors live: rows every process of a memory sees (issue 30).
 
-``engine.sessions`` keeps the rules (what a session remembers, how a chain counts); this module
-is the storage underneath, a small table of rows with a time to live and a size budget:
+``engine.sessions`` and ``engine.cursors`` keep the rules (what a session remembers, how a chain
+counts); this module is the storage underneath, a small table of rows with a time to live and
+a size budget:
 
 - a **session** row (``kind="s"``, keyed by the session's name) holds the session's ledger:
   delivered ids, excerpts and the page ledger. It expires ``ttl`` seconds after its last

@@ -24,6 +24,7 @@ from typing import Literal
 
 import numpy as np
 
+from mnemoql.engine.cursors import Asked, CursorState, CursorStore
 from mnemoql.engine.errors import ConceptNotOffered, CursorError, InvalidInput, out_of_range
 from mnemoql.engine.meta import check_vectors
 from mnemoql.engine.models import (
@@ -53,7 +54,7 @@ from mnemoql.engine.retrieval.evidence import (
 from mnemoql.engine.retrieval.nearby import parse_position, pick_neighbours, position_of
 from mnemoql.engine.retrieval.quotes import QuoteBudget, best_chunk
 from mnemoql.engine.retrieval.terms import coverage, is_cjk_term, query_terms
-from mnemoql.engine.sessions import Asked, CursorState, CursorStore, Session, SessionStore
+from mnemoql.engine.sessions import Session, SessionStore
 from mnemoql.engine.store.base import Store
 from mnemoql.engine.store.window import record_vectors
 from mnemoql.engine.text import normalise_name

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from mnemoql.engine.cursors import CursorState, CursorStore
 from mnemoql.engine.errors import (
     ChainBroken,
     ChainExhausted,
@@ -18,7 +19,7 @@ from mnemoql.engine.errors import (
 from mnemoql.engine.models import Filters
 from mnemoql.engine.retrieval.evidence import Excerpt
 from mnemoql.engine.session_state import DEFAULT_BUDGET, LocalState, SharedState
-from mnemoql.engine.sessions import CursorState, CursorStore, Session, SessionStore
+from mnemoql.engine.sessions import Session, SessionStore
 from mnemoql.engine.store.embedded._sessions import SqliteState
 
 

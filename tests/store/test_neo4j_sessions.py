@@ -9,10 +9,11 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from mnemoql.engine.cursors import CursorStore
 from mnemoql.engine.errors import CursorExpired
 from mnemoql.engine.models import Filters
 from mnemoql.engine.session_state import DEFAULT_BUDGET
-from mnemoql.engine.sessions import CursorStore, SessionStore
+from mnemoql.engine.sessions import SessionStore
 from mnemoql.engine.store.neo4j import Neo4jStore
 from tests.store.factory_neo4j import make, unreachable
 
