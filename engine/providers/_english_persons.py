@@ -103,6 +103,8 @@ def english_entities(text: str) -> tuple[list[str], list[str], list[str]]:
         while words and (name_key(words[0]) in NOT_NAMES or name_key(words[0]) in _TITLES):
             titled = titled or name_key(words[0]) in _TITLES
             words.pop(0)
+        while words and name_key(words[-1]) in NOT_NAMES:
+            words.pop()  # "Preston Do an ...": the name ends where the stop words start
         owner = bool(words and re.search(r"['’]s$", words[-1]))
         if owner:
             words[-1] = words[-1][:-2]  # "Sophia’s party": the owner's name
@@ -135,7 +137,8 @@ def english_entities(text: str) -> tuple[list[str], list[str], list[str]]:
         elif words[0] == "Lil" and len(words) > 1:
             titled = True
         tail = _LOWER_SURNAME.match(text[m.end() :])
-        if not owner and len(words) < 3 and given(words[0]) and tail and _surname_like(tail[1]):
+        completes = tail is not None and _surname_like(tail[1], words[0])
+        if not owner and len(words) < 3 and given(words[0]) and tail and completes:
             words.append(tail[1].capitalize())  # "Donald trump", "Kylie minogue"
             name = " ".join(words)
         if titled and len(words) <= 3:
@@ -145,7 +148,7 @@ def english_entities(text: str) -> tuple[list[str], list[str], list[str]]:
             place_keys.add(name_key(name))
         elif _is_person(words, person_cue) and (
             person_cue or not (_ARTICLE_BEFORE.search(before) and _modifier(text[m.end() :]))
-        ):
+        ) and (person_cue or not _BARE_ARTICLE.search(before)):
             persons.append(name)
         elif not sentence_start or len(words) > 1:
             proper.append(name)
@@ -208,13 +211,29 @@ _LOWER_WORD = re.compile(
 _LOWER_SURNAME = re.compile(rf"^[ \t]+([{LOWER}]{{3,}})(?![A-Za-zÀ-ÿ0-9_'’])")
 
 
-def _surname_like(word: str) -> bool:
-    """A lower-case word after a given name that is the name's second half: a surname of the
-    lists ("kevin smith", "Martin short"), no stop or chat word."""
+def _surname_like(word: str, first: str) -> bool:
+    """A lower-case word after the given name ``first`` that is the name's second half: a
+    surname of the lists ("kevin smith", "Martin short"), no stop or chat word; or, after a
+    given name that is no word itself, a word no list and no lexicon knows ("amy schumer",
+    "Mauro renallo"; not "Hope youre", not a laugh: "Mariah hahaha")."""
     k = name_key(word)
-    return k in lexicons().surnames and k not in NOT_NAMES and k not in VERBISH
+    if k in NOT_NAMES or k in VERBISH:
+        return False
+    names = lexicons()
+    if k in names.surnames:
+        return True
+    return (
+        not english.readings(name_key(first))
+        and not english.readings(k)
+        and k not in names.places
+        and k not in names.given
+        and len(set(k)) > 3
+    )
 
 
+# A bare article before a capitalised name: a thing ("a Subaru", "the Jetta", "the White
+# House"), not a person, unless a cue says otherwise.
+_BARE_ARTICLE = re.compile(r"\b(?:a|an|the)\s+$", re.IGNORECASE)
 # An article or possessive, perhaps with an adjective, before a name: "a pink Barbie doll".
 _ARTICLE_BEFORE = re.compile(
     r"\b(?:a|an|the|my|your|his|her|our|their)\s+(?:[a-z]+\s+)?$", re.IGNORECASE
@@ -242,8 +261,13 @@ def _lower_case_names(text: str, found: set[str]) -> list[str]:
             continue
         tail = _LOWER_SURNAME.match(text[m.end() :])
         name = m[0].capitalize()
-        if tail and _surname_like(tail[1]) and name_key(tail[1]) in names.surnames_en:
+        surname = name_key(tail[1]) if tail else ""
+        # a surname of another locale's list is more often a word of another tongue here
+        if tail and _surname_like(tail[1], m[0]) and (
+            surname in names.surnames_en or surname not in names.surnames
+        ):
             name = f"{name} {tail[1].capitalize()}"  # "kevin smith"
+            found.add(name_key(tail[1]))
         elif _modifier(text[m.end() :]):
             continue
         out.append(name)
