@@ -7,7 +7,7 @@ It is honest rather than clever: one event per paragraph or utterance block (at 
 "Patch" or "Python", is no person), given names typed in lower case as chat does ("thanks
 emma"), names joined to a person by "and" / "," and performers' "DJ" / "Lil" names;
 locations from ``ns`` tags, GeoNames and ``in/at <Place>`` patterns, and concepts: the most
-salient nouns and noun phrases, about one per 150 characters (``concept_budget``). The output
+salient nouns and noun phrases, about one per 150 characters (``concepts_kept``). The output
 is deterministic and always validates as :class:`prompts.extraction.Extraction`.
 ``bench/extraction.py`` measures it. The English name rules are modules of their own:
 ``_english_persons``, ``_english_places`` and the word tests they share, ``_namewords``.
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import re
 import threading
 from collections import Counter
@@ -277,13 +278,32 @@ def _concept_word(word: str) -> bool:
     return len(letters) >= 2 and len(set(letters)) > 1 and not _REFERENCE.match(word)
 
 
-def concept_budget(text: str) -> int:
-    """How many concepts one save keeps: about one per CHARS_PER_CONCEPT characters (a
-    Chinese character counts as CJK_WEIGHT, it says about as much as that many latin ones),
-    at least 1 and at most MAX_CONCEPTS_PER_SAVE."""
+def concept_allowance(text: str) -> float:
+    """How many concepts a save's length allows: one per CHARS_PER_CONCEPT characters (a
+    Chinese character counts as CJK_WEIGHT, it says about as much as that many latin ones)."""
     cjk = len(_CJK.findall(text))
-    weighted = len(text) - cjk + CJK_WEIGHT * cjk
-    return max(1, min(MAX_CONCEPTS_PER_SAVE, round(weighted / CHARS_PER_CONCEPT)))
+    return (len(text) - cjk + CJK_WEIGHT * cjk) / CHARS_PER_CONCEPT
+
+
+def concept_budget(text: str) -> int:
+    """The most concepts one save keeps: its allowance rounded, at least 1 and at most
+    MAX_CONCEPTS_PER_SAVE (``concepts_kept`` says how many of them it does keep)."""
+    return max(1, min(MAX_CONCEPTS_PER_SAVE, round(concept_allowance(text))))
+
+
+def concepts_kept(saliences: list[float], allowance: float) -> int:
+    """How many of a save's concepts (their saliences, the most salient first) it keeps: the
+    whole part of its allowance, and one more when that concept's salience times the
+    allowance's fraction is at least one half. That is rounding weighted by salience: a lone
+    word needs half an allowance (75 characters), a phrase or a name a third (50), an
+    identifier a quarter, so a short chat message keeps a name or a phrase but no lone common
+    word ("video", "guys"). Never more than ``concept_budget``."""
+    cap = max(1, min(MAX_CONCEPTS_PER_SAVE, round(allowance)))
+    whole = math.floor(allowance)
+    n = min(cap, whole, len(saliences))
+    if n < cap and n < len(saliences) and saliences[n] * (allowance - whole) >= 0.5:
+        n += 1
+    return n
 
 
 def _common_case(word: str) -> str:
@@ -343,7 +363,7 @@ def _analyse(block: _Block) -> None:
             elif (
                 flag in _CONCEPT_FLAGS and w not in _ZH_STOP_NOUNS and name_key(w) not in ROLE_WORDS
             ):
-                add(w, 1, i)
+                add(w, _PHRASE if len(w) >= 3 else 1.0, i)  # 数据库, 演唱会: compounds, as phrases
     en_persons, en_places, proper = english_entities(text)
     persons.extend(en_persons)
     locations.extend(en_places)
@@ -420,12 +440,12 @@ def _nicknames(blocks: list[_Block]) -> dict[str, str]:
 
 
 def _resolve_names(
-    blocks: list[_Block], budget: int
+    blocks: list[_Block], allowance: float
 ) -> tuple[dict[str, list[str]], list[str]]:
     """Across the blocks of one save: a name that is a place anywhere is no person, a short
     name of a speaker is that speaker, a name that is a person anywhere (a speaker, say) is no
-    concept but a participant where it is named; then at most ``budget`` concepts, the most
-    salient (their weights summed over the blocks; the first seen on ties). Returns the aliases
+    concept but a participant where it is named; then the ``concepts_kept`` most salient
+    concepts (their weights summed over the blocks; the first seen on ties). Returns the aliases
     found per person name and the kept concept keys, the most salient first."""
     places = {name_key(loc) for b in blocks for loc in b.locations}
     nick = _nicknames(blocks)
@@ -450,6 +470,7 @@ def _resolve_names(
             salience[k] = salience.get(k, 0.0) + b.salience.get(k, 1.0)
             first.setdefault(k, len(first))
     ranked = sorted(salience, key=lambda k: (-salience[k], first[k]))
+    budget = concepts_kept([salience[k] for k in ranked], allowance)
     kept = set(ranked[:budget])
     for b in blocks:
         b.concepts = [c for c in b.concepts if name_key(c) in kept]
@@ -470,7 +491,7 @@ class OfflineExtractor:
         blocks = split_blocks(content) or [_Block(content.strip() or content)]
         for block in blocks:
             _analyse(block)
-        aliases, salient = _resolve_names(blocks, concept_budget(content))
+        aliases, salient = _resolve_names(blocks, concept_allowance(content))
         persons, locations, concepts = _Registry("p"), _Registry("l"), _Registry("c")
         surface = {name_key(c): c for block in blocks for c in block.concepts}
         for k in salient:  # listed most salient first: a page's first concept is the main one
