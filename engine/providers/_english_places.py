@@ -87,9 +87,12 @@ def cued_places(text: str) -> list[str]:
         words = [w for w in place.split() if name_key(w) not in NOT_NAMES]
         if words and words == place.split() and cued_place(place):
             places.append(place)
-    for place in _after_preposition(_LOWER_PLACE, text):
-        if _lower_place(place):
-            places.append(place if place.isupper() else place.title())
+    for found in _after_preposition(_LOWER_PLACE, text):
+        # "in new mexico", else the first word alone ("in canada but ...")
+        for place in dict.fromkeys((found, found.split()[0])):
+            if _lower_place(place):
+                places.append(place if place.isupper() else place.title())
+                break
     return places
 
 

@@ -86,8 +86,9 @@ LOWER = "a-zß-öø-ÿ"
 NAME_WORD = re.compile(rf"^[{UPPER}][{LOWER}]+(?:[-'’][{UPPER}]?[{LOWER}]+)*$")
 NAME_PART = rf"[{UPPER}][{LOWER}]+(?:[-'’][{UPPER}]?[{LOWER}]+)*"
 # Latin boundaries, not \b: a name touching Chinese text ("Bart在海边") still stands alone.
+# Nor a handle ("@Bob" is an account, as WNUT17 labels it: no person).
 CAP_SEQ = re.compile(
-    rf"(?<![A-Za-zÀ-ÿ0-9_]){NAME_PART}(?:\s+{NAME_PART}){{0,2}}(?![A-Za-zÀ-ÿ0-9_])"
+    rf"(?<![A-Za-zÀ-ÿ0-9_@]){NAME_PART}(?:\s+{NAME_PART}){{0,2}}(?![A-Za-zÀ-ÿ0-9_])"
 )
 
 

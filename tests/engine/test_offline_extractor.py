@@ -9,7 +9,9 @@ from mnemoql.engine.providers.offline import (
     MAX_EVENTS,
     SUMMARY_MAX,
     OfflineExtractor,
+    concept_allowance,
     concept_budget,
+    concepts_kept,
     summarise,
 )
 from mnemoql.prompts.extraction import Extraction
@@ -251,6 +253,26 @@ def test_concepts_are_capped_per_save_by_length() -> None:
     assert concept_budget("x" * 100_000) == MAX_CONCEPTS_PER_SAVE
 
 
+def test_a_short_save_keeps_a_concept_only_when_it_is_salient(
+    extractor: OfflineExtractor,
+) -> None:
+    """Rounding weighted by salience: the whole part of the allowance, and one more concept
+    when its salience times the allowance's fraction reaches one half."""
+    assert concepts_kept([1.0], 0.4) == 0  # a lone word in 60 characters
+    assert concepts_kept([1.5], 0.4) == 1  # a phrase or a name in 60 characters
+    assert concepts_kept([1.0], 0.6) == 1  # a lone word in 90 characters
+    assert concepts_kept([2.0, 1.0, 1.0], 1.4) == 1  # the fraction is too small for a word
+    assert concepts_kept([2.0, 2.0, 1.0], 1.4) == 1  # never more than the rounded allowance
+    assert concepts_kept([2.0, 2.0, 1.0], 1.6) == 2
+    assert concepts_kept([1.0] * 40, 1000.0) == MAX_CONCEPTS_PER_SAVE
+    assert concepts_kept([], 3.0) == 0
+    short = "this video is so good lol"
+    assert extractor.extract_sync(short).concepts == []
+    longer = "the new backup script from our ops team failed again last night on the prod box"
+    assert names(extractor.extract_sync(longer).concepts) == ["backup script"]
+    assert concept_allowance("长" * 50) == 1.0  # a Chinese character counts three
+
+
 def test_concept_caps_keep_the_salient_ones(extractor: OfflineExtractor) -> None:
     """Three paragraphs of one-off nouns, then one about the backup script named three times:
     the cap keeps the backup script, not the first nouns in order of appearance."""
@@ -376,6 +398,18 @@ LABELLED_EN = [
     ("Wtf happened . Im waiting for the French version lol", [], []),
     ("Justice and Peace for All", [], []),
     ("my brother bought a teddy bear for his daughter", [], []),
+    # a given name that is no word takes a surname no list knows; a word before one does not
+    ("amy schumer was hilarious last night", ["Amy Schumer"], []),
+    ("watching Priya kandasamy on stage tonight", ["Priya Kandasamy"], []),
+    ("Hope youre doing well", [], []),
+    ("ian connor is my favourite designer", ["Ian Connor"], []),  # not Connor again
+    ("Marcus Do you remember the trip", ["Marcus"], []),  # the name ends at the stop word
+    ("we drove a Subaru and a Chrysler to the lake", [], []),  # an article: things
+    ("@Bob thanks, Alice liked it", ["Alice"], []),  # a handle is an account
+    # places typed in lower case and US state codes, after a place preposition
+    ("i live in canada but we moved to amsterdam", [], ["Canada", "Amsterdam"]),
+    ("we spent the summer in NJ", [], ["NJ"]),
+    ("you can pay in cash OR in kind", [], []),
 ]
 LABELLED_ZH = [
     ("王小明和李华上周去了杭州，在西湖边喝茶。", ["王小明", "李华"], ["杭州", "西湖"]),
