@@ -137,8 +137,13 @@ def english_entities(text: str) -> tuple[list[str], list[str], list[str]]:
         elif words[0] == "Lil" and len(words) > 1:
             titled = True
         tail = _LOWER_SURNAME.match(text[m.end() :])
-        completes = tail is not None and _surname_like(tail[1], words[0])
-        if not owner and len(words) < 3 and given(words[0]) and tail and completes:
+        if (
+            not owner
+            and len(words) < 3
+            and given(words[0])
+            and tail
+            and _surname_like(tail[1], words[0])
+        ):
             words.append(tail[1].capitalize())  # "Donald trump", "Kylie minogue"
             name = " ".join(words)
         if titled and len(words) <= 3:
@@ -147,8 +152,12 @@ def english_entities(text: str) -> tuple[list[str], list[str], list[str]]:
             places.append(name)
             place_keys.add(name_key(name))
         elif _is_person(words, person_cue) and (
-            person_cue or not (_ARTICLE_BEFORE.search(before) and _modifier(text[m.end() :]))
-        ) and (person_cue or not _BARE_ARTICLE.search(before)):
+            person_cue
+            or not (
+                _BARE_ARTICLE.search(before)
+                or (_ARTICLE_BEFORE.search(before) and _modifier(text[m.end() :]))
+            )
+        ):
             persons.append(name)
         elif not sentence_start or len(words) > 1:
             proper.append(name)
