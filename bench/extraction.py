@@ -96,7 +96,6 @@ _BASELINE_MODULES = (
     "engine/providers/_namewords.py",
     "engine/providers/_english_places.py",
     "engine/providers/_english_persons.py",
-    "engine/providers/_concepts.py",
     "engine/providers/lexicons.py",
     "engine/binding.py",
 )
