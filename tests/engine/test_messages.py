@@ -102,7 +102,7 @@ def test_the_setting_defaults_to_english_and_takes_zh() -> None:
     assert load_settings({"MNEMOQL_LOCALE": "zh"}).locale == "zh"
     assert load_settings({}).mcp.locale is None  # MCP follows MNEMOQL_LOCALE
     assert load_settings({"MNEMOQL_MCP__LOCALE": "zh"}).mcp.locale == "zh"
-    with pytest.raises(ValueError, match=r"MNEMOQL_LOCALE"):
+    with pytest.raises(ValueError, match=r"Input should be 'en' or 'zh'"):
         load_settings({"MNEMOQL_LOCALE": "fr"})
 
 
