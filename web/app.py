@@ -43,6 +43,7 @@ from strawberry.types.unset import UNSET, UnsetType
 
 from mnemoql.engine.config import Settings
 from mnemoql.engine.errors import MnemoError
+from mnemoql.engine.messages import DEFAULT_LOCALE, Locale, preferred
 from mnemoql.engine.providers.base import Embedder
 from mnemoql.engine.spaces import DEFAULT_SPACE, Spaces
 from mnemoql.engine.store.base import Store
@@ -129,6 +130,7 @@ class MemoryGraphQL(GraphQL[RequestContext, None]):
         limits = kwargs.pop("limits")
         self.tokens: TokenTable = kwargs.pop("tokens")
         self.client_limits: ClientLimits | None = kwargs.pop("client_limits", None)
+        self.locale: Locale = kwargs.pop("locale", DEFAULT_LOCALE)  # MNEMOQL_LOCALE
         super().__init__(
             build_schema(
                 max_depth=limits.max_query_depth,
@@ -157,6 +159,7 @@ class MemoryGraphQL(GraphQL[RequestContext, None]):
             None,
             session=named,
             client_session=client_session(request, response) if anonymous else None,
+            locale=preferred(request.headers.get("accept-language"), self.locale),
         )
         if grant is not None:
             await self._bind(context, grant)
@@ -443,6 +446,7 @@ def create_app(
         limits=settings.limits,
         tokens=tokens,
         client_limits=client_limits,
+        locale=settings.locale,
         graphql_ide="graphiql",
         max_subscriptions_per_connection=None,  # capped per client (guards.subscriptions)
     )
