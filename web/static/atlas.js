@@ -28,6 +28,9 @@
   var SIZES = { Event: 4, Person: 6, Concept: 5, Location: 5, Topic: 6 };
   var LAYOUT_MS = 1500; // each change runs the layout this long, then the drawing holds still
   var SEED_PAGE = 10; // neighbours per connection of each start node
+  // above this many nodes a drag draws nodes only (sigma's hide*OnMove): edges and labels come
+  // back when the view stops; on a software-rendered (SwiftShader) canvas this halves frame time
+  var LIGHT_MOVES_ABOVE = 1000;
   var params = new URLSearchParams(window.location.search);
   var pageSize = Math.max(1, Math.min(data.PAGE_MAX, parseInt(params.get('page'), 10) || 50));
 
@@ -46,8 +49,9 @@
     fit: document.getElementById('fit-button')
   };
 
+  var container = document.getElementById('atlas');
   var graph = new graphology.MultiDirectedGraph();
-  var renderer = new Sigma(graph, document.getElementById('atlas'), {
+  var renderer = new Sigma(graph, container, {
     renderEdgeLabels: false,
     labelDensity: 0.08,
     labelGridCellSize: 80,
@@ -175,6 +179,12 @@
   }
 
   function afterChange() {
+    var light = graph.order > LIGHT_MOVES_ABOVE;
+    if (renderer.getSetting('hideEdgesOnMove') !== light) {
+      renderer.setSetting('hideEdgesOnMove', light);
+      renderer.setSetting('hideLabelsOnMove', light);
+      container.classList.toggle('large', light);
+    }
     refreshPersons();
     applyFilters();
     runLayout();
@@ -488,6 +498,18 @@
   }
 
   /* ---------------------------------------------------------------- wiring */
+
+  // While the camera moves, the layers that draw nothing then are hidden (atlas.css): sigma
+  // stacks seven full-size canvases, and where the browser composites in software (no GPU,
+  // headless) each visible layer costs every frame
+  var movingTimer = null;
+  renderer.getCamera().on('updated', function () {
+    container.classList.add('moving');
+    window.clearTimeout(movingTimer);
+    movingTimer = window.setTimeout(function () {
+      container.classList.remove('moving');
+    }, 200);
+  });
 
   renderer.on('clickNode', function (event) {
     expand(event.node).catch(function () {});
