@@ -281,8 +281,11 @@ def pan(page: Page, selector: str, frames: int) -> tuple[float, float]:
     return float(np.percentile(arr, 50)), float(np.percentile(arr, 95))
 
 
+VIEWPORT = {"width": 1440, "height": 900}
+
+
 def new_page(browser: Browser) -> Page:
-    context = browser.new_context(viewport={"width": 1440, "height": 900})
+    context = browser.new_context(viewport={"width": VIEWPORT["width"], "height": VIEWPORT["height"]})
     context.set_default_timeout(300_000)
     return context.new_page()
 
@@ -362,7 +365,7 @@ def report(args: argparse.Namespace, rows: list[dict[str, Any]], start_load: str
         "",
         f"Commit {git_rev()}; {machine_line(start_load)}; load average at the end {load_average()}; "
         f"wall time {wall:,.0f} s. Chromium `{chromium_version()}`, headless, the test suite's "
-        "flags (`--disable-gpu`: WebGL runs on SwiftShader, on the CPU); viewport 1440x900. "
+        f"flags (`--disable-gpu`: WebGL runs on SwiftShader, on the CPU); viewport {args.viewport}. "
         f"First paint: median of {args.loads} fresh page loads, ms from navigation start. Pan: "
         f"a mouse drag across the drawing, one 3 px mousemove per animation frame for {args.frames} "
         "frames (the classic explorer: `cy.panBy` 3 px per frame), p50 / p95 of the frame intervals (ms; 16.7 = 60 fps; the atlas hides edges and "
@@ -409,8 +412,10 @@ def main() -> None:
     p.add_argument("--loads", type=int, default=5)
     p.add_argument("--frames", type=int, default=240)
     p.add_argument("--grow", type=int, default=3000)
+    p.add_argument("--viewport", default="1440x900", help="WIDTHxHEIGHT of the page")
     p.add_argument("--out", default="bench/results/explorer.md")
     args = p.parse_args()
+    VIEWPORT["width"], VIEWPORT["height"] = (int(x) for x in args.viewport.split("x"))
     from playwright.sync_api import sync_playwright
 
     from tests.web.conftest import CHROMIUM_ARGS
