@@ -32,6 +32,7 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 import socket
 import statistics
 import subprocess
@@ -46,7 +47,14 @@ import numpy as np
 
 from bench._common import cache_dir, command_line, git_rev, load_average, machine_line, publish
 from mnemoql.engine.config import HASHING_EMBEDDING_MODEL, LOCAL_DIMENSIONS
-from mnemoql.engine.models import Chunk, EntityDraft, EventDraft, MemoryMeta, RelationDraft, SavePlan
+from mnemoql.engine.models import (
+    Chunk,
+    EntityDraft,
+    EventDraft,
+    MemoryMeta,
+    RelationDraft,
+    SavePlan,
+)
 from mnemoql.engine.providers.local import HashingEmbedder
 from mnemoql.engine.store.embedded import EmbeddedStore
 from mnemoql.engine.text import content_hash, text_hash
@@ -56,11 +64,42 @@ if TYPE_CHECKING:
 
 CHROMIUM = os.environ.get("MNEMOQL_CHROMIUM", "/usr/bin/chromium")
 PLAN_EVENTS = 500
-WORDS = (
-    "river garden ledger lantern market harbour bridge orchard signal archive meadow tower "
-    "compass canvas anchor beacon quarry thicket summit valley forge parcel"
-).split()
-SURNAMES = "Lovelace Hopper Turing Noether Curie Franklin Meitner Johnson Lamarr Ride".split()
+WORDS = [
+    "river",
+    "garden",
+    "ledger",
+    "lantern",
+    "market",
+    "harbour",
+    "bridge",
+    "orchard",
+    "signal",
+    "archive",
+    "meadow",
+    "tower",
+    "compass",
+    "canvas",
+    "anchor",
+    "beacon",
+    "quarry",
+    "thicket",
+    "summit",
+    "valley",
+    "forge",
+    "parcel",
+]
+SURNAMES = [
+    "Lovelace",
+    "Hopper",
+    "Turing",
+    "Noether",
+    "Curie",
+    "Franklin",
+    "Meitner",
+    "Johnson",
+    "Lamarr",
+    "Ride",
+]
 START_QUERY = "Ada"
 
 
@@ -94,7 +133,11 @@ def entity_names(persons: int, concepts: int, locations: int) -> list[tuple[str,
 
 
 def plan(
-    rng: np.random.Generator, embedder: HashingEmbedder, start: int, count: int, sizes: tuple[int, int, int, int]
+    rng: np.random.Generator,
+    embedder: HashingEmbedder,
+    start: int,
+    count: int,
+    sizes: tuple[int, int, int, int],
 ) -> SavePlan:
     """``count`` events from number ``start``; the first plan also creates every entity."""
     _, persons, concepts, locations = sizes
@@ -178,7 +221,16 @@ def serving(data: Path) -> Iterator[str]:
     port = free_port()
     env = {**os.environ, "MNEMOQL_EMBEDDING__PROVIDER": "hashing"}
     env.pop("DEEPSEEK_API_KEY", None)
-    cmd = [str(mnemoql), "serve", "--data-dir", str(data), "--port", str(port), "--log-level", "warning"]
+    cmd = [
+        str(mnemoql),
+        "serve",
+        "--data-dir",
+        str(data),
+        "--port",
+        str(port),
+        "--log-level",
+        "warning",
+    ]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=sys.stderr)
     base = f"http://127.0.0.1:{port}"
     try:
@@ -209,8 +261,9 @@ PAN = """async ([selector, frames, step]) => {
   let x = box.left + box.width / 2 - (frames * step) / 2;
   const y = box.top + box.height / 2;
   const target = document.elementFromPoint(x, y);
-  const fire = (type) => target.dispatchEvent(new MouseEvent(type, { clientX: x, clientY: y,
-    button: 0, buttons: type === 'mouseup' ? 0 : 1, bubbles: true, cancelable: true, view: window }));
+  const fire = (type) => target.dispatchEvent(new MouseEvent(type, {
+    clientX: x, clientY: y, button: 0, buttons: type === 'mouseup' ? 0 : 1,
+    bubbles: true, cancelable: true, view: window }));
   fire('mousedown');
   const times = [];
   let last = null;
@@ -285,7 +338,9 @@ VIEWPORT = {"width": 1440, "height": 900}
 
 
 def new_page(browser: Browser) -> Page:
-    context = browser.new_context(viewport={"width": VIEWPORT["width"], "height": VIEWPORT["height"]})
+    context = browser.new_context(
+        viewport={"width": VIEWPORT["width"], "height": VIEWPORT["height"]}
+    )
     context.set_default_timeout(300_000)
     return context.new_page()
 
@@ -357,39 +412,45 @@ def ms(x: float) -> str:
     return f"{x:,.0f}" if x >= 100 else f"{x:.1f}"
 
 
-def report(args: argparse.Namespace, rows: list[dict[str, Any]], start_load: str, wall: float) -> str:
+def report(
+    args: argparse.Namespace, rows: list[dict[str, Any]], start_load: str, wall: float
+) -> str:
     lines = [
         "# The graph explorers at 1k / 10k / 50k nodes (headless Chromium)",
         "",
         f"Command: `{command_line()}`",
         "",
-        f"Commit {git_rev()}; {machine_line(start_load)}; load average at the end {load_average()}; "
-        f"wall time {wall:,.0f} s. Chromium `{chromium_version()}`, headless, the test suite's "
-        f"flags (`--disable-gpu`: WebGL runs on SwiftShader, on the CPU); viewport {args.viewport}. "
-        f"First paint: median of {args.loads} fresh page loads, ms from navigation start. Pan: "
-        f"a mouse drag across the drawing, one 3 px mousemove per animation frame for {args.frames} "
-        "frames (the classic explorer: `cy.panBy` 3 px per frame), p50 / p95 of the frame intervals (ms; 16.7 = 60 fps; the atlas hides edges and "
-        "labels while a view of more than 1,000 nodes moves). Heap: Chromium's JSHeapUsedSize (MB). The machine "
-        "is shared by several sessions (2 cores): figures are noisy, read the medians.",
+        f"Commit {git_rev()}; {machine_line(start_load)}; load average at the end "
+        f"{load_average()}; wall time {wall:,.0f} s. Chromium `{chromium_version()}`, headless, "
+        "the test suite's flags (`--disable-gpu`: WebGL runs on SwiftShader, on the CPU); "
+        f"viewport {args.viewport}. First paint: median of {args.loads} fresh page loads, ms "
+        "from navigation start. Pan: a mouse drag across the drawing, one 3 px mousemove per "
+        f"animation frame for {args.frames} frames (the classic explorer: `cy.panBy` 3 px per "
+        "frame), p50 / p95 of the frame intervals (ms; 16.7 = 60 fps; the atlas hides edges and "
+        "labels while a view of more than 300 nodes moves). Heap: Chromium's JSHeapUsedSize "
+        "(MB). The machine is shared by several sessions (2 cores): figures are noisy, read the "
+        "medians.",
         "",
-        "| memory nodes | explorer | nodes drawn | first paint ms | pan p50 / p95 ms | JS heap MB |",
+        "| memory nodes | explorer | nodes drawn | first paint ms | pan p50 / p95 ms "
+        "| JS heap MB |",
         "|---|---|---|---|---|---|",
     ]
+
+    def pans(p50_p95: tuple[float, float]) -> str:
+        return f"{ms(p50_p95[0])} / {ms(p50_p95[1])}"
+
     for r in rows:
         a, c = r["atlas"], r["classic"]
-        lines.append(
-            f"| {r['nodes']:,} | atlas, start view (`?q={START_QUERY}`) | {a['start_nodes']:,} | "
-            f"{ms(a['paint'])} | {ms(a['start_pan'][0])} / {ms(a['start_pan'][1])} | {a['start_heap']:.1f} |"
-        )
-        lines.append(
-            f"| {r['nodes']:,} | atlas, grown by clicks ({a['grow_s']:.0f} s of paged expansion) | "
-            f"{a['grown']:,} ({a['grown_edges']:,} edges) | – | {ms(a['big_pan'][0])} / {ms(a['big_pan'][1])} | "
-            f"{a['big_heap']:.1f} |"
-        )
-        lines.append(
-            f"| {r['nodes']:,} | baseline: classic `/explorer` (cytoscape, whole graph up to 5,000) | "
-            f"{c['nodes']:,} | {ms(c['paint'])} | {ms(c['pan'][0])} / {ms(c['pan'][1])} | {c['heap']:.1f} |"
-        )
+        n = f"{r['nodes']:,}"
+        lines += [
+            f"| {n} | atlas, start view (`?q={START_QUERY}`) | {a['start_nodes']:,} | "
+            f"{ms(a['paint'])} | {pans(a['start_pan'])} | {a['start_heap']:.1f} |",
+            f"| {n} | atlas, grown by clicks ({a['grow_s']:.0f} s of paged expansion) | "
+            f"{a['grown']:,} ({a['grown_edges']:,} edges) | – | {pans(a['big_pan'])} | "
+            f"{a['big_heap']:.1f} |",
+            f"| {n} | baseline: classic `/explorer` (cytoscape, whole graph up to 5,000) | "
+            f"{c['nodes']:,} | {ms(c['paint'])} | {pans(c['pan'])} | {c['heap']:.1f} |",
+        ]
     lines += ["", "First paints of every load (ms):", ""]
     for r in rows:
         lines.append(
@@ -407,7 +468,9 @@ def chromium_version() -> str:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--sizes", default="1000,10000,50000")
     p.add_argument("--loads", type=int, default=5)
     p.add_argument("--frames", type=int, default=240)
@@ -415,6 +478,7 @@ def main() -> None:
     p.add_argument("--viewport", default="1440x900", help="WIDTHxHEIGHT of the page")
     p.add_argument("--out", default="bench/results/explorer.md")
     args = p.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the server on the way out
     VIEWPORT["width"], VIEWPORT["height"] = (int(x) for x in args.viewport.split("x"))
     from playwright.sync_api import sync_playwright
 
@@ -428,7 +492,9 @@ def main() -> None:
         write_s = asyncio.run(build(path, nodes))
         print(f"{nodes:,} nodes: memory ready ({write_s:.0f} s)", file=sys.stderr, flush=True)
         with serving(path) as base, sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+            browser = pw.chromium.launch(
+                executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
+            )
             try:
                 atlas = atlas_run(browser, base, args.loads, args.frames, min(args.grow, nodes))
                 classic = classic_run(browser, base, args.loads, args.frames)

@@ -99,10 +99,10 @@ if TYPE_CHECKING:
 log = logging.getLogger("mnemoql")
 STATIC = Path(__file__).parent / "static"
 # /atlas loads only its own origin's scripts; the ForceAtlas2 layout runs in a worker that
-# graphology-layout-forceatlas2 starts from a blob: URL; the live feed is a same-origin websocket
+# graphology-layout-forceatlas2 starts from a blob: URL; 'self' covers the same-origin websocket
 ATLAS_CSP = (
     "default-src 'self'; script-src 'self'; worker-src 'self' blob:; "
-    "connect-src 'self' ws: wss:; img-src 'self' data:; style-src 'self'; "
+    "connect-src 'self'; img-src 'self' data:; style-src 'self'; "
     "object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
 )
 SESSION_HEADER = "x-memory-session"

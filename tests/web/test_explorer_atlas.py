@@ -26,7 +26,9 @@ if TYPE_CHECKING:
 
 pytestmark = pytest.mark.browser
 
-SAVE_MANY = "mutation($inputs: [SaveInput!]!) { saveMany(inputs: $inputs) { results { eventIds } } }"
+SAVE_MANY = (
+    "mutation($inputs: [SaveInput!]!) { saveMany(inputs: $inputs) { results { eventIds } } }"
+)
 SAVE = "mutation($input: SaveInput!) { save(input: $input) { eventIds createdPersons } }"
 ADA_EVENTS = 8  # more than a page of 3: expanding Ada takes three clicks
 PAGE = 3
@@ -111,7 +113,9 @@ class Posts:
             query = body["query"]
             assert query.lstrip().startswith("query"), query
             assert not ROOT_FIELDS_THAT_LOAD_ALL.search(query), query
-            for field in re.findall(r"\b(events|persons|concepts|locations|participants|bindings)\(([^)]*)\)", query):
+            for field in re.findall(
+                r"\b(events|persons|concepts|locations|participants|bindings)\(([^)]*)\)", query
+            ):
                 assert "first:" in field[1], query
             first = body["variables"].get("first")
             assert first is None or 1 <= first <= 100, body["variables"]
@@ -229,9 +233,7 @@ def test_clicking_a_node_loads_its_next_page_by_cursor(page: Page, service: Serv
     assert not posts.errors, posts.errors
 
 
-def test_a_node_saved_while_open_appears_next_to_its_neighbour(
-    page: Page, service: Served
-) -> None:
+def test_a_node_saved_while_open_appears_next_to_its_neighbour(page: Page, service: Served) -> None:
     posts = open_atlas(page, service, "q=Grace")
     grace = node_id(service, "persons", "Grace Hopper")
     before = len(drawn(page))
@@ -268,7 +270,9 @@ def test_a_node_saved_while_open_appears_next_to_its_neighbour(
     far = service.gql(
         SAVE, input=saved_event(21, ["Zed Faraway"], "Nowhere", "elsewhere", "2025-09-02")
     )["save"]["eventIds"][0]
-    page.wait_for_function("() => /new outside the view/.test(document.getElementById('node-count').textContent)")
+    page.wait_for_function(
+        "() => /new outside the view/.test(document.getElementById('node-count').textContent)"
+    )
     assert far not in drawn(page)
     assert len(drawn(page)) >= before + 1
     posts.assert_paged()
@@ -307,7 +311,9 @@ def test_filters_hide_nodes_by_label_person_and_date(page: Page, service: Served
     nodes = drawn(page)
     events = {i: n for i, n in nodes.items() if n["kind"] == "Event"}
     assert events and all(n["hidden"] == (n["date"] < "2025-05-01") for n in events.values())
-    assert any(n["hidden"] for n in events.values()) and not all(n["hidden"] for n in events.values())
+    assert any(n["hidden"] for n in events.values()) and not all(
+        n["hidden"] for n in events.values()
+    )
     posts.assert_paged()
     assert not posts.errors, posts.errors
 

@@ -6,8 +6,8 @@
  * through their Relay cursors (first/after, at most the server's page size). The cursors of
  * each node are kept here, so clicking a node again continues where the last page ended.
  *
- *   window.mnemoqlAtlasData = { gql, start(mode, value, first), expand(ids, first),
- *                               hasMore(id), toRecord(graphNode), PAGE_MAX }
+ *   window.mnemoqlAtlasData = { gql, start(mode, value, first), expand(nodes, first),
+ *                               hasMore(id), forget(id), reset(), toRecord(graphNode), PAGE_MAX }
  *
  * A batch is { nodes: [{id, label, name, date}], edges: [{id, type, source, target}] };
  * edges follow the API's relationship ids (source-TYPE-target), so the live feed's
@@ -308,6 +308,11 @@
     pages.delete(id);
   }
 
+  /** A new start: every node's neighbours are read from their first page again. */
+  function reset() {
+    pages.clear();
+  }
+
   window.mnemoqlAtlasData = {
     PAGE_MAX: PAGE_MAX,
     gql: gql,
@@ -315,6 +320,7 @@
     expand: expand,
     hasMore: hasMore,
     forget: forget,
+    reset: reset,
     toRecord: toRecord
   };
 })();
