@@ -233,6 +233,27 @@ def test_clicking_a_node_loads_its_next_page_by_cursor(page: Page, service: Serv
     assert not posts.errors, posts.errors
 
 
+def test_dragging_pans_the_view_and_is_no_click(page: Page, service: Served) -> None:
+    posts = open_atlas(page, service, "q=Ada")
+    ada = node_id(service, "persons", "Ada Lovelace")
+    order = len(drawn(page))
+    before = page.evaluate("(id) => window.__atlas.viewport(id)", ada)
+    box = page.locator("#atlas").bounding_box()
+    assert box is not None
+    asked = len(posts.bodies)
+    page.mouse.move(box["x"] + before["x"], box["y"] + before["y"])  # starting on a node
+    page.mouse.down()
+    page.mouse.move(box["x"] + before["x"] + 150, box["y"] + before["y"] + 40, steps=8)
+    page.mouse.up()
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('#atlas canvas')].every((c) => !c.style.transform)"
+    )
+    after = page.evaluate("(id) => window.__atlas.viewport(id)", ada)
+    assert abs(after["x"] - before["x"] - 150) < 3 and abs(after["y"] - before["y"] - 40) < 3
+    assert len(drawn(page)) == order and len(posts.bodies) == asked  # not an expansion
+    assert not posts.errors, posts.errors
+
+
 def test_a_node_saved_while_open_appears_next_to_its_neighbour(page: Page, service: Served) -> None:
     posts = open_atlas(page, service, "q=Grace")
     grace = node_id(service, "persons", "Grace Hopper")
