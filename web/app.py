@@ -99,6 +99,13 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("mnemoql")
 STATIC = Path(__file__).parent / "static"
+# /atlas loads only its own origin's scripts; the ForceAtlas2 layout runs in a worker that
+# graphology-layout-forceatlas2 starts from a blob: URL; 'self' covers the same-origin websocket
+ATLAS_CSP = (
+    "default-src 'self'; script-src 'self'; worker-src 'self' blob:; "
+    "connect-src 'self'; img-src 'self' data:; style-src 'self'; "
+    "object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
+)
 SESSION_HEADER = "x-memory-session"
 ACCEPTED: UnsetType = UNSET  # on_ws_connect's "no payload" (strawberry declares UNSET as Any)
 SESSION_COOKIE = "mnemoql_session"
@@ -426,6 +433,9 @@ def create_app(
     async def explorer(request: Request) -> Response:
         return FileResponse(STATIC / "explorer.html")
 
+    async def atlas(request: Request) -> Response:
+        return FileResponse(STATIC / "atlas.html", headers={"content-security-policy": ATLAS_CSP})
+
     app = Starlette(
         lifespan=lifespan,
         middleware=[  # outermost first (web.guards)
@@ -455,6 +465,7 @@ def create_app(
             Route("/healthz", healthz),
             Route("/readyz", readyz),
             Route("/explorer", explorer),
+            Route("/atlas", atlas),  # the neighbourhood-first explorer (WebGL, docs/explorer.md)
             Route("/graphql", graphql),  # any method: the view answers others with a JSON 405
             WebSocketRoute("/graphql", graphql),
             Route("/mcp", mcp, methods=["GET", "POST", "DELETE"]),
