@@ -309,8 +309,8 @@ class AuthSettings(BaseModel):
 class McpSettings(BaseModel):
     """The MCP edge (``mnemoql mcp`` over stdio, ``/mcp`` in the service)."""
 
-    # the language of the compact text the tools return (GraphQL's ``text`` defaults to zh too)
-    locale: Literal["zh", "en"] = "zh"
+    # the language of the tools' texts and errors; None: ``MNEMOQL_LOCALE`` (``Settings.locale``)
+    locale: Literal["zh", "en"] | None = None
     # ``mnemoql mcp`` serves one space; over HTTP the caller's token picks it
     space: str = "default"
     # ``mnemoql mcp`` without the write scope: save and forget are refused
@@ -385,6 +385,10 @@ class Settings(BaseSettings):
     allow_public: bool = False
     store: Literal["embedded", "neo4j"] = "embedded"
     timezone: str = "Asia/Shanghai"
+    # The language a user reads (engine/messages.py): save messages, ``text`` renderings, MCP
+    # texts, error messages and the CLI's lines. A request's ``locale`` argument or
+    # ``Accept-Language`` header overrides it for that request.
+    locale: Literal["en", "zh"] = "en"
     extraction: ExtractionSettings = Field(default_factory=ExtractionSettings)
     embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
     alignment: AlignmentSettings = Field(default_factory=AlignmentSettings)

@@ -2,7 +2,9 @@
 
 Every failure a caller can cause or can act on is a ``MnemoError`` with a stable ``code``
 (surfaced as GraphQL ``extensions.code``), an English message saying how to fix it, and the
-original Chinese wording of SPEC.md in ``zh`` (used by the compact text renderings).
+Chinese wording (SPEC.md's where it has one) in ``zh``. ``text(locale)`` is the one a user reads
+(``MNEMOQL_LOCALE``, or the request's locale); GraphQL errors carry both as ``extensions.en`` and
+``extensions.zh``. An error raised without ``zh`` shows its English message in both.
 
     MnemoError
     ├── InvalidInput            BAD_USER_INPUT       malformed or out-of-range arguments
@@ -42,7 +44,9 @@ original Chinese wording of SPEC.md in ``zh`` (used by the compact text renderin
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
+
+from mnemoql.engine.messages import Locale
 
 
 class MnemoError(Exception):
@@ -52,12 +56,24 @@ class MnemoError(Exception):
 
     def __init__(self, message: str, *, zh: str | None = None, **details: Any) -> None:
         super().__init__(message)
-        self.message = message
+        self.message = message  # the shown one: English as raised, until ``localize``
+        self.en = message
         self.zh = zh or message
         self.details = details
 
+    def text(self, locale: Locale) -> str:
+        """The message in ``locale``."""
+        return self.zh if locale == "zh" else self.en
+
+    def localize(self, locale: Locale) -> Self:
+        """Show the message in ``locale`` (``message``, ``str(error)``); ``en`` and ``zh``
+        keep both. For the edges that hand the error itself to a caller (the Python API)."""
+        self.message = self.text(locale)
+        self.args = (self.message,)
+        return self
+
     def extensions(self) -> dict[str, Any]:
-        return {"code": self.code, "zh": self.zh, **self.details}
+        return {"code": self.code, "en": self.en, "zh": self.zh, **self.details}
 
 
 class InvalidInput(MnemoError):

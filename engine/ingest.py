@@ -30,6 +30,7 @@ from mnemoql.engine.errors import (
     InvalidInput,
     MnemoError,
 )
+from mnemoql.engine.messages import DEFAULT_LOCALE, Locale, message, template
 from mnemoql.engine.meta import check_vectors
 from mnemoql.engine.models import (
     CALLER_ID,
@@ -78,8 +79,11 @@ class SaveInput(BaseModel):
 @dataclass(slots=True)
 class SaveOutcome:
     result: SaveResult
-    message: str
     topic: TopicChoice | None = None  # None for replays and date-only records
+
+    def message(self, locale: Locale = DEFAULT_LOCALE) -> str:
+        """The save's one line in ``locale`` (``describe``)."""
+        return describe(self.result, locale)
 
 
 class TopicIndex(Protocol):
@@ -236,7 +240,7 @@ class Ingestor:
                 argument="idempotencyKey",
                 event_ids=prior.event_ids,
             )
-        return SaveOutcome(prior, describe(prior))
+        return SaveOutcome(prior)
 
     # ---- steps ----
 
@@ -281,7 +285,7 @@ class Ingestor:
         digest = content_hash(item.content)
         if item.dedupe_by_hash and (existing := await self.store.events_with_hash(digest)):
             prior = SaveResult(event_ids=existing, created={}, merged=[], refs={}, replayed=True)
-            return SaveOutcome(prior, describe(prior))
+            return SaveOutcome(prior)
         if item.id is not None and (await self.store.id_counts([item.id])).get(item.id, 0):
             raise Conflict(
                 f"an event with id {item.id!r} already exists",
@@ -317,7 +321,7 @@ class Ingestor:
             return await self._replayed(item, result)
         if self.topics is not None:
             self.topics.saved(plan, result)
-        return SaveOutcome(result, describe(result), topic)
+        return SaveOutcome(result, topic)
 
     async def _merge_entities(
         self, ex: Extraction, prep: _Prepared
@@ -464,18 +468,23 @@ def _single_event(ex: Extraction) -> Extraction:
         raise ExtractionInvalid(str(exc), zh=f"提取结果无效：{exc}") from exc
 
 
-def describe(result: SaveResult) -> str:
-    """The one-line summary of SPEC §1.3.10."""
+def describe(result: SaveResult, locale: Locale = DEFAULT_LOCALE) -> str:
+    """The one-line summary of SPEC §1.3.10 (its wording in zh), in ``locale``."""
+    ids = ", ".join(result.event_ids)
     if result.replayed:
-        return f"已存在，未重复保存：{', '.join(result.event_ids)}"
-    parts = [f"已保存 {len(result.event_ids)} 个事件：{', '.join(result.event_ids)}"]
+        return message("save.replayed", locale, ids=ids)
+    parts = [message("save.saved", locale, count=len(result.event_ids), ids=ids)]
     for label in ("Person", "Concept", "Location"):
-        if ids := result.created.get(label):
-            parts.append(f"新增 {', '.join(ids)}")
+        if created := result.created.get(label):
+            parts.append(message("save.created", locale, ids=", ".join(created)))
+    alias_sep = template("save.alias_sep", locale)
     for node_id, aliases in result.merged:
-        added = "、".join(f'+"{a}"' for a in aliases)
-        parts.append(f"合并 {node_id}" + (f"（别名 {added}）" if added else ""))
-    return "；".join(parts)
+        added = alias_sep.join(f'+"{a}"' for a in aliases)
+        parts.append(
+            message("save.merged", locale, id=node_id)
+            + (message("save.aliases", locale, added=added) if added else "")
+        )
+    return template("save.sep", locale).join(parts)
 
 
 def parse_extraction(data: Any) -> Extraction:

@@ -109,7 +109,7 @@ class EvidencePages:
 @dataclass(slots=True)
 class SaveManyOutcome:
     outcomes: list[SaveOutcome | None]
-    errors: list[tuple[int, str, str]]  # (index, code, message)
+    errors: list[tuple[int, str, str, str]]  # (index, code, English message, Chinese message)
 
 
 class Memory:
@@ -285,7 +285,7 @@ class Memory:
         if len(items) > self.settings.limits.max_save_many:
             raise out_of_range("inputs", 1, self.settings.limits.max_save_many, len(items))
         outcomes: list[SaveOutcome | None] = [None] * len(items)
-        errors: list[tuple[int, str, str]] = []
+        errors: list[tuple[int, str, str, str]] = []
         gate = asyncio.Semaphore(concurrency)
 
         async def one(i: int, item: SaveInput) -> None:
@@ -295,7 +295,7 @@ class Memory:
                 try:
                     outcomes[i] = self._saved(await self.ingestor.save(item))
                 except MnemoError as exc:
-                    errors.append((i, exc.code, exc.message))
+                    errors.append((i, exc.code, exc.en, exc.zh))
 
         await asyncio.gather(*(one(i, it) for i, it in enumerate(items)))
         errors.sort()

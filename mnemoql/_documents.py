@@ -20,12 +20,12 @@ fragment Page on EvidencePage {
     eventId summary createTime time total
     quote { text start end total }
     quoteRef { eventId start end }
-    notes { code value message(locale: EN) }
+    notes { code value message }
     concepts { conceptId name }
   }
   sharedConcepts { conceptId name eventIds }
   expandConcepts nearbyEvents excludedCount searchAgain
-  notes { code value message(locale: EN) }
+  notes { code value message }
   entityHits { score exact node { id __typename ... on Person { name } ... on Concept { name } } }
   text(locale: $locale)
 }
@@ -42,7 +42,7 @@ mutation Save($input: SaveInput!) {
 SEARCH = (
     """
 query Search($query: String, $entities: [String!], $timeHint: String, $target: SearchTarget!,
-             $session: String, $resetSeen: Boolean!, $cursor: String, $locale: Locale!) {
+             $session: String, $resetSeen: Boolean!, $cursor: String, $locale: Locale) {
   search(query: $query, entities: $entities, timeHint: $timeHint, target: $target,
          session: $session, resetSeen: $resetSeen, cursor: $cursor) { ...Page }
 }
@@ -52,7 +52,7 @@ query Search($query: String, $entities: [String!], $timeHint: String, $target: S
 EXPAND = (
     """
 query Expand($cursor: String!, $conceptId: ID!, $limit: Int!, $session: String,
-             $locale: Locale!) {
+             $locale: Locale) {
   expand(cursor: $cursor, conceptId: $conceptId, limit: $limit, session: $session) { ...Page }
 }
 """
@@ -61,7 +61,7 @@ query Expand($cursor: String!, $conceptId: ID!, $limit: Int!, $session: String,
 NEARBY = (
     """
 query Nearby($cursor: String!, $eventId: ID!, $before: Int!, $after: Int!, $session: String,
-             $locale: Locale!) {
+             $locale: Locale) {
   nearby(cursor: $cursor, eventId: $eventId, before: $before, after: $after,
          session: $session) { ...Page }
 }
@@ -102,9 +102,11 @@ def answer(response: httpx.Response, field: str) -> dict[str, Any]:
 class Documents:
     """The requests both clients send: (document, variables, root field)."""
 
-    def __init__(self, session: str | None, locale: Locale) -> None:
+    def __init__(self, session: str | None, locale: Locale | None) -> None:
         self.session = session
-        self.locale: Locale = locale
+        # None: the server's language (its MNEMOQL_LOCALE); else sent as Accept-Language too
+        self.locale: Locale | None = locale
+        self._variable = locale.upper() if locale is not None else None
 
     def save(self, content: str, **fields: Any) -> tuple[str, dict[str, Any], str]:
         return SAVE, {"input": save_input(content, **fields)}, "save"
@@ -140,7 +142,7 @@ class Documents:
             "session": sid,
             "resetSeen": reset_seen,
             "cursor": token,
-            "locale": self.locale.upper(),
+            "locale": self._variable,
         }
         return SEARCH, variables, "search"
 
@@ -149,7 +151,7 @@ class Documents:
     ) -> tuple[str, dict[str, Any], str]:
         token, sid = follow(cursor, session, self.session)
         variables = {"cursor": token, "conceptId": concept_id, "limit": limit, "session": sid,
-                     "locale": self.locale.upper()}  # fmt: skip
+                     "locale": self._variable}  # fmt: skip
         return EXPAND, variables, "expand"
 
     def nearby(
@@ -162,7 +164,7 @@ class Documents:
     ) -> tuple[str, dict[str, Any], str]:
         token, sid = follow(cursor, session, self.session)
         variables = {"cursor": token, "eventId": event_id, "before": before, "after": after,
-                     "session": sid, "locale": self.locale.upper()}  # fmt: skip
+                     "session": sid, "locale": self._variable}  # fmt: skip
         return NEARBY, variables, "nearby"
 
 

@@ -42,8 +42,10 @@ DEFAULT_TIMEOUT_S = 660.0  # past the server's own mutation deadline (600 s), wh
 SESSION_HEADER = "x-memory-session"
 
 
-def _headers(token: str | None, session: str | None) -> dict[str, str]:
+def _headers(token: str | None, session: str | None, locale: Locale | None) -> dict[str, str]:
     headers = {"accept": "application/json"}
+    if locale:  # the language of messages and errors; without it, the server's MNEMOQL_LOCALE
+        headers["accept-language"] = locale
     if token:
         headers["authorization"] = f"Bearer {token}"
     if session:
@@ -58,7 +60,8 @@ class Client:
         url: the server's base URL (``/graphql`` is added) or its GraphQL endpoint.
         token: a bearer token of the server's token table (it picks space and scopes).
         session: the evidence session of calls that name none.
-        locale: the language of ``EvidencePage.text`` (``"zh"``, the API's default, or ``"en"``).
+        locale: the language of texts, save messages and error messages, ``"en"`` or ``"zh"``
+            (sent as ``Accept-Language``); default: the server's ``MNEMOQL_LOCALE``.
         timeout: seconds per request.
         http: an ``httpx.Client`` to use instead of one of its own (its base URL is ignored).
     """
@@ -69,7 +72,7 @@ class Client:
         *,
         token: str | None = None,
         session: str | None = None,
-        locale: Locale = "zh",
+        locale: Locale | None = None,
         timeout: float = DEFAULT_TIMEOUT_S,
         http: httpx.Client | None = None,
     ) -> None:
@@ -77,7 +80,7 @@ class Client:
         self._docs = Documents(session, locale)
         self._own = http is None
         self._http = http or httpx.Client(timeout=timeout)
-        self._headers = _headers(token, session)
+        self._headers = _headers(token, session, locale)
 
     def close(self) -> None:
         if self._own:
@@ -196,7 +199,7 @@ class AsyncClient:
         *,
         token: str | None = None,
         session: str | None = None,
-        locale: Locale = "zh",
+        locale: Locale | None = None,
         timeout: float = DEFAULT_TIMEOUT_S,
         http: httpx.AsyncClient | None = None,
     ) -> None:
@@ -204,7 +207,7 @@ class AsyncClient:
         self._docs = Documents(session, locale)
         self._own = http is None
         self._http = http or httpx.AsyncClient(timeout=timeout)
-        self._headers = _headers(token, session)
+        self._headers = _headers(token, session, locale)
 
     async def aclose(self) -> None:
         if self._own:

@@ -12,8 +12,9 @@ What only a client meets is added below ``ClientError``::
         └── ServerError         (the server's code) a coded error no class here stands for:
                                 GRAPHQL_VALIDATION_FAILED, TIMEOUT, INTERNAL_SERVER_ERROR, ...
 
-``error.code`` is the stable code, ``error.message`` the English message, ``error.zh`` the
-Chinese one and ``error.details`` the rest of the extensions (``argument``, ``limit``, ...).
+``error.code`` is the stable code, ``error.message`` the message in the memory's or client's
+language (``locale=``, else ``MNEMOQL_LOCALE``), ``error.en`` and ``error.zh`` both languages and
+``error.details`` the rest of the extensions (``argument``, ``limit``, ...).
 """
 
 from __future__ import annotations
@@ -122,10 +123,18 @@ def error_for(
     code: str | None, message: str, extensions: dict[str, Any] | None = None
 ) -> MnemoError:
     """The exception for one coded GraphQL error: the engine's class for ``code`` (so a
-    served memory raises what the in-process one raises), else a ``ServerError``."""
-    details = {k: v for k, v in (extensions or {}).items() if k not in {"code", "zh"}}
-    zh = (extensions or {}).get("zh")
+    served memory raises what the in-process one raises), else a ``ServerError``. Its
+    ``message`` is the server's (in the request's language); ``en`` and ``zh`` are the
+    extensions' when the server gave them."""
+    ext = extensions or {}
+    details = {k: v for k, v in ext.items() if k not in {"code", "en", "zh"}}
+    en, zh = ext.get("en"), ext.get("zh")
+    en = en if isinstance(en, str) else message
+    zh = zh if isinstance(zh, str) else None
     cls = _classes(MnemoError).get(code or "")
     if cls is None:
-        return ServerError(code or "INTERNAL_SERVER_ERROR", message, zh=zh, **details)
-    return cls(message, zh=zh, **details)
+        error: MnemoError = ServerError(code or "INTERNAL_SERVER_ERROR", en, zh=zh, **details)
+    else:
+        error = cls(en, zh=zh, **details)
+    error.message, error.args = message, (message,)
+    return error

@@ -12,12 +12,13 @@ failures are the exceptions of ``mnemoql.errors``.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Mapping, Sequence
+import functools
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
-from mnemoql.errors import InvalidInput
+from mnemoql.errors import InvalidInput, MnemoError
 from mnemoql.types import (
     EvidencePage,
     ForgetResult,
@@ -34,6 +35,27 @@ if TYPE_CHECKING:
     from mnemoql.engine.memory import Memory as EngineMemory
 
 
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _localized(
+    method: Callable[Concatenate[Memory, P], Coroutine[Any, Any, R]],
+) -> Callable[Concatenate[Memory, P], Coroutine[Any, Any, R]]:
+    """``method`` with its errors' messages in the memory's language (``MnemoError.localize``):
+    the engine raises them in English, with the Chinese beside."""
+
+    @functools.wraps(method)
+    async def call(memory: Memory, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return await method(memory, *args, **kwargs)
+        except MnemoError as exc:
+            exc.localize(memory.locale)
+            raise
+
+    return call
+
+
 class Memory:
     """An embedded memory space, opened by ``async with`` (or ``await memory.open()``).
 
@@ -43,7 +65,8 @@ class Memory:
         space: the memory space (1-64 letters, digits, ``_`` or ``-``).
         session: the evidence session of calls that name none: a search does not deliver
             again what this session was given (SPEC §1.7). Default ``"default"``.
-        locale: the language of ``EvidencePage.text``, ``"zh"`` (the API's default) or ``"en"``.
+        locale: the language of texts, save messages, notes and error messages, ``"en"`` or
+            ``"zh"``; default: ``MNEMOQL_LOCALE`` (English unless set).
         settings: a complete ``Settings`` instead of the environment (then ``data_dir`` and
             ``overrides`` must not be given).
         **overrides: settings groups as ``mnemoql serve`` takes them from flags, e.g.
@@ -59,7 +82,7 @@ class Memory:
         *,
         space: str = "default",
         session: str | None = None,
-        locale: Locale = "zh",
+        locale: Locale | None = None,
         settings: Settings | None = None,
         **overrides: Any,
     ) -> None:
@@ -67,7 +90,7 @@ class Memory:
             raise TypeError("give either settings or data_dir/overrides, not both")
         self.space = space
         self.session = session
-        self.locale: Locale = locale
+        self._locale = locale
         self._data_dir = Path(data_dir).expanduser() if data_dir is not None else None
         self._settings = settings
         self._overrides = overrides
@@ -76,6 +99,7 @@ class Memory:
 
     # ---- life cycle ----
 
+    @_localized
     async def open(self) -> Memory:
         """Open the store of the space (creating it on first use).
 
@@ -125,6 +149,11 @@ class Memory:
         return self._settings
 
     @property
+    def locale(self) -> Locale:
+        """The language of texts, messages and errors: ``locale=``, else ``MNEMOQL_LOCALE``."""
+        return self._locale or self.settings.locale
+
+    @property
     def engine(self) -> EngineMemory:
         """The engine's memory of this space (everything the GraphQL API can do)."""
         if self._memory is None:
@@ -133,6 +162,7 @@ class Memory:
 
     # ---- writes ----
 
+    @_localized
     async def save(
         self,
         content: str,
@@ -172,8 +202,9 @@ class Memory:
             idempotency_key=idempotency_key,
             dedupe_by_hash=dedupe_by_hash,
         )
-        return SaveResult.from_domain(await self.engine.save(item))
+        return SaveResult.from_domain(await self.engine.save(item), self.locale)
 
+    @_localized
     async def forget(self, event_id: str) -> ForgetResult:
         """Delete an event with its chunks, topic bindings and the entities only it used.
 
@@ -184,6 +215,7 @@ class Memory:
 
     # ---- evidence ----
 
+    @_localized
     async def search(
         self,
         query: str | None = None,
@@ -221,6 +253,7 @@ class Memory:
         )
         return EvidencePage.from_outcome(await self.engine.search(request, sid), self.locale)
 
+    @_localized
     async def expand(
         self,
         cursor: str | EvidencePage,
@@ -238,6 +271,7 @@ class Memory:
         out = await self.engine.expand(token, concept_id, limit, sid)
         return EvidencePage.from_outcome(out, self.locale)
 
+    @_localized
     async def nearby(
         self,
         cursor: str | EvidencePage,
@@ -253,6 +287,7 @@ class Memory:
         out = await self.engine.nearby(token, event_id, before, after, sid)
         return EvidencePage.from_outcome(out, self.locale)
 
+    @_localized
     async def read(self, event_id: str, *, start: int = 0, limit: int = 2000) -> TextRange:
         """An exact code-point range of an event's original text (no session, no model).
 

@@ -30,7 +30,7 @@ class SyncMemory:
         *,
         space: str = "default",
         session: str | None = None,
-        locale: Locale = "zh",
+        locale: Locale | None = None,
         settings: Settings | None = None,
         **overrides: Any,
     ) -> None:

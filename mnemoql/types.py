@@ -46,7 +46,7 @@ class SaveResult:
     topic_source: str | None = None
 
     @classmethod
-    def from_domain(cls, o: SaveOutcome) -> SaveResult:
+    def from_domain(cls, o: SaveOutcome, locale: Locale) -> SaveResult:
         r = o.result
         return cls(
             event_ids=tuple(r.event_ids),
@@ -56,7 +56,7 @@ class SaveResult:
             merged=tuple(Merge(i, tuple(a)) for i, a in r.merged),
             refs=dict(r.refs),
             replayed=r.replayed,
-            message=o.message,
+            message=o.message(locale),
             topic_path=o.topic.draft.path if o.topic is not None else None,
             topic_source=o.topic.source if o.topic is not None else None,
         )
@@ -102,7 +102,7 @@ class Note:
 
     code: str
     value: str | None
-    message: str  # in English
+    message: str  # in the locale of the memory or client (MNEMOQL_LOCALE, or locale=)
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,7 +183,7 @@ class EvidencePage:
             cursor=p.cursor,
             chain_count=p.chain_count,
             chain_limit=p.chain_limit,
-            items=tuple(_item(i) for i in p.items),
+            items=tuple(_item(i, locale) for i in p.items),
             shared_concepts=tuple(
                 SharedConcept(s.id, s.name, tuple(s.event_ids)) for s in p.shared_concepts
             ),
@@ -191,7 +191,7 @@ class EvidencePage:
             nearby_events=tuple(p.continuations.nearby_events),
             excluded_count=p.excluded_count,
             search_again=p.search_again,
-            notes=tuple(_note(n) for n in p.notes),
+            notes=tuple(_note(n, locale) for n in p.notes),
             entity_hits=(),
             text=render(p, locale),
         )
@@ -264,15 +264,15 @@ def _hit_json(h: dict[str, Any]) -> EntityHit:
     return EntityHit(node["id"], node["__typename"], node["name"], h["score"], h["exact"])
 
 
-def _note(n: ev.Note) -> Note:
-    return Note(n.code.value, None if n.value is None else str(n.value), n.message("en"))
+def _note(n: ev.Note, locale: Locale) -> Note:
+    return Note(n.code.value, None if n.value is None else str(n.value), n.message(locale))
 
 
 def _note_json(n: dict[str, Any]) -> Note:
     return Note(n["code"], n["value"], n["message"])
 
 
-def _item(i: ev.EvidenceItem) -> EvidenceItem:
+def _item(i: ev.EvidenceItem, locale: Locale) -> EvidenceItem:
     q, r = i.quote, i.quote_ref
     return EvidenceItem(
         event_id=i.event_id,
@@ -282,7 +282,7 @@ def _item(i: ev.EvidenceItem) -> EvidenceItem:
         quote=Quote(q.text, q.start, q.end, q.total) if q else None,
         quote_ref=QuoteRef(r.id, r.start, r.end) if r else None,
         total=i.total,
-        notes=tuple(_note(n) for n in i.notes),
+        notes=tuple(_note(n, locale) for n in i.notes),
         concepts=tuple(ConceptRef(c.id, c.name) for c in i.concepts),
     )
 

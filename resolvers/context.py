@@ -14,6 +14,7 @@ from strawberry.types.graphql import OperationType
 
 from mnemoql.engine.errors import Forbidden, MnemoError, Unauthorized
 from mnemoql.engine.memory import Memory
+from mnemoql.engine.messages import DEFAULT_LOCALE, Locale
 from mnemoql.engine.models import Chunk, Direction, Neighbour, Node, RelType
 
 _NGroup = tuple[RelType, Direction, int, str | None, str | None, bool]  # after, before, backward
@@ -94,8 +95,11 @@ class RequestContext:
         failure: MnemoError | None = None,
         caller: str | None = None,
         client_session: str | None = None,
+        locale: Locale = DEFAULT_LOCALE,
     ) -> None:
         self._memory = memory
+        # the language of messages, texts and errors: Accept-Language, else MNEMOQL_LOCALE
+        self.locale: Locale = locale
         self._explicit_session = session
         self._caller = caller
         self._client_session = client_session

@@ -12,6 +12,7 @@ import strawberry
 from mnemoql.engine import ingest
 from mnemoql.schema.context import Info
 from mnemoql.schema.inputs import SaveInput
+from mnemoql.schema.locale import request_locale
 from mnemoql.schema.payloads import (
     ForgetPayload,
     RevectorizeProgress,
@@ -52,7 +53,7 @@ class MemoryMutation:
         memory = info.context.memory
         saved = await memory.save(to_domain(input))
         await memory.remember_writes(info.context.session)  # read on any replica (Neo4j)
-        return SavePayload.from_domain(saved)
+        return SavePayload.from_domain(saved, request_locale(info.context))
 
     @strawberry.mutation(description="Save many memories; each stands or fails on its own.")
     async def save_many(
@@ -65,7 +66,7 @@ class MemoryMutation:
         items = [to_domain(i) for i in inputs]
         saved = await info.context.memory.save_many(items)
         await info.context.memory.remember_writes(info.context.session)
-        return SaveManyPayload.from_domain(saved)
+        return SaveManyPayload.from_domain(saved, request_locale(info.context))
 
     @strawberry.mutation(
         description="Re-embed every summary, name and chunk with the configured model, then swap."

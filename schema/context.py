@@ -8,6 +8,7 @@ from strawberry.types import Info as _Info
 
 if TYPE_CHECKING:
     from mnemoql.engine.memory import Memory
+    from mnemoql.engine.messages import Locale as MessageLocale
     from mnemoql.engine.models import Chunk, Direction, Neighbour, Node, RelType
 
 
@@ -35,6 +36,7 @@ class Context(Protocol):
     loaders: Loaders
     session: str | None
     named_session: str | None  # the X-Memory-Session header only
+    locale: MessageLocale  # Accept-Language, else MNEMOQL_LOCALE (schema.locale.chosen)
 
 
 Info = _Info[Context, None]

@@ -31,6 +31,7 @@ from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOpe
 from strawberry.types import ExecutionContext
 
 from mnemoql.engine.errors import MnemoError
+from mnemoql.schema.locale import request_locale
 
 log = logging.getLogger("mnemoql.errors")
 
@@ -95,7 +96,9 @@ class CodedErrors(MaskErrors):
         code = code_of(error)
         original = error.original_error
         if isinstance(original, MnemoError):
-            return _with(error, original.message, original.extensions())
+            # the message in the request's language; both languages in the extensions
+            locale = request_locale(self.execution_context.context)
+            return _with(error, original.text(locale), original.extensions())
         if code == INTERNAL:
             log.error("internal error at %s", error.path, exc_info=original)
             return GraphQLError(

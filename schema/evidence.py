@@ -18,7 +18,7 @@ from mnemoql.engine.retrieval.pipeline import Outcome, TargetedPage
 from mnemoql.engine.retrieval.render import render, render_targeted
 from mnemoql.schema.context import Info
 from mnemoql.schema.graph import Concept, Event, Node, from_node
-from mnemoql.schema.locale import Locale, LocaleArg
+from mnemoql.schema.locale import LocaleArg, chosen
 
 
 @strawberry.enum(description="What a search looks for.")
@@ -60,9 +60,9 @@ class Note:
     value: str | None = strawberry.field(description="The value the note is about, if any.")
 
     @strawberry.field(description="The note as a sentence.")
-    def message(self, locale: LocaleArg = Locale.EN) -> str:
+    def message(self, info: Info, locale: LocaleArg = None) -> str:
         note = ev.Note(ev.NoteCode(self.code), self.value)
-        return note.message(locale.code)
+        return note.message(chosen(locale, info.context))
 
     @classmethod
     def from_domain(cls, n: ev.Note) -> Note:
@@ -244,10 +244,11 @@ class EvidencePage:
     _page: strawberry.Private[ev.EvidencePage | TargetedPage]
 
     @strawberry.field(description="The compact rendering for an LLM (SPEC §1.10).")
-    def text(self, locale: LocaleArg = Locale.ZH) -> str:
+    def text(self, info: Info, locale: LocaleArg = None) -> str:
+        language = chosen(locale, info.context)
         if isinstance(self._page, TargetedPage):
-            return render_targeted(self._page, locale.code)
-        return render(self._page, locale.code)
+            return render_targeted(self._page, language)
+        return render(self._page, language)
 
     @strawberry.field(description="Follow this page: expand one of its concepts.")
     async def expand(

@@ -19,7 +19,7 @@ from mnemoql.engine.memory import TextRange as TextRangeDomain
 from mnemoql.engine.retrieval.evidence import ReadResult
 from mnemoql.engine.retrieval.render import render_read
 from mnemoql.schema.context import Info
-from mnemoql.schema.locale import Locale, LocaleArg
+from mnemoql.schema.locale import LocaleArg, chosen
 from mnemoql.schema.relay import After, Before, First, Last, PageInfo, Window, window
 
 T = TypeVar("T")
@@ -38,10 +38,10 @@ class TextRange:
         description="The compact rendering for an LLM (SPEC §1.10): a header with the range "
         "and total, the text, then next=<offset> when there is more."
     )
-    def rendered(self, locale: LocaleArg = Locale.ZH) -> str:
+    def rendered(self, info: Info, locale: LocaleArg = None) -> str:
         result = ReadResult(str(self.event_id), self.text, self.start, self.end, self.total,
                             self.next)  # fmt: skip
-        return render_read(result, locale.code)
+        return render_read(result, chosen(locale, info.context))
 
     @classmethod
     def from_domain(cls, r: TextRangeDomain) -> TextRange:

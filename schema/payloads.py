@@ -6,6 +6,7 @@ import strawberry
 
 from mnemoql.engine import memory as mem
 from mnemoql.engine.ingest import SaveOutcome
+from mnemoql.engine.messages import Locale as LocaleCode
 from mnemoql.engine.models import Counts as CountsDomain
 from mnemoql.schema.context import Info
 from mnemoql.schema.graph import Node, node_by_id
@@ -42,7 +43,10 @@ class SavePayload:
     replayed: bool = strawberry.field(
         description="True when nothing new was written (idempotency key or identical content)."
     )
-    message: str = strawberry.field(description="One line, as the original tool reported it.")
+    message: str = strawberry.field(
+        description="One line: what was saved, in the request's language (Accept-Language, "
+        "else MNEMOQL_LOCALE; the original tool's wording in Chinese)."
+    )
     topic_path: str | None = strawberry.field(
         default=None, description="The topic the new events were bound to; null: date only."
     )
@@ -51,7 +55,7 @@ class SavePayload:
     )
 
     @classmethod
-    def from_domain(cls, o: SaveOutcome) -> SavePayload:
+    def from_domain(cls, o: SaveOutcome, locale: LocaleCode) -> SavePayload:
         r = o.result
 
         def ids(label: str) -> list[strawberry.ID]:
@@ -67,7 +71,7 @@ class SavePayload:
             ],
             refs=[RefId(ref=k, node_id=strawberry.ID(v)) for k, v in r.refs.items()],
             replayed=r.replayed,
-            message=o.message,
+            message=o.message(locale),
             topic_path=o.topic.draft.path if o.topic is not None else None,
             topic_source=o.topic.source if o.topic is not None else None,
         )
@@ -77,7 +81,9 @@ class SavePayload:
 class SaveError:
     index: int = strawberry.field(description="Position of the input in `inputs` (0-based).")
     code: str = strawberry.field(description="The stable error code, as in extensions.code.")
-    message: str = strawberry.field(description="What was wrong and how to fix it.")
+    message: str = strawberry.field(
+        description="What was wrong and how to fix it, in the request's language."
+    )
 
 
 @strawberry.type(description="What a saveMany wrote: each input stands or fails on its own.")
@@ -89,10 +95,13 @@ class SaveManyPayload:
     saved: int = strawberry.field(description="How many inputs were saved (or replayed).")
 
     @classmethod
-    def from_domain(cls, o: mem.SaveManyOutcome) -> SaveManyPayload:
+    def from_domain(cls, o: mem.SaveManyOutcome, locale: LocaleCode) -> SaveManyPayload:
         return cls(
-            results=[SavePayload.from_domain(x) if x else None for x in o.outcomes],
-            errors=[SaveError(index=i, code=c, message=msg) for i, c, msg in o.errors],
+            results=[SavePayload.from_domain(x, locale) if x else None for x in o.outcomes],
+            errors=[
+                SaveError(index=i, code=c, message=zh if locale == "zh" else en)
+                for i, c, en, zh in o.errors
+            ],
             saved=sum(1 for x in o.outcomes if x is not None),
         )
 

@@ -43,6 +43,7 @@ from strawberry.types.unset import UNSET, UnsetType
 
 from mnemoql.engine.config import Settings
 from mnemoql.engine.errors import MnemoError
+from mnemoql.engine.messages import DEFAULT_LOCALE, Locale, preferred
 from mnemoql.engine.providers.base import Embedder
 from mnemoql.engine.spaces import DEFAULT_SPACE, Spaces
 from mnemoql.engine.store.base import Store
@@ -98,6 +99,13 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("mnemoql")
 STATIC = Path(__file__).parent / "static"
+# /atlas loads only its own origin's scripts; the ForceAtlas2 layout runs in a worker that
+# graphology-layout-forceatlas2 starts from a blob: URL; 'self' covers the same-origin websocket
+ATLAS_CSP = (
+    "default-src 'self'; script-src 'self'; worker-src 'self' blob:; "
+    "connect-src 'self'; img-src 'self' data:; style-src 'self'; "
+    "object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
+)
 SESSION_HEADER = "x-memory-session"
 ACCEPTED: UnsetType = UNSET  # on_ws_connect's "no payload" (strawberry declares UNSET as Any)
 SESSION_COOKIE = "mnemoql_session"
@@ -129,6 +137,7 @@ class MemoryGraphQL(GraphQL[RequestContext, None]):
         limits = kwargs.pop("limits")
         self.tokens: TokenTable = kwargs.pop("tokens")
         self.client_limits: ClientLimits | None = kwargs.pop("client_limits", None)
+        self.locale: Locale = kwargs.pop("locale", DEFAULT_LOCALE)  # MNEMOQL_LOCALE
         super().__init__(
             build_schema(
                 max_depth=limits.max_query_depth,
@@ -157,6 +166,7 @@ class MemoryGraphQL(GraphQL[RequestContext, None]):
             None,
             session=named,
             client_session=client_session(request, response) if anonymous else None,
+            locale=preferred(request.headers.get("accept-language"), self.locale),
         )
         if grant is not None:
             await self._bind(context, grant)
@@ -423,6 +433,9 @@ def create_app(
     async def explorer(request: Request) -> Response:
         return FileResponse(STATIC / "explorer.html")
 
+    async def atlas(request: Request) -> Response:
+        return FileResponse(STATIC / "atlas.html", headers={"content-security-policy": ATLAS_CSP})
+
     app = Starlette(
         lifespan=lifespan,
         middleware=[  # outermost first (web.guards)
@@ -443,6 +456,7 @@ def create_app(
         limits=settings.limits,
         tokens=tokens,
         client_limits=client_limits,
+        locale=settings.locale,
         graphql_ide="graphiql",
         max_subscriptions_per_connection=None,  # capped per client (guards.subscriptions)
     )
@@ -451,6 +465,7 @@ def create_app(
             Route("/healthz", healthz),
             Route("/readyz", readyz),
             Route("/explorer", explorer),
+            Route("/atlas", atlas),  # the neighbourhood-first explorer (WebGL, docs/explorer.md)
             Route("/graphql", graphql),  # any method: the view answers others with a JSON 405
             WebSocketRoute("/graphql", graphql),
             Route("/mcp", mcp, methods=["GET", "POST", "DELETE"]),

@@ -166,9 +166,14 @@ def _renders_ide(scope: Scope) -> bool:
     return not any(part.split("=", 1)[0] == "query" for part in query.split("&"))
 
 
+_UNAUTHENTICATED_MESSAGE = "missing or invalid bearer token: send 'Authorization: Bearer <token>'"
 _UNAUTHENTICATED_ERROR = {
-    "message": "missing or invalid bearer token: send 'Authorization: Bearer <token>'",
-    "extensions": {"code": "UNAUTHENTICATED", "zh": "缺少或无效的访问令牌"},
+    "message": _UNAUTHENTICATED_MESSAGE,
+    "extensions": {
+        "code": "UNAUTHENTICATED",
+        "en": _UNAUTHENTICATED_MESSAGE,
+        "zh": "缺少或无效的访问令牌",
+    },
 }
 
 

@@ -27,6 +27,7 @@ from pydantic_settings import SettingsError
 
 from mnemoql.engine.config import Settings, load_settings
 from mnemoql.engine.errors import MnemoError
+from mnemoql.engine.messages import configured_locale, message
 from mnemoql.engine.redact import mask_text
 from mnemoql.engine.store.faults import storage_fault
 from mnemoql.web import datacmds
@@ -52,11 +53,12 @@ def _settings(args: argparse.Namespace, **groups: dict[str, Any]) -> Settings:
     try:
         return load_settings(**overrides)
     except SettingsError as exc:  # a MNEMOQL_* value that should be JSON and is not
-        print(f"mnemoql: invalid settings: {_bad_json_setting() or exc}", file=sys.stderr)
+        invalid = message("cli.invalid_settings", configured_locale())
+        print(f"mnemoql: {invalid}: {_bad_json_setting() or exc}", file=sys.stderr)
         raise SystemExit(2) from None
     except ValidationError as exc:
         # a readable refusal instead of a traceback: which setting, its variable, what is wrong
-        print("mnemoql: invalid settings:", file=sys.stderr)
+        print(f"mnemoql: {message('cli.invalid_settings', configured_locale())}:", file=sys.stderr)
         for err in exc.errors():
             path = [str(part) for part in err["loc"]]
             var = "MNEMOQL_" + "__".join(path).upper()
@@ -348,7 +350,7 @@ def build_parser() -> argparse.ArgumentParser:
     common(m)
     m.add_argument("--space", help="the memory space to serve (default: default)")
     m.add_argument("--read-only", action="store_true", help="refuse memory_save and memory_forget")
-    m.add_argument("--locale", choices=["zh", "en"], help="language of the tools' text (zh)")
+    m.add_argument("--locale", choices=["zh", "en"], help="language of the texts (MNEMOQL_LOCALE)")
     m.add_argument("--log-level", default="warning", help="stderr log level (default: warning)")
     m.set_defaults(func=cmd_mcp)
 
@@ -376,18 +378,20 @@ def main(argv: list[str] | None = None) -> int:
     file that cannot be read or written, a store that cannot be reached, bad settings),
     never a traceback; a command that ran but met errors on the way exits with 1."""
     args = build_parser().parse_args(argv)
+    locale = configured_locale()  # MNEMOQL_LOCALE: the language of these lines
     try:
         code: int = args.func(args)
     except MnemoError as exc:
-        print(f"mnemoql {args.command}: {exc.code}: {mask_text(exc.message)}", file=sys.stderr)
+        shown = mask_text(exc.text(locale))
+        print(f"mnemoql {args.command}: {exc.code}: {shown}", file=sys.stderr)
         return 2
     except OSError as exc:
         fault = storage_fault(exc)  # a full disk has its code, as in the service
-        shown = f"{fault.code}: {fault.message}" if fault is not None else _os_error(exc)
+        shown = f"{fault.code}: {fault.text(locale)}" if fault is not None else _os_error(exc)
         print(f"mnemoql {args.command}: {shown}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print(f"mnemoql {args.command}: interrupted", file=sys.stderr)
+        print(f"mnemoql {args.command}: {message('cli.interrupted', locale)}", file=sys.stderr)
         return 130
     return code
 

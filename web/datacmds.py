@@ -27,10 +27,11 @@ def refused(command: str, exc: Exception) -> int:
         StorageFault,
         StoreUnavailable,
     )
+    from mnemoql.engine.messages import configured_locale
     from mnemoql.engine.redact import mask_text
 
     code = exc.code if isinstance(exc, MnemoError) else type(exc).__name__
-    message = exc.message if isinstance(exc, MnemoError) else str(exc)
+    message = exc.text(configured_locale()) if isinstance(exc, MnemoError) else str(exc)
     print(f"mnemoql {command}: {code}: {mask_text(message)}", file=sys.stderr)
     operator = (Conflict, InvalidInput, StorageFault, StoreUnavailable)
     return 2 if isinstance(exc, operator) else 1

@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("mnemoql.metrics")
 
-ROUTES = frozenset({"/graphql", "/mcp", "/healthz", "/readyz", "/explorer", "/metrics"})
+ROUTES = frozenset({"/graphql", "/mcp", "/healthz", "/readyz", "/explorer", "/atlas", "/metrics"})
 METHODS = frozenset({"GET", "POST", "DELETE", "OPTIONS", "HEAD", "PUT", "PATCH"})
 SCOPE = "metrics"
 # from a cached health check (ms) to a save the extraction model answers slowly (a minute)

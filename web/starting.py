@@ -130,6 +130,7 @@ def listen_problem(host: str, port: int) -> str | None:
 def operator_error(exc: BaseException) -> str | None:
     """``CODE: message`` for a failure the operator can fix, None for a bug."""
     from mnemoql.engine.errors import MnemoError
+    from mnemoql.engine.messages import configured_locale
     from mnemoql.engine.redact import mask_text
     from mnemoql.engine.store.faults import storage_fault
 
@@ -141,7 +142,7 @@ def operator_error(exc: BaseException) -> str | None:
             name = f"{exc.filename}: " if exc.filename is not None else ""
             return f"{type(exc).__name__}: {name}{(exc.strerror or str(exc)).lower()}"
     if isinstance(exc, MnemoError):
-        return f"{exc.code}: {mask_text(exc.message)}".splitlines()[0]
+        return f"{exc.code}: {mask_text(exc.text(configured_locale()))}".splitlines()[0]
     return None
 
 

@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Literal
 
+from mnemoql.engine.messages import DEFAULT_LOCALE, Locale, message
 from mnemoql.engine.models import POSITIONAL_ID
 
 Operation = Literal["search", "expand", "nearby"]
-Locale = Literal["zh", "en"]
 
 CHAIN_LIMIT = 20
 CURSOR_TTL_MINUTES = 15
@@ -58,28 +58,6 @@ class NoteCode(StrEnum):
     ENTITY_NOT_FOUND = "ENTITY_NOT_FOUND"
 
 
-_NOTES: dict[NoteCode, dict[Locale, str]] = {
-    NoteCode.BUDGET_EXHAUSTED: {
-        "zh": "（摘录预算已用尽，请用 read）",
-        "en": "(excerpt budget used up; use read)",
-    },
-    NoteCode.LONG_CONTENT: {
-        "zh": "原文共 {value} 字；摘录只在前 32000 字内选择，请用 read 继续读取",
-        "en": "source has {value} chars; excerpts come from the first 32000 only; "
-        "use read to continue",
-    },
-    NoteCode.LEGACY_NO_CHUNKS: {
-        "zh": "（旧记忆：尚无原文分块，仅摘要命中；可重新向量化补齐）",
-        "en": "(legacy memory: no source chunks yet, matched by summary only; "
-        "revectorize to fill them in)",
-    },
-    NoteCode.ENTITY_NOT_FOUND: {
-        "zh": "未找到实体：{value}",
-        "en": "entity not found: {value}",
-    },
-}
-
-
 @dataclass(frozen=True, slots=True)
 class Note:
     """A remark on an item or a page; ``value`` fills the template (a length, a term)."""
@@ -87,9 +65,9 @@ class Note:
     code: NoteCode
     value: str | int | None = None
 
-    def message(self, locale: Locale = "zh") -> str:
-        """The note's text in ``locale``."""
-        return _NOTES[self.code][locale].format(value=self.value)
+    def message(self, locale: Locale = DEFAULT_LOCALE) -> str:
+        """The note's text in ``locale`` (catalogue key ``note.<code>``)."""
+        return message(f"note.{self.code.value}", locale, value=self.value)
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,15 +6,15 @@ ranges, concepts, the cursor and the next steps. Never scores, vectors or config
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING
 
+from mnemoql.engine.messages import DEFAULT_LOCALE, LOCALES, Locale, template
 from mnemoql.engine.models import Entity
 from mnemoql.engine.retrieval.evidence import (
     ConceptRef,
     EvidenceItem,
     EvidencePage,
-    Locale,
     ReadResult,
     SharedConcept,
 )
@@ -46,57 +46,12 @@ class _Words:
     read_head: str
 
 
-_ZH = _Words(
-    new="新增",
-    chain="追查链",
-    cursor_ttl="（{minutes} 分钟内有效）",
-    written="写入",
-    time="时间：",
-    summary="摘要：",
-    quote="原文[{start},{end})/{total}：「{text}」",
-    same_as="原文同 {id}[{start},{end})",
-    concepts="概念：",
-    shared="共享概念：",
-    next="可继续：",
-    search_again="search(cursor) 取下一页（新的事件）",
-    item_sep="；",
-    list_sep=", ",
-    ids_open="（",
-    ids_close="）",
-    disclaimer="注：分数为检索启发式，不代表事实置信度；摘要需以原文核实；"
-    "共享概念与来源相邻不代表因果或先后。",
-    empty="未找到新的事件。空结果不代表记忆不存在（本会话已排除 {excluded} 个已交付事件；"
-    "可用 reset_seen 重新检索）。",
-    read_head="{id} 原文[{start},{end})/{total}：",
-)
+def _words(locale: Locale) -> _Words:
+    """The words of ``locale`` from the catalogue (``render.<field>`` keys)."""
+    return _Words(**{f.name: template(f"render.{f.name}", locale) for f in fields(_Words)})
 
-_EN = _Words(
-    new="new",
-    chain="chain",
-    cursor_ttl=" (valid for {minutes} minutes)",
-    written="written",
-    time="time: ",
-    summary="summary: ",
-    quote="source[{start},{end})/{total}: “{text}”",
-    same_as="same as {id}[{start},{end})",
-    concepts="concepts: ",
-    shared="shared concepts: ",
-    next="next: ",
-    search_again="search(cursor): the next page (new events)",
-    item_sep="; ",
-    list_sep=", ",
-    ids_open=" (",
-    ids_close=")",
-    disclaimer="note: ranking scores are retrieval heuristics, not confidence in facts; verify "
-    "summaries against the source; shared concepts and neighbouring sources do not imply cause "
-    "or order.",
-    empty="No new events found. An empty result does not mean the memory does not exist "
-    "({excluded} delivered events of this session were excluded; use reset_seen to search "
-    "again).",
-    read_head="{id} source[{start},{end})/{total}:",
-)
 
-_WORDS: dict[Locale, _Words] = {"zh": _ZH, "en": _EN}
+_WORDS: dict[Locale, _Words] = {locale: _words(locale) for locale in LOCALES}
 
 
 def _concepts(concepts: tuple[ConceptRef, ...], w: _Words) -> str:
@@ -139,17 +94,18 @@ def _next(page: EvidencePage, w: _Words) -> str:
     return " | ".join(entries)
 
 
-def render_empty(excluded_count: int, locale: Locale = "zh") -> str:
+def render_empty(excluded_count: int, locale: Locale = DEFAULT_LOCALE) -> str:
     """The text for a call that delivered nothing new."""
     return _WORDS[locale].empty.format(excluded=excluded_count)
 
 
-def render(page: EvidencePage, locale: Locale = "zh") -> str:
+def render(page: EvidencePage, locale: Locale = DEFAULT_LOCALE) -> str:
     """The compact text of an evidence page.
 
     Args:
         page: A search / expand / nearby result.
-        locale: ``"zh"`` (the original wording) or ``"en"``.
+        locale: ``"en"`` or ``"zh"`` (the original wording); default ``MNEMOQL_LOCALE``'s
+            default, English. Callers pass the request's locale.
 
     Returns:
         Newline-separated text with no trailing newline. A page without items renders its
@@ -175,7 +131,7 @@ def render(page: EvidencePage, locale: Locale = "zh") -> str:
     return "\n".join(lines)
 
 
-def render_read(result: ReadResult, locale: Locale = "zh") -> str:
+def render_read(result: ReadResult, locale: Locale = DEFAULT_LOCALE) -> str:
     """The text of a read: a header with range and total, the text, then ``next=`` if any."""
     w = _WORDS[locale]
     head = w.read_head.format(
@@ -187,12 +143,11 @@ def render_read(result: ReadResult, locale: Locale = "zh") -> str:
     return "\n".join(lines)
 
 
-def render_targeted(page: TargetedPage, locale: Locale = "zh") -> str:
+def render_targeted(page: TargetedPage, locale: Locale = DEFAULT_LOCALE) -> str:
     """The text of a Person/Concept search: each match with its one-hop neighbours."""
-    zh = locale == "zh"
     lines: list[str] = []
     for n, hit in enumerate(page.hits, 1):
-        mark = " （名称匹配）" if zh and hit.exact else ""
+        mark = template("render.name_match", locale) if hit.exact else ""
         lines.append(f"#{n} {hit.node.id} {hit.node.name}{mark}")
         for rel, other in hit.neighbours:
             label = other.name if isinstance(other, Entity) else other.summary
@@ -200,5 +155,5 @@ def render_targeted(page: TargetedPage, locale: Locale = "zh") -> str:
             lines.append(f"  {arrow}{rel.rel.type} {other.id} {label}")
     head = f"[memory_database_search] operation=search target={page.target}"
     if not lines:
-        return head + "\n" + ("未找到匹配的节点。" if zh else "No matching node.")
+        return head + "\n" + template("render.no_node", locale)
     return "\n".join([head, *lines])

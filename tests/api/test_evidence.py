@@ -25,7 +25,7 @@ SEARCH = (
     " $c: String) {"
     " search(query: $q, entities: $e, timeHint: $t, session: $s, resetSeen: $r, cursor: $c) {"
     + PAGE
-    + " text } }"
+    + " text(locale: ZH) } }"
 )
 EXPAND = (
     "query($c: String!, $id: ID!, $l: Int! = 3, $s: String) {"
@@ -141,7 +141,7 @@ async def test_search_again_is_offered_while_the_ranking_holds_more(api: Api) ->
     hint = "search(cursor) 取下一页（新的事件）"
     q = (
         'query($s: String!, $c: String) { search(query: "Neo4j", session: $s, cursor: $c) {'
-        " cursor searchAgain text expandConcepts } }"
+        " cursor searchAgain text(locale: ZH) expandConcepts } }"
     )
     first = (await api.gql(q, s="hint"))["search"]
     assert first["searchAgain"] is True
@@ -363,7 +363,7 @@ async def test_targeted_person_search_gives_top_three_with_context(api: Api) -> 
     data = await api.gql(
         """{ search(query: "Alice", target: PERSON) { cursor items { eventId }
              entityHits { score exact node { id ... on Person { name } }
-               neighbours { type direction node { id } } } text } }"""
+               neighbours { type direction node { id } } } text(locale: ZH) } }"""
     )
     page = data["search"]
     assert page["cursor"] is None and page["items"] == []

@@ -49,7 +49,7 @@ async def test_save_with_client_extraction_builds_the_typed_graph(api: Api) -> N
     assert saved["createdConcepts"] == ["concept_1", "concept_2"]
     assert saved["createdLocations"] == ["location_1"]
     assert {r["ref"]: r["id"] for r in saved["refs"]}["c2"] == "concept_2"
-    assert saved["message"].startswith("已保存 1 个事件：event_1")
+    assert saved["message"].startswith("saved 1 event(s): event_1")  # MNEMOQL_LOCALE: en
 
     data = await api.gql(
         """{ node(id: "event_1") { __typename ... on Event {

@@ -34,7 +34,7 @@ query($lines: [String!]!) {
     } } }"""
 READ = """
 query($id: ID!, $start: Int!, $limit: Int!) {
-  read(eventId: $id, start: $start, limit: $limit) { text next zh: rendered en: rendered(locale: EN) }
+  read(eventId: $id, start: $start, limit: $limit) { text next zh: rendered(locale: ZH) en: rendered(locale: EN) }
 }"""
 
 TZ = ZoneInfo("Asia/Shanghai")

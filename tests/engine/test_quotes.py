@@ -152,7 +152,7 @@ def test_budget_1000_and_cap_120_over_a_package() -> None:
     last = pkg.results[-1]
     assert last.quote is None and last.quote_ref is None
     assert last.notes == (Note(NoteCode.BUDGET_EXHAUSTED),)
-    assert last.notes[0].message() == "（摘录预算已用尽，请用 read）"
+    assert last.notes[0].message("zh") == "（摘录预算已用尽，请用 read）"
     assert [e.event_id for e in pkg.pending] == [f"event_{i}" for i in range(9)]
 
 
@@ -211,7 +211,7 @@ def test_long_content_gets_the_read_hint_and_quotes_inside_32000() -> None:
     assert result.quote is not None
     assert result.quote.end <= 32_000
     assert result.notes == (Note(NoteCode.LONG_CONTENT, 40_002),)
-    assert result.notes[0].message() == (
+    assert result.notes[0].message("zh") == (
         "原文共 40002 字；摘录只在前 32000 字内选择，请用 read 继续读取"
     )
 

@@ -56,7 +56,7 @@ def _page() -> EvidencePage:
 
 
 def test_render_zh_golden() -> None:
-    assert render(_page()) == (
+    assert render(_page(), "zh") == (
         "[memory_database_search] operation=search target=Event 新增=2 追查链=2/20\n"
         "cursor=cur_1a2b3c4d5e6f7a8b（15 分钟内有效）\n"
         "#1 event_12 | 写入 2026-03-01T10:20:00+08:00 | 时间：上周三\n"
@@ -98,7 +98,7 @@ def test_render_en_golden() -> None:
 
 def test_search_again_hint_leads_the_next_line_in_both_locales() -> None:
     page = dataclasses.replace(_page(), search_again=True)
-    zh = [line for line in render(page).split("\n") if line.startswith("可继续：")]
+    zh = [line for line in render(page, "zh").split("\n") if line.startswith("可继续：")]
     en = [line for line in render(page, "en").split("\n") if line.startswith("next: ")]
     assert zh == [
         "可继续：search(cursor) 取下一页（新的事件） | read(event_id)"
@@ -131,7 +131,7 @@ def test_item_notes_render_in_place_of_and_after_the_quote() -> None:
         notes=(Note(NoteCode.LEGACY_NO_CHUNKS),),
     )
     page = EvidencePage(operation="expand", cursor="cur_0", chain_count=7, items=(item, legacy))
-    lines = render(page).split("\n")
+    lines = render(page, "zh").split("\n")
     assert lines[0].endswith("operation=expand target=Event 新增=2 追查链=7/20")
     assert lines[2:5] == [
         "#1 event_5 | 写入 2026-03-03T08:00:00+08:00",
@@ -151,21 +151,21 @@ def test_empty_result_text() -> None:
         "未找到新的事件。空结果不代表记忆不存在（本会话已排除 3 个已交付事件；"
         "可用 reset_seen 重新检索）。"
     )
-    assert render_empty(3) == expected
-    assert render(EvidencePage(operation="search", excluded_count=3)) == expected
+    assert render_empty(3, "zh") == expected
+    assert render(EvidencePage(operation="search", excluded_count=3), "zh") == expected
     assert render_empty(0, "en").startswith("No new events found.")
     assert "(0 delivered events of this session were excluded;" in render_empty(0, "en")
 
 
 def test_empty_result_keeps_page_notes() -> None:
     page = EvidencePage(operation="search", notes=(Note(NoteCode.ENTITY_NOT_FOUND, "张三"),))
-    assert render(page).split("\n")[0] == "未找到实体：张三"
+    assert render(page, "zh").split("\n")[0] == "未找到实体：张三"
     assert render(page, "en").split("\n")[0] == "entity not found: 张三"
 
 
 def test_render_read() -> None:
     result = ReadResult("event_12", "正文……", 0, 1600, 1820, 1600)
-    assert render_read(result) == "event_12 原文[0,1600)/1820：\n正文……\nnext=1600"
+    assert render_read(result, "zh") == "event_12 原文[0,1600)/1820：\n正文……\nnext=1600"
     last = ReadResult("event_12", "尾", 1600, 1820, 1820, None)
     assert render_read(last, "en") == "event_12 source[1600,1820)/1820:\n尾"
 
@@ -202,12 +202,12 @@ def test_render_targeted_lists_matches_with_their_neighbours() -> None:
         (Neighbour("person_1", Relation("HAS_ATTITUDE", "person_1", "location_1"), "location_1", "out"), berlin),
     )
     page = TargetedPage("Person", "Alice", (TargetedHit(alice, 1.0, True, rows),))
-    assert render_targeted(page) == (
+    assert render_targeted(page, "zh") == (
         "[memory_database_search] operation=search target=Person\n"
         "#1 person_1 Alice （名称匹配）\n"
         "  ->PARTICIPATED_IN event_2 Alice moved\n"
         "  ->HAS_ATTITUDE location_1 Berlin"
     )
-    assert render_targeted(page, "en").splitlines()[1] == "#1 person_1 Alice"
+    assert render_targeted(page, "en").splitlines()[1] == "#1 person_1 Alice (name match)"
     empty = TargetedPage("Concept", "x", ())
     assert render_targeted(empty, "en").endswith("\nNo matching node.")

@@ -59,7 +59,8 @@ def timeout_message(seconds: float) -> str:
 
 
 def timeout_result(seconds: float) -> ExecutionResult:
-    error = GraphQLError(timeout_message(seconds), extensions={"code": "TIMEOUT", "zh": "请求超时"})
+    message = timeout_message(seconds)
+    error = GraphQLError(message, extensions={"code": "TIMEOUT", "en": message, "zh": "请求超时"})
     return ExecutionResult(data=None, errors=[error])
 
 

@@ -31,6 +31,7 @@ from starlette.types import Receive, Scope, Send
 
 from mnemoql.engine.config import Settings
 from mnemoql.engine.errors import Unauthorized
+from mnemoql.engine.messages import DEFAULT_LOCALE, preferred
 from mnemoql.engine.spaces import Spaces
 from mnemoql.web.auth import OPEN_GRANT, Grant, TokenTable, bearer, grant_of
 from mnemoql.web.mcp.mount import send_error
@@ -46,11 +47,14 @@ def identify(ctx: ServerRequestContext[Any, Any]) -> Caller:
     if grant is None:
         raise Unauthorized("missing or invalid bearer token", zh="缺少或无效的访问令牌")
     sid = request.headers.get(SESSION_HEADER) if request is not None else None
+    # each request may name its language; without Accept-Language the server's (None)
+    header = request.headers.get("accept-language") if request is not None else None
+    locale = preferred(header, DEFAULT_LOCALE) if header else None
     if sid:
-        return Caller(grant.space, grant.scopes, f"mcp-{sid}")
+        return Caller(grant.space, grant.scopes, f"mcp-{sid}", locale=locale)
     peer = request.client if request is not None else None
     fallback = f"mcp-conn:{peer.host}:{peer.port}" if peer is not None else None
-    return Caller(grant.space, grant.scopes, None, fallback=fallback)
+    return Caller(grant.space, grant.scopes, None, fallback=fallback, locale=locale)
 
 
 def _principal(token: str, grant: Grant) -> AuthenticatedUser:
@@ -68,7 +72,8 @@ class McpHttp:
     def __init__(self, settings: Settings, tokens: TokenTable, spaces: Spaces) -> None:
         self.tokens = tokens
         server = build_server(
-            spaces, identify, settings.limits, settings.mcp.locale, version("mnemoql")
+            spaces, identify, settings.limits, settings.mcp.locale or settings.locale,
+            version("mnemoql"),
         )
         self.manager = StreamableHTTPSessionManager(
             server,

@@ -14,6 +14,7 @@ from pydantic import BaseModel
 from mnemoql.engine.activation import Activation
 from mnemoql.engine.ingest import SaveOutcome
 from mnemoql.engine.memory import MemoryIndex, TextRange
+from mnemoql.engine.messages import Locale
 from mnemoql.engine.models import Entity
 from mnemoql.engine.recall import RecalledMemory, Recollection, TopicTree
 from mnemoql.engine.retrieval import evidence as ev
@@ -108,7 +109,7 @@ class Evidence(BaseModel):
     entity_hits: list[EntityHit]
 
     @classmethod
-    def from_outcome(cls, out: Outcome, locale: ev.Locale) -> Evidence:
+    def from_outcome(cls, out: Outcome, locale: Locale) -> Evidence:
         p = out.page
         return cls(
             session=out.session_id,
@@ -168,12 +169,12 @@ class Evidence(BaseModel):
         )
 
 
-def _note(n: ev.Note, locale: ev.Locale) -> Note:
+def _note(n: ev.Note, locale: Locale) -> Note:
     value = None if n.value is None else str(n.value)
     return Note(code=n.code.value, value=value, message=n.message(locale))
 
 
-def _item(i: ev.EvidenceItem, locale: ev.Locale) -> Item:
+def _item(i: ev.EvidenceItem, locale: Locale) -> Item:
     q, r = i.quote, i.quote_ref
     return Item(
         event_id=i.event_id,
@@ -208,7 +209,7 @@ class Saved(BaseModel):
     topic_source: str | None
 
     @classmethod
-    def from_domain(cls, o: SaveOutcome) -> Saved:
+    def from_domain(cls, o: SaveOutcome, locale: Locale) -> Saved:
         r = o.result
         return cls(
             event_ids=list(r.event_ids),
@@ -218,7 +219,7 @@ class Saved(BaseModel):
             merged=[Merge(id=i, aliases_added=list(a)) for i, a in r.merged],
             refs=dict(r.refs),
             replayed=r.replayed,
-            message=o.message,
+            message=o.message(locale),
             topic_path=o.topic.draft.path if o.topic is not None else None,
             topic_source=o.topic.source if o.topic is not None else None,
         )

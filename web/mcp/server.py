@@ -35,7 +35,7 @@ from mcp.shared.exceptions import MCPError
 from mnemoql.engine.config import Limits
 from mnemoql.engine.errors import Forbidden, MnemoError, StoreUnavailable
 from mnemoql.engine.memory import Memory
-from mnemoql.engine.retrieval.evidence import Locale
+from mnemoql.engine.messages import Locale, message
 from mnemoql.web import metrics
 from mnemoql.web.guards import timeout_message
 from mnemoql.web.mcp import arguments, results
@@ -66,6 +66,7 @@ class Caller:
     session: str | None
     who: str = "token"
     fallback: str | None = None
+    locale: Locale | None = None  # the request's Accept-Language; None: the server's locale
 
 
 Identify = Callable[[ServerRequestContext[Any, Any]], Caller]
@@ -134,11 +135,9 @@ def _tool_listing(tool: Tool[Any], limits: Limits) -> types.Tool:
     )
 
 
-def error_result(exc: MnemoError) -> types.CallToolResult:
-    """A tool error: the stable code first, then how to fix it (and the Chinese wording)."""
-    body = f"{exc.code}: {exc.message}"
-    if exc.zh != exc.message:
-        body += f"\n{exc.zh}"
+def error_result(exc: MnemoError, locale: Locale) -> types.CallToolResult:
+    """A tool error: the stable code first, then how to fix it, in ``locale``."""
+    body = f"{exc.code}: {exc.text(locale)}"
     return types.CallToolResult(content=[types.TextContent(text=body)], is_error=True)
 
 
@@ -170,9 +169,10 @@ class _Edge:
         if tool is None:
             raise MCPError(types.INVALID_PARAMS, f"unknown tool {params.name!r}")
         space: str | None = None
+        locale = self.locale
         try:
             caller = self.identify(ctx)
-            space = caller.space
+            space, locale = caller.space, caller.locale or self.locale
             _allow(caller, tool.scope, tool.name)
             args = arguments.parse(tool.args, params.arguments)
             memory = await self.memories.get(caller.space)
@@ -181,7 +181,7 @@ class _Edge:
                 if tool.scope == "write"
                 else self.limits.query_timeout_s
             )
-            call = Call(memory, caller.session, self.locale, caller.fallback)
+            call = Call(memory, caller.session, locale, caller.fallback)
             try:
                 async with asyncio.timeout(seconds):
                     body, structured = await tool.run(call, args)
@@ -192,10 +192,10 @@ class _Edge:
         except MnemoError as exc:
             if isinstance(exc, StoreUnavailable) and space is not None:
                 self.memories.mark_down(space)  # the next call tries to reopen the store
-            return error_result(exc)
+            return error_result(exc, locale)
         except Exception:
             log.exception("MCP tool %s failed", tool.name)
-            return _coded("INTERNAL_SERVER_ERROR", "Internal server error")
+            return _coded("INTERNAL_SERVER_ERROR", message("mcp.internal", locale))
         return types.CallToolResult(
             content=[types.TextContent(text=body)],
             structured_content=structured.model_dump(mode="json"),
@@ -232,21 +232,22 @@ class _Edge:
         if uri not in (TOPICS_URI, INDEX_URI):
             raise MCPError(types.INVALID_PARAMS, f"no resource {uri!r}", data={"uri": uri})
         space: str | None = None
+        locale = self.locale
         try:
             caller = self.identify(ctx)
-            space = caller.space
+            space, locale = caller.space, caller.locale or self.locale
             _allow(caller, "read", "resources/read")
             memory = await self.memories.get(caller.space)
             if uri == TOPICS_URI:
                 topics = results.Topics.from_domain(await memory.topics())
-                body, mime = texts.topics(topics, self.locale), "text/plain"
+                body, mime = texts.topics(topics, locale), "text/plain"
             else:
                 index = results.Index.from_domain(await memory.index())
                 body, mime = json.dumps(index.model_dump(mode="json"), indent=2), "application/json"
         except MnemoError as exc:
             if isinstance(exc, StoreUnavailable) and space is not None:
                 self.memories.mark_down(space)
-            raise MCPError(types.INVALID_REQUEST, f"{exc.code}: {exc.message}",
+            raise MCPError(types.INVALID_REQUEST, f"{exc.code}: {exc.text(locale)}",
                            data=exc.extensions()) from None  # fmt: skip
         contents = types.TextResourceContents(uri=uri, mime_type=mime, text=body)
         return types.ReadResourceResult(contents=[contents])

@@ -40,15 +40,16 @@ async def serve(settings: Settings) -> int:
         try:
             memory = await spaces.get(space)
         except MnemoError as exc:
-            print(f"mnemoql mcp: {exc.code}: {exc.message}", file=sys.stderr)
+            shown = exc.text(settings.mcp.locale or settings.locale)
+            print(f"mnemoql mcp: {exc.code}: {shown}", file=sys.stderr)
             return 1
         warming = asyncio.create_task(warm_up(providers, asyncio.Event(), memory))
         stack.callback(warming.cancel)
         scopes = frozenset({"read"} if settings.mcp.read_only else {"read", "write"})
         caller = Caller(space, scopes, "mcp-stdio-" + secrets.token_hex(8), "read-only server")
-        server = build_server(
-            spaces, lambda ctx: caller, settings.limits, settings.mcp.locale, version("mnemoql")
-        )
+        locale = settings.mcp.locale or settings.locale
+        edge = (settings.limits, locale, version("mnemoql"))
+        server = build_server(spaces, lambda ctx: caller, *edge)
         log.info("mnemoql MCP on stdio: space %r (%s), %s", space, settings.store,
                  "read-only" if settings.mcp.read_only else "read and write")  # fmt: skip
         async with stdio_server() as (read, write):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from mnemoql.engine.retrieval.evidence import Locale
+from mnemoql.engine.messages import LOCALES, Locale, message, template
 from mnemoql.web.mcp.results import (
     Activated,
     Forgotten,
@@ -24,30 +24,11 @@ from mnemoql.web.mcp.results import (
     Topics,
 )
 
-_EN = {
-    "written": "written",
-    "summary": "summary: ",
-    "quote": "source[{start},{end})/{total}: “{text}”",
-    "empty_tree": "(the topic tree is empty: memories saved with a topic_path build it)",
-    "none": "No memories found.",
-    "next": "next: memory_read(event_id)",
-    "deleted": "deleted: ",
-    "sep": "; ",
-}
-_ZH = {
-    "written": "写入",
-    "summary": "摘要：",
-    "quote": "原文[{start},{end})/{total}：「{text}」",
-    "empty_tree": "（话题树为空：带 topic_path 保存的记忆会建立它）",
-    "none": "未找到记忆。",
-    "next": "可继续：memory_read(event_id)",
-    "deleted": "已删除：",
-    "sep": "；",
-}
-
-
 _HEADER = re.compile(r"\[memory_database_search\] operation=(search|expand|nearby)\b")
-_NEXT_LINE = re.compile(r"^(?:next: |可继续：).*$", re.MULTILINE)
+# the ``next:`` line of the evidence text, in either language
+_NEXT_LINE = re.compile(
+    "^(?:" + "|".join(re.escape(template("render.next", x)) for x in LOCALES) + ").*$", re.MULTILINE
+)
 # an operation named as a word of its own: not inside an id (letters, digits and _.:-)
 _OPERATION = re.compile(r"(?<![\w.:-])(search|read|expand|nearby)(?![\w.:-])")
 
@@ -65,26 +46,20 @@ def tool_names(body: str) -> str:
 
 
 def _words(locale: Locale) -> dict[str, str]:
-    return _ZH if locale == "zh" else _EN
+    """The catalogue's words of these texts: the evidence text's (``render.*``) and ours."""
+    words = {key: template(f"render.{key}", locale) for key in ("written", "summary", "quote")}
+    words["sep"] = template("render.item_sep", locale)
+    for key in ("empty_tree", "none", "next", "deleted"):
+        words[key] = template(f"mcp.{key}", locale)
+    return words
 
 
 def saved(s: Saved, locale: Locale) -> str:
-    """The save's one line (SPEC §1.3's wording in zh), then the topic it was filed under."""
-    if locale == "zh":
-        line = s.message
-    elif s.replayed:
-        line = f"already saved, nothing new written: {', '.join(s.event_ids)}"
-    else:
-        parts = [f"saved {len(s.event_ids)} event(s): {', '.join(s.event_ids)}"]
-        created = [*s.created_persons, *s.created_concepts, *s.created_locations]
-        if created:
-            parts.append(f"new {', '.join(created)}")
-        for m in s.merged:
-            added = ", ".join(f'+"{a}"' for a in m.aliases_added)
-            parts.append(f"merged into {m.id}" + (f" (aliases {added})" if added else ""))
-        line = "; ".join(parts)
+    """The save's one line (``Saved.message``, already in ``locale``), then the topic it was
+    filed under."""
+    line = s.message
     if s.topic_path is not None:
-        line += ("；话题：" if locale == "zh" else "; topic: ") + s.topic_path
+        line += message("save.topic", locale, path=s.topic_path)
     return line
 
 

@@ -18,7 +18,7 @@ from typing import Any, Generic, Literal, TypeVar
 from pydantic import BaseModel
 
 from mnemoql.engine.memory import Memory
-from mnemoql.engine.retrieval.evidence import Locale
+from mnemoql.engine.messages import Locale, message
 from mnemoql.engine.retrieval.pipeline import Outcome, SearchRequest
 from mnemoql.engine.retrieval.render import render, render_read, render_targeted
 from mnemoql.web.mcp import arguments as a
@@ -61,11 +61,7 @@ def new_session() -> str:
 def _evidence(call: Call, out: Outcome) -> Answer:
     body = text.tool_names(render(out.page, call.locale))
     if call.session is None:  # stateless: the model has to carry the session itself
-        body += "\n" + (
-            f"session={out.session_id}（后续 search / expand / nearby 请传入此 session）"
-            if call.locale == "zh"
-            else f"session={out.session_id} (pass it as `session` to follow-up calls)"
-        )
+        body += "\n" + message("mcp.session", call.locale, session=out.session_id)
     return body, r.Evidence.from_outcome(out, call.locale)
 
 
@@ -107,7 +103,7 @@ async def read(call: Call, args: a.ReadArgs) -> Answer:
 
 
 async def save(call: Call, args: a.SaveArgs) -> Answer:
-    got = r.Saved.from_domain(await call.memory.save(args.to_domain()))
+    got = r.Saved.from_domain(await call.memory.save(args.to_domain()), call.locale)
     return text.saved(got, call.locale), got
 
 

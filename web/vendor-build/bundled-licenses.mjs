@@ -1,6 +1,10 @@
 // Prints the licence texts of the npm packages bundled inside a prebuilt
 // bundle, as listed by the bundle's source map.  Used by vendor.sh.
 //   node bundled-licenses.mjs node_modules/graphiql/graphiql.min.js.map
+//   node bundled-licenses.mjs --spdx build/x.bundle.js.map   the licences only, joined by AND
+//   node bundled-licenses.mjs --dependencies sigma           a package's dependencies instead
+//                                                            (a UMD build without a source map
+//                                                            that inlines them)
 import fs from 'node:fs';
 import path from 'node:path';
 
@@ -14,13 +18,22 @@ const MONOREPO = {
 };
 const LICENCE_FILE = /^(licen[cs]e|copying)(\.(md|txt))?$/i;
 
-const map = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
+const args = process.argv.slice(2);
+const mode = args[0].startsWith('--') ? args.shift() : '--texts';
 const names = new Set();
+// the package a prebuilt bundle's map ships in (node_modules/<package>/...), if any
+const owner = /node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(args[args.length - 1])?.[1];
+if (mode === '--dependencies') {
+  const pkg = JSON.parse(fs.readFileSync(path.join('node_modules', args[0], 'package.json'), 'utf8'));
+  for (const name of Object.keys(pkg.dependencies ?? {})) names.add(name);
+}
+const map = mode === '--dependencies' ? { sources: [] } : JSON.parse(fs.readFileSync(args[0], 'utf8'));
 for (const source of map.sources) {
   const i = source.lastIndexOf('node_modules/');
   if (i < 0) {
+    // the bundle's own sources: graphiql's come from its monorepo's packages
     const top = source.replace(/^(\.\.\/)+/, '').split('/')[0];
-    names.add(MONOREPO[top] ?? top);
+    names.add(owner && owner !== 'graphiql' ? owner : MONOREPO[top] ?? top);
     continue;
   }
   const parts = source.slice(i + 'node_modules/'.length).split('/');
@@ -45,9 +58,26 @@ function findPackage(name) {
   return null;
 }
 
+function licenceOf(pkg) {
+  return typeof pkg.license === 'string' ? pkg.license : JSON.stringify(pkg.license ?? pkg.licenses);
+}
+
+if (mode === '--spdx') {
+  const licences = new Set();
+  for (const name of names) {
+    const dir = findPackage(name);
+    licences.add(dir ? licenceOf(JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8'))) : 'UNKNOWN');
+  }
+  process.stdout.write([...licences].sort().join(' AND ') + '\n');
+  process.exit(0);
+}
+
 const out = [
-  `Third-party code bundled inside ${path.basename(process.argv[2], '.map')}`,
-  'Package list taken from its source map; licence texts from the same-named packages',
+  mode === '--dependencies'
+    ? `Third-party code inlined in ${args[0]}'s UMD build: its dependencies`
+    : `Third-party code bundled inside ${path.basename(args[0], '.map')}`,
+  (mode === '--dependencies' ? 'Package list taken from its package.json' : 'Package list taken from its source map') +
+    '; licence texts from the same-named packages',
   'installed by web/vendor-build (versions may differ slightly from the bundled ones).',
   '',
 ];
@@ -59,7 +89,7 @@ for (const name of [...names].sort()) {
     continue;
   }
   const pkg = JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8'));
-  const licence = typeof pkg.license === 'string' ? pkg.license : JSON.stringify(pkg.license ?? pkg.licenses);
+  const licence = licenceOf(pkg);
   out.push(`${name}@${pkg.version}  (${licence})`);
   out.push('='.repeat(78));
   let file = fs.readdirSync(dir).find((f) => LICENCE_FILE.test(f));

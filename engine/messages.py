@@ -1,0 +1,187 @@
+"""Every sentence mnemoql shows a person or a model, in English and Chinese, by a stable key.
+
+One language setting decides what a user reads: ``MNEMOQL_LOCALE`` (``en`` by default, or
+``zh``), overridden per request by a ``locale`` argument or an HTTP ``Accept-Language`` header
+(``preferred``). The texts live here, not at their call sites, so that no message can exist in
+one language only (``tests/engine/test_messages.py`` fails on a key without both, and on
+Chinese text outside this module that is not the ``zh=`` wording of an error).
+
+Errors are the one exception to "by key": a ``MnemoError`` is raised with its English message
+and its Chinese wording side by side (``zh=``), because the values in it (ids, limits, paths) are
+only known where it is raised; ``MnemoError.text(locale)`` picks one.
+
+Keys are dotted by where the text is used (``save.*``, ``note.*``, ``render.*``, ``mcp.*``,
+``cli.*``); templates are ``str.format`` templates and both languages of a key take the same
+fields.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from typing import Literal, get_args
+
+Locale = Literal["en", "zh"]
+LOCALES: tuple[Locale, ...] = get_args(Locale)
+DEFAULT_LOCALE: Locale = "en"
+
+CATALOGUE: Mapping[str, Mapping[Locale, str]] = {
+    # ---- save: the one line a save answers with (SPEC §1.3.10's wording in zh) ----
+    "save.saved": {
+        "en": "saved {count} event(s): {ids}",
+        "zh": "已保存 {count} 个事件：{ids}",
+    },
+    "save.replayed": {
+        "en": "already saved, nothing new written: {ids}",
+        "zh": "已存在，未重复保存：{ids}",
+    },
+    "save.created": {"en": "new {ids}", "zh": "新增 {ids}"},
+    "save.merged": {"en": "merged into {id}", "zh": "合并 {id}"},
+    "save.aliases": {"en": " (aliases {added})", "zh": "（别名 {added}）"},
+    "save.alias_sep": {"en": ", ", "zh": "、"},
+    "save.sep": {"en": "; ", "zh": "；"},
+    "save.topic": {"en": "; topic: {path}", "zh": "；话题：{path}"},
+    # ---- notes on evidence items and pages (engine.retrieval.evidence.NoteCode) ----
+    "note.BUDGET_EXHAUSTED": {
+        "en": "(excerpt budget used up; use read)",
+        "zh": "（摘录预算已用尽，请用 read）",
+    },
+    "note.LONG_CONTENT": {
+        "en": "source has {value} chars; excerpts come from the first 32000 only; "
+        "use read to continue",
+        "zh": "原文共 {value} 字；摘录只在前 32000 字内选择，请用 read 继续读取",
+    },
+    "note.LEGACY_NO_CHUNKS": {
+        "en": "(legacy memory: no source chunks yet, matched by summary only; "
+        "revectorize to fill them in)",
+        "zh": "（旧记忆：尚无原文分块，仅摘要命中；可重新向量化补齐）",
+    },
+    "note.ENTITY_NOT_FOUND": {
+        "en": "entity not found: {value}",
+        "zh": "未找到实体：{value}",
+    },
+    # ---- the compact evidence text (engine.retrieval.render) ----
+    "render.new": {"en": "new", "zh": "新增"},
+    "render.chain": {"en": "chain", "zh": "追查链"},
+    "render.cursor_ttl": {"en": " (valid for {minutes} minutes)", "zh": "（{minutes} 分钟内有效）"},
+    "render.written": {"en": "written", "zh": "写入"},
+    "render.time": {"en": "time: ", "zh": "时间："},
+    "render.summary": {"en": "summary: ", "zh": "摘要："},
+    "render.quote": {
+        "en": "source[{start},{end})/{total}: “{text}”",
+        "zh": "原文[{start},{end})/{total}：「{text}」",
+    },
+    "render.same_as": {"en": "same as {id}[{start},{end})", "zh": "原文同 {id}[{start},{end})"},
+    "render.concepts": {"en": "concepts: ", "zh": "概念："},
+    "render.shared": {"en": "shared concepts: ", "zh": "共享概念："},
+    "render.next": {"en": "next: ", "zh": "可继续："},
+    "render.search_again": {
+        "en": "search(cursor): the next page (new events)",
+        "zh": "search(cursor) 取下一页（新的事件）",
+    },
+    "render.item_sep": {"en": "; ", "zh": "；"},
+    "render.list_sep": {"en": ", ", "zh": ", "},
+    "render.ids_open": {"en": " (", "zh": "（"},
+    "render.ids_close": {"en": ")", "zh": "）"},
+    "render.disclaimer": {
+        "en": "note: ranking scores are retrieval heuristics, not confidence in facts; verify "
+        "summaries against the source; shared concepts and neighbouring sources do not imply "
+        "cause or order.",
+        "zh": "注：分数为检索启发式，不代表事实置信度；摘要需以原文核实；"
+        "共享概念与来源相邻不代表因果或先后。",
+    },
+    "render.empty": {
+        "en": "No new events found. An empty result does not mean the memory does not exist "
+        "({excluded} delivered events of this session were excluded; use reset_seen to search "
+        "again).",
+        "zh": "未找到新的事件。空结果不代表记忆不存在（本会话已排除 {excluded} 个已交付事件；"
+        "可用 reset_seen 重新检索）。",
+    },
+    "render.read_head": {
+        "en": "{id} source[{start},{end})/{total}:",
+        "zh": "{id} 原文[{start},{end})/{total}：",
+    },
+    "render.name_match": {"en": " (name match)", "zh": " （名称匹配）"},
+    "render.no_node": {"en": "No matching node.", "zh": "未找到匹配的节点。"},
+    # ---- MCP tool texts (web.mcp.text, web.mcp.tools) ----
+    "mcp.empty_tree": {
+        "en": "(the topic tree is empty: memories saved with a topic_path build it)",
+        "zh": "（话题树为空：带 topic_path 保存的记忆会建立它）",
+    },
+    "mcp.none": {"en": "No memories found.", "zh": "未找到记忆。"},
+    "mcp.next": {"en": "next: memory_read(event_id)", "zh": "可继续：memory_read(event_id)"},
+    "mcp.deleted": {"en": "deleted: ", "zh": "已删除："},
+    "mcp.session": {
+        "en": "session={session} (pass it as `session` to follow-up calls)",
+        "zh": "session={session}（后续 search / expand / nearby 请传入此 session）",
+    },
+    "mcp.internal": {"en": "Internal server error", "zh": "服务器内部错误"},
+    # ---- the command line (web.cli) ----
+    "cli.invalid_settings": {"en": "invalid settings", "zh": "设置无效"},
+    "cli.interrupted": {"en": "interrupted", "zh": "已中断"},
+}
+
+
+def template(key: str, locale: Locale) -> str:
+    """The raw template of ``key`` in ``locale`` (``KeyError`` for an unknown key)."""
+    return CATALOGUE[key][locale]
+
+
+def message(key: str, locale: Locale, /, **values: object) -> str:
+    """The text of ``key`` in ``locale`` with ``values`` filled in."""
+    return CATALOGUE[key][locale].format(**values)
+
+
+def _named(value: object) -> Locale | None:
+    """The locale ``value`` names (``"zh"``, ``"ZH"``, ``"zh-CN"``, ``"zh_Hans"``), else None."""
+    if isinstance(value, str):
+        primary = value.strip().lower().replace("_", "-").partition("-")[0]
+        if primary in LOCALES:
+            return primary
+    return None
+
+
+def locale_of(value: object, default: Locale = DEFAULT_LOCALE) -> Locale:
+    """``value`` as a locale when it names one, else ``default``."""
+    return _named(value) or default
+
+
+def configured_locale(environ: Mapping[str, str] | None = None) -> Locale:
+    """``MNEMOQL_LOCALE`` of the environment, for code that runs before (or without) the
+    settings object: the command line's own error lines. Anything else reads
+    ``Settings.locale``."""
+    env = os.environ if environ is None else environ
+    return locale_of(env.get("MNEMOQL_LOCALE"))
+
+
+_RANGE = re.compile(r"^\s*([A-Za-z]{1,8}(?:[-_][A-Za-z0-9]{1,8})*|\*)\s*(?:;(.*))?$")
+_QVALUE = re.compile(r"^\s*q\s*=\s*(0(?:\.\d{0,3})?|1(?:\.0{0,3})?)\s*$", re.IGNORECASE)
+
+
+def preferred(header: str | None, default: Locale) -> Locale:
+    """The locale an ``Accept-Language`` header (RFC 9110 §12.5.4) prefers among ours.
+
+    Ranges are taken by q-value, highest first, and by their order among equal q-values;
+    ``q=0`` refuses a language. ``*`` and languages we do not speak are skipped; when none of
+    ours is acceptable, ``default`` (the configured locale) applies. Malformed entries are
+    skipped, never an error: the header is a hint.
+    """
+    if not header:
+        return default
+    ranked: list[tuple[float, int, str]] = []
+    for order, part in enumerate(header.split(",")):
+        m = _RANGE.match(part)
+        if m is None:
+            continue
+        q = 1.0
+        for param in (m[2] or "").split(";") if m[2] else ():
+            if param.strip().lower().startswith("q"):
+                qm = _QVALUE.match(param)
+                q = float(qm[1]) if qm else -1.0
+        if q > 0:
+            ranked.append((-q, order, m[1]))
+    for _, _, tag in sorted(ranked):
+        if (found := _named(tag)) is not None:
+            return found
+    return default
