@@ -88,33 +88,45 @@ Choose = Callable[..., Any]
 # ---------------------------------------------------------------- extractors
 
 
+# The extractor's modules (binding.py: the offline topic rule); a ref without one of the later
+# ones (the name rules were split out of offline.py) simply lacks it.
+_BASELINE_MODULES = (
+    "engine/providers/offline.py",
+    "engine/providers/_english.py",
+    "engine/providers/_namewords.py",
+    "engine/providers/_english_places.py",
+    "engine/providers/_english_persons.py",
+    "engine/providers/lexicons.py",
+    "engine/binding.py",
+)
+
+
 def baseline(ref: str) -> tuple[Extract, Choose]:
-    """The offline extractor and topic rule of ``ref``: its offline.py, _english.py,
-    lexicons.py and binding.py in a private package."""
+    """The offline extractor and topic rule of ``ref``: its ``_BASELINE_MODULES`` in a private
+    package, their imports of each other pointed into it."""
     tmp = Path(tempfile.mkdtemp(prefix="mnemoql-extraction-"))
     pkg = tmp / "baseline_offline"
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
-    for name, path in (
-        ("offline", "engine/providers/offline.py"),
-        ("_english", "engine/providers/_english.py"),
-        ("lexicons", "engine/providers/lexicons.py"),
-        ("binding", "engine/binding.py"),
-    ):
-        src = subprocess.run(
-            ["git", "-C", str(ROOT), "show", f"{ref}:{path}"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-        src = src.replace(
-            "from mnemoql.engine.providers import _english as english",
-            "from baseline_offline import _english as english",
-        ).replace(
-            "from mnemoql.engine.providers.lexicons import lexicons",
-            "from baseline_offline.lexicons import lexicons",
+    names = [Path(path).stem for path in _BASELINE_MODULES]
+    ours = "|".join(re.escape(n) for n in names if n not in ("offline", "binding"))
+    for path in _BASELINE_MODULES:
+        shown = subprocess.run(
+            ["git", "-C", str(ROOT), "show", f"{ref}:{path}"], capture_output=True, text=True
         )
-        (pkg / f"{name}.py").write_text(src)
+        if shown.returncode != 0:
+            continue
+        src = re.sub(
+            rf"from mnemoql\.engine\.providers import ({ours})\b",
+            r"from baseline_offline import \1",
+            shown.stdout,
+        )
+        src = re.sub(
+            rf"from mnemoql\.engine\.providers\.({ours}) import",
+            r"from baseline_offline.\1 import",
+            src,
+        )
+        (pkg / f"{Path(path).stem}.py").write_text(src)
     sys.path.insert(0, str(tmp))
     try:
         spec = importlib.util.spec_from_file_location(

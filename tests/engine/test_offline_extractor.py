@@ -9,7 +9,9 @@ from mnemoql.engine.providers.offline import (
     MAX_EVENTS,
     SUMMARY_MAX,
     OfflineExtractor,
+    concept_allowance,
     concept_budget,
+    concepts_kept,
     summarise,
 )
 from mnemoql.prompts.extraction import Extraction
@@ -240,7 +242,8 @@ def test_chinese_exact_persons_places_and_concepts(extractor: OfflineExtractor) 
     )
     assert names(result.persons) == ["张伟"]
     assert names(result.locations) == ["北京", "上海"]
-    assert names(result.concepts) == ["烤鸭"]
+    # 32 characters allow one concept: the compound (four characters) outweighs 烤鸭
+    assert names(result.concepts) == ["人工智能"]
 
 
 def test_concepts_are_capped_per_save_by_length() -> None:
@@ -248,6 +251,26 @@ def test_concepts_are_capped_per_save_by_length() -> None:
     assert concept_budget("x" * 1500) == 10
     assert concept_budget("长" * 500) == 10  # a Chinese character says about three latin ones
     assert concept_budget("x" * 100_000) == MAX_CONCEPTS_PER_SAVE
+
+
+def test_a_short_save_keeps_a_concept_only_when_it_is_salient(
+    extractor: OfflineExtractor,
+) -> None:
+    """Rounding weighted by salience: the whole part of the allowance, and one more concept
+    when its salience times the allowance's fraction reaches one half."""
+    assert concepts_kept([1.0], 0.4) == 0  # a lone word in 60 characters
+    assert concepts_kept([1.5], 0.4) == 1  # a phrase or a name in 60 characters
+    assert concepts_kept([1.0], 0.6) == 1  # a lone word in 90 characters
+    assert concepts_kept([2.0, 1.0, 1.0], 1.4) == 1  # the fraction is too small for a word
+    assert concepts_kept([2.0, 2.0, 1.0], 1.4) == 1  # never more than the rounded allowance
+    assert concepts_kept([2.0, 2.0, 1.0], 1.6) == 2
+    assert concepts_kept([1.0] * 40, 1000.0) == MAX_CONCEPTS_PER_SAVE
+    assert concepts_kept([], 3.0) == 0
+    short = "this video is so good lol"
+    assert extractor.extract_sync(short).concepts == []
+    longer = "the new backup script from our ops team failed again last night on the prod box"
+    assert names(extractor.extract_sync(longer).concepts) == ["backup script"]
+    assert concept_allowance("长" * 50) == 1.0  # a Chinese character counts three
 
 
 def test_concept_caps_keep_the_salient_ones(extractor: OfflineExtractor) -> None:
@@ -325,7 +348,8 @@ def test_a_changelog_import_names_no_person_by_a_common_word(
 def test_a_run_of_one_character_is_no_concept(extractor: OfflineExtractor) -> None:
     result = extractor.extract_sync("y" * 1500)
     assert result.concepts == [] and result.persons == [] and result.locations == []
-    assert names(extractor.extract_sync("zzzz zzzz pottery").concepts) == ["pottery"]
+    # long enough for one lone word: the runs are no concepts, the word is
+    assert names(extractor.extract_sync("zzzz zzzz " * 8 + "pottery").concepts) == ["pottery"]
 
 
 def test_english_names_opening_a_sentence_before_a_past_tense_verb(
@@ -374,6 +398,18 @@ LABELLED_EN = [
     ("Wtf happened . Im waiting for the French version lol", [], []),
     ("Justice and Peace for All", [], []),
     ("my brother bought a teddy bear for his daughter", [], []),
+    # a given name that is no word takes a surname no list knows; a word before one does not
+    ("amy schumer was hilarious last night", ["Amy Schumer"], []),
+    ("watching Priya kandasamy on stage tonight", ["Priya Kandasamy"], []),
+    ("Hope youre doing well", [], []),
+    ("ian connor is my favourite designer", ["Ian Connor"], []),  # not Connor again
+    ("Marcus Do you remember the trip", ["Marcus"], []),  # the name ends at the stop word
+    ("we drove a Subaru and a Chrysler to the lake", [], []),  # an article: things
+    ("@Bob thanks, Alice liked it", ["Alice"], []),  # a handle is an account
+    # places typed in lower case and US state codes, after a place preposition
+    ("i live in canada but we moved to amsterdam", [], ["Canada", "Amsterdam"]),
+    ("we spent the summer in NJ", [], ["NJ"]),
+    ("you can pay in cash OR in kind", [], []),
 ]
 LABELLED_ZH = [
     ("王小明和李华上周去了杭州，在西湖边喝茶。", ["王小明", "李华"], ["杭州", "西湖"]),
