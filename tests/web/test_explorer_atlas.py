@@ -201,6 +201,10 @@ def test_a_search_draws_its_neighbourhood_with_webgl(page: Page, service: Served
         " return !!(c.getContext('webgl2') || c.getContext('webgl')); }"
     )
     assert page.evaluate("(id) => !!window.__atlas.sigma.getNodeDisplayData(id)", ada)
+    # a neighbourhood this small labels its events too, not only the entities
+    labelled = page.evaluate("() => [...window.__atlas.sigma.getNodeDisplayedLabels()]")
+    assert ada in labelled
+    assert [n for n in labelled if nodes[n]["kind"] == "Event"], labelled
     assert page.get_attribute("#node-count", "data-nodes") == str(len(nodes))
     out = Path(__file__).resolve().parents[2] / "test-output"
     out.mkdir(exist_ok=True)

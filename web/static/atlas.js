@@ -32,6 +32,9 @@
   // back when the view stops. Drawing the edges is most of a frame where the browser renders
   // WebGL in software (headless, no GPU): 600 nodes panned at 83 ms a frame with them, 33 without
   var LIGHT_MOVES_ABOVE = 300;
+  // a small neighbourhood labels its events too (their summaries are what a reader came for);
+  // above this many nodes only entities are labelled until the reader zooms in
+  var EVENT_LABELS_UP_TO = 60;
   var params = new URLSearchParams(window.location.search);
   var pageSize = Math.max(1, Math.min(data.PAGE_MAX, parseInt(params.get('page'), 10) || 50));
 
@@ -185,6 +188,10 @@
       renderer.setSetting('hideEdgesOnMove', light);
       renderer.setSetting('hideLabelsOnMove', light);
       container.classList.toggle('large', light);
+    }
+    var threshold = graph.order <= EVENT_LABELS_UP_TO ? 3 : 5;
+    if (renderer.getSetting('labelRenderedSizeThreshold') !== threshold) {
+      renderer.setSetting('labelRenderedSizeThreshold', threshold);
     }
     refreshPersons();
     applyFilters();
