@@ -3,8 +3,8 @@
 For every question of the message bench (``bench.retrieval_messages``) whose memory was kept by
 an earlier ``bench.retrieval_quality --keep-memories`` run with the same embedder, this reads
 each retrieval route of the store (summary, chunk, lexical forced on, window around their
-seeds), the search's own fused order (the retriever as configured, every candidate, before
-MMR cuts it), and the baselines' orders over the same messages (BM25, dense best chunk and their
+seeds), the search's own order (the retriever as configured: its first 100 picks in MMR
+order), and the baselines' orders over the same messages (BM25, dense best chunk and their
 RRF), and prints each gold turn's rank in each. Ranks past the route's limit show as ``-``.
 
 ``--dump FILE`` writes the route lists as JSON, so ``--fuse FILE`` can then score fusion
@@ -136,7 +136,7 @@ def fuse_table(questions: Sequence[dict[str, Any]]) -> str:
     }
     rows = [
         ("baseline rrf", lambda q: q["rrf"]),
-        ("mnemoql fused (no MMR)", lambda q: q["mnemoql"]),
+        ("mnemoql as configured (MMR order)", lambda q: q["mnemoql"]),
     ]
     rows += [(name, lambda q, w=w: fuse(q, w)) for name, w in FORMULAS.items()]
     head = f"{'order':<40}" + "".join(

@@ -165,8 +165,6 @@ VARIANTS: list[Variant] = [
     Variant("coverage 0.1", records_coverage_weight=0.1),
     Variant("MMR lambda 1 (no diversity)", mmr_lambda=1.0),
     Variant("neighbour share 0.2", records_neighbour_share=0.2),
-    Variant("neighbour share 0.4", records_neighbour_share=0.4),
-    Variant("neighbour share 0.2, window off", records_neighbour_share=0.2, window_weight=0.0),
     Variant("neighbour share 0.4, window off", records_neighbour_share=0.4, window_weight=0.0),
 ]
 

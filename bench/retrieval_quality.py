@@ -146,6 +146,7 @@ def tune(bench: Bench) -> None:
     if RECORDS_AS_DOCUMENTS:
         for knob, value in AS_DOCUMENTS.items():
             setattr(bench.memory.retriever, knob, value)
+        bench.memory.retriever.window_weight = 0.0
 
 
 def log(msg: str) -> None:
@@ -1205,8 +1206,8 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--records-as-documents",
         action="store_true",
-        help="every mnemoql row ranks positional records as documents (the ranking before "
-        "issue #25): the same-run baseline of --unit exchange",
+        help="every mnemoql row ranks positional records as documents, window route off (the "
+        "ranking before issue #25): the baseline of --unit exchange",
     )
     p.add_argument(
         "--embedder",

@@ -130,3 +130,65 @@ def test_speaker_roles() -> None:
     assert asker_role("Can you remind me what sealant you recommended?") == "assistant"
     assert asker_role("I'm going back to our previous conversation about vases.") == "assistant"
     assert asker_role("When did Caroline go to the LGBTQ support group?") is None
+
+
+# The answer carries none of the question's words; the turn before it (the assistant asking)
+# carries them all. The others share none.
+PICNIC = [
+    "Assistant: Which park did you and Max pick for the picnic on Sunday?",
+    "User: Riverside, by the old boathouse.",
+    "Assistant: Lovely choice, enjoy the sunshine.",
+]
+ELSEWHERE = [
+    f"User: {text}"
+    for text in (
+        "The weather was grey all week.",
+        "My sister called about her new job.",
+        "We went shopping for groceries.",
+        "The vet says the cat is healthy.",
+        "I finished the book about bridges.",
+        "Work was busy again today.",
+        "The train was late this morning.",
+        "Dinner was pasta with tomatoes.",
+    )
+]
+
+
+async def _picnic(tmp_path: Path, **retrieval: Any) -> list[dict[str, Any]]:
+    async with running(offline_settings(tmp_path, retrieval=retrieval)) as api:
+        for i, text in enumerate(PICNIC):
+            await api.gql(SAVE, input={"content": text, "id": f"day_ch1_e{i}"})
+        for i, text in enumerate(ELSEWHERE):
+            await api.gql(SAVE, input={"content": text, "id": f"day_ch{i + 2}_e0"})
+        page = await api.gql(SEARCH, q="Which park did I pick for the picnic with Max?", s="p")
+    items: list[dict[str, Any]] = page["search"]["items"]
+    return items
+
+
+async def test_a_short_answer_is_found_through_the_turn_before_it(tmp_path: Path) -> None:
+    items = await _picnic(tmp_path)
+    answer = next(i for i in items if i["eventId"] == "day_ch1_e1")
+    # delivered with its own words, not its neighbour's
+    assert answer["quote"]["text"] == "User: Riverside, by the old boathouse."
+
+
+async def test_without_the_window_route_the_short_answer_is_missed(tmp_path: Path) -> None:
+    items = await _picnic(tmp_path, window_weight=0.0)
+    assert "day_ch1_e1" not in [i["eventId"] for i in items]
+
+
+def test_a_neighbour_share_lifts_the_turn_after_a_strong_one() -> None:
+    from mnemoql.engine.retrieval.scoring import Scored, share_with_neighbours
+
+    def sc(i: str, score: float) -> Scored:
+        return Scored(i, None, None, score, 0.0, score)
+
+    pool = [sc("t_ch1_e0", 0.05), sc("x_ch2_e0", 0.02), sc("t_ch1_e1", 0.01)]
+    adjacent = {"t_ch1_e0": ["t_ch1_e1"], "t_ch1_e1": ["t_ch1_e0", "t_ch1_e2"]}
+    lifted = share_with_neighbours(pool, 0.4, lambda i: adjacent.get(i, []))
+    assert [s.id for s in lifted] == ["t_ch1_e0", "t_ch1_e1", "x_ch2_e0"]
+    assert [s.id for s in share_with_neighbours(pool, 0.0, lambda i: adjacent.get(i, []))] == [
+        "t_ch1_e0",
+        "x_ch2_e0",
+        "t_ch1_e1",
+    ]
