@@ -105,6 +105,7 @@ KNOBS = (
     "records_coverage_weight",
     "records_speaker_weight",
     "records_neighbour_share",
+    "records_window_weight",
 )
 
 
@@ -127,6 +128,7 @@ class Variant:
     records_coverage_weight: float | None = None
     records_speaker_weight: float | None = None
     records_neighbour_share: float | None = None
+    records_window_weight: float | None = None
 
     def apply(self, r: Retriever) -> dict[str, Any]:
         """Set this variant's knobs; returns the old values (for ``restore``)."""
@@ -142,14 +144,18 @@ class Variant:
 DEFAULTS = Variant("defaults")
 VARIANTS: list[Variant] = [
     DEFAULTS,
-    Variant("records ranked as documents (before #25), window on", **AS_DOCUMENTS),
+    Variant(
+        "records ranked as documents (before #25), window on",
+        **AS_DOCUMENTS,
+        records_window_weight=1.0,
+    ),
     Variant(
         "records ranked as documents (before #25), window off",
         **AS_DOCUMENTS,
-        window_weight=0.0,
+        records_window_weight=0.0,
     ),
-    Variant("window off", window_weight=0.0),
-    Variant("window 0.5", window_weight=0.5),
+    Variant("window off", records_window_weight=0.0),
+    Variant("window 0.5", records_window_weight=0.5),
     Variant("window span 2", window_span=2),
     Variant("window alpha 1", window_alpha=1.0),
     Variant("speaker route off", records_speaker_weight=0.0),
@@ -159,13 +165,17 @@ VARIANTS: list[Variant] = [
         "lexical 1, speaker off, window off (plain RRF shape)",
         records_lexical_weight=1.0,
         records_speaker_weight=0.0,
-        window_weight=0.0,
+        records_window_weight=0.0,
     ),
     Variant("summary 0.25", records_summary_weight=0.25),
     Variant("coverage 0.1", records_coverage_weight=0.1),
     Variant("MMR lambda 1 (no diversity)", mmr_lambda=1.0),
     Variant("neighbour share 0.2", records_neighbour_share=0.2),
-    Variant("neighbour share 0.4, window off", records_neighbour_share=0.4, window_weight=0.0),
+    Variant(
+        "neighbour share 0.4, window off",
+        records_neighbour_share=0.4,
+        records_window_weight=0.0,
+    ),
 ]
 
 CHAIN_ROWS = {

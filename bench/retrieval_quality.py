@@ -146,7 +146,7 @@ def tune(bench: Bench) -> None:
     if RECORDS_AS_DOCUMENTS:
         for knob, value in AS_DOCUMENTS.items():
             setattr(bench.memory.retriever, knob, value)
-        bench.memory.retriever.window_weight = 0.0
+        bench.memory.retriever.records_window_weight = 0.0
 
 
 def log(msg: str) -> None:

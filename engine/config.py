@@ -187,8 +187,8 @@ class EmbeddedSettings(BaseModel):
 
 
 class RecordWeights(BaseModel):
-    """How search ranks positional records (``<prefix>_ch<N>_e<M>``: conversation turns saved
-    one message at a time, book scenes), chosen on the message bench's tune half
+    """How search ranks messages saved one at a time (positional ids ``<prefix>_ch<N>_e<M>``,
+    at most one speaker-role line each), chosen on the message bench's tune half
     (docs/DECISIONS.md, "Records ranking"). The lexical gate is open for them under
     ``lexical = "auto"``."""
 
@@ -202,6 +202,8 @@ class RecordWeights(BaseModel):
     # The speaker route (engine/retrieval/speakers.py): the asker's own turns, ranked as the
     # other routes rank them (0: off).
     speaker_weight: float = Field(default=0.5, ge=0.0, le=4.0)
+    # The window route's RRF weight for them (window_span / window_alpha below).
+    window_weight: float = Field(default=1.0, ge=0.0, le=4.0)
     # A record's score gains this share of its best adjacent record's (0: off).
     neighbour_share: float = Field(default=0.0, ge=0.0, le=1.0)
 
@@ -219,11 +221,11 @@ class RetrievalSettings(BaseModel):
     coverage_weight: float = Field(default=0.10, ge=0.0, le=1.0)
     # The window route (engine/store/window.py): a positional record (conversation turn, book
     # scene) scored with its neighbours within window_span, their vectors weighted
-    # window_alpha, fused with window_weight (0: off). Chosen with the records' weights on the
-    # message bench's tune half (docs/DECISIONS.md, "Records ranking").
+    # window_alpha, fused with window_weight (0: off; docs/DECISIONS.md, "Window route").
+    # For messages saved one at a time, records.window_weight applies instead.
     window_span: int = Field(default=1, ge=0, le=5)
     window_alpha: float = Field(default=0.5, ge=0.0, le=4.0)
-    window_weight: float = Field(default=1.0, ge=0.0, le=4.0)
+    window_weight: float = Field(default=0.0, ge=0.0, le=4.0)
     # The summary route's weight in the RRF sum (SPEC §1.4: 1).
     summary_weight: float = Field(default=1.0, ge=0.0, le=4.0)
     records: RecordWeights = Field(default_factory=RecordWeights)

@@ -55,7 +55,7 @@ from mnemoql.engine.retrieval.evidence import (
 )
 from mnemoql.engine.retrieval.nearby import parse_position, pick_neighbours, position_of
 from mnemoql.engine.retrieval.quotes import QuoteBudget, best_chunk, shown_summary
-from mnemoql.engine.retrieval.speakers import asker_role, role_of
+from mnemoql.engine.retrieval.speakers import asker_role, role_lines, role_of
 from mnemoql.engine.retrieval.terms import coverage, is_cjk_term, query_terms
 from mnemoql.engine.sessions import Session, SessionStore
 from mnemoql.engine.store.base import Store
@@ -87,13 +87,14 @@ RECORD_VOTES = 10
 
 @dataclass(frozen=True, slots=True)
 class RouteWeights:
-    """One ranking's weights: the summary and lexical routes' RRF weights (the chunk route's
-    is 1), the coverage term's and the speaker route's."""
+    """One ranking's weights: the summary, lexical and window routes' RRF weights (the chunk
+    route's is 1), the coverage term's, the speaker route's and the neighbour share."""
 
     summary: float
     lexical: float
     coverage: float
-    speaker: float
+    window: float
+    speaker: float = 0.0
     neighbours: float = 0.0
 
 
@@ -102,11 +103,17 @@ def _adjacent(event_id: str) -> list[str]:
     return neighbour_ids(event_id, 1, 1) if position_of(event_id) is not None else []
 
 
-def is_record_pool(pool: RoutePool) -> bool:
-    """Whether the chunk route's best hits are mostly positional records (conversation turns,
-    book scenes): the ranking then takes the records' weights."""
-    top = pool.chunk[:RECORD_VOTES]
-    return bool(top) and 2 * sum(position_of(h.event_id) is not None for h in top) > len(top)
+def is_message_pool(pool: RoutePool) -> bool:
+    """Whether the chunk route's best hits are mostly messages saved one at a time: positional
+    records (``<prefix>_ch<N>_e<M>``) with at most one speaker-role line, the shape a chat
+    agent saves. The ranking then takes the records' weights. An exchange saved whole (a user
+    turn and the replies to it) keeps the documents' weights, which its client summaries suit
+    (docs/DECISIONS.md, "Records ranking")."""
+    top = [pool.events.get(h.event_id) for h in pool.chunk[:RECORD_VOTES]]
+    votes = sum(
+        e is not None and position_of(e.id) is not None and role_lines(e.content) <= 1 for e in top
+    )
+    return bool(top) and 2 * votes > len(top)
 
 
 class AnchorNotOffered(CursorError):
@@ -234,6 +241,7 @@ class Retriever:
         self.records_lexical_weight = rw.lexical_weight
         self.records_coverage_weight = rw.coverage_weight
         self.records_speaker_weight = rw.speaker_weight
+        self.records_window_weight = rw.window_weight
         self.records_neighbour_share = rw.neighbour_share
 
     # ---- public operations ----
@@ -520,7 +528,7 @@ class Retriever:
         pool = await self.store.route_pool(
             vector, filters, excluded, ROUTE_LIMIT, restrict, text=text
         )
-        records = is_record_pool(pool)
+        records = is_message_pool(pool)
         lexical_hits = pool.lexical
         if records and query and text is None and self.lexical == "auto":
             # conversation turns: BM25 is what lifts plain RRF above dense (issue #25)
@@ -528,14 +536,14 @@ class Retriever:
                 query, filters, excluded, ROUTE_LIMIT, restrict
             )
         summary_hits, chunk_hits = pool.summary, pool.chunk
+        w = self.record_weights() if records else self.document_weights()
         window_hits = await self._window(
-            (pool.summary, pool.chunk, lexical_hits), vector, filters, excluded, restrict
+            (pool.summary, pool.chunk, lexical_hits), vector, filters, excluded, restrict, w.window
         )
         events = await self._with_events(pool.events, [*lexical_hits, *window_hits])
         if not events:
             return Ranked([], {})
         terms = query_terms(query or "")
-        w = self.record_weights() if records else self.document_weights()
         cov = {i: coverage(terms, e.summary, e.content) for i, e in events.items()}
         fade = lexical_fade(sum(not is_cjk_term(t) for t in terms), self.long_query_terms)
         routes = {
@@ -554,7 +562,7 @@ class Retriever:
                 weight=w.coverage * fade,
                 lexical_weight=w.lexical * fade,
                 window_ids=routes["window"],
-                window_weight=self.window_weight,
+                window_weight=w.window,
                 summary_weight=w.summary,
                 speaker_ids=speaker_ids,
                 speaker_weight=w.speaker,
@@ -607,7 +615,9 @@ class Retriever:
 
     def document_weights(self) -> RouteWeights:
         """The fusion weights for documents, notes and anything without a position."""
-        return RouteWeights(self.summary_weight, self.lexical_weight, self.coverage_weight, 0.0)
+        return RouteWeights(
+            self.summary_weight, self.lexical_weight, self.coverage_weight, self.window_weight
+        )
 
     def record_weights(self) -> RouteWeights:
         """The fusion weights when the routes found positional records (conversation turns,
@@ -616,6 +626,7 @@ class Retriever:
             self.records_summary_weight,
             self.records_lexical_weight,
             self.records_coverage_weight,
+            self.records_window_weight,
             self.records_speaker_weight,
             self.records_neighbour_share,
         )
@@ -644,10 +655,11 @@ class Retriever:
         filters: Filters,
         excluded: frozenset[str],
         restrict: frozenset[str] | None,
+        weight: float,
     ) -> list[Hit]:
         """The window route around the other routes' best hits; empty when it is off or no
         hit has a position."""
-        if self.window_weight <= 0 or self.window_span <= 0:
+        if weight <= 0 or self.window_span <= 0:
             return []
         seeds = list(dict.fromkeys(h.event_id for hits in routes for h in hits[:WINDOW_SEEDS]))
         if not any(position_of(s) for s in seeds):

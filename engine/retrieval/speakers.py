@@ -46,6 +46,12 @@ def role_of(content: str) -> Role | None:
     return None
 
 
+def role_lines(content: str) -> int:
+    """How many lines of ``content`` (its first 4,000 code points) open with a speaker-role
+    word: 1 for a message saved on its own, 2 or more for an exchange saved whole."""
+    return sum(role_of(line) is not None for line in content[:4000].splitlines())
+
+
 def asker_role(query: str) -> Role | None:
     """Whose messages a question asks about: the assistant's when it asks what "you" said,
     the user's when it is in the first person, else None."""

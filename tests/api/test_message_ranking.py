@@ -173,7 +173,7 @@ async def test_a_short_answer_is_found_through_the_turn_before_it(tmp_path: Path
 
 
 async def test_without_the_window_route_the_short_answer_is_missed(tmp_path: Path) -> None:
-    items = await _picnic(tmp_path, window_weight=0.0)
+    items = await _picnic(tmp_path, records={"window_weight": 0.0})
     assert "day_ch1_e1" not in [i["eventId"] for i in items]
 
 

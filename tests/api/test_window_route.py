@@ -27,13 +27,17 @@ OTHERS = [
 # share (the records' other routes: tests/api/test_message_ranking.py)
 TUNE_PICK: dict[str, Any] = {
     "window_span": 1,
-    "window_weight": 2.0,
-    "records": {"lexical_weight": 0.0, "speaker_weight": 0.0, "neighbour_share": 0.0},
+    "records": {
+        "window_weight": 2.0,
+        "lexical_weight": 0.0,
+        "speaker_weight": 0.0,
+        "neighbour_share": 0.0,
+    },
 }
 # records ranked as documents were before issue #25 (the page the nearby test starts from)
 AS_DOCUMENTS: dict[str, Any] = {
-    "window_weight": 0.0,
     "records": {
+        "window_weight": 0.0,
         "summary_weight": 1.0,
         "lexical_weight": 0.0,
         "coverage_weight": 0.1,
@@ -72,7 +76,9 @@ async def test_a_short_reply_is_found_through_its_neighbours(tmp_path: Path) -> 
 
 async def test_without_the_window_the_reply_ranks_below_the_wordy_ones(tmp_path: Path) -> None:
     off = await _first_page(
-        tmp_path / "off", coverage_weight=0.0, **{**TUNE_PICK, "window_weight": 0.0}
+        tmp_path / "off",
+        coverage_weight=0.0,
+        **{**TUNE_PICK, "records": {**TUNE_PICK["records"], "window_weight": 0.0}},
     )
     ids = [i["eventId"] for i in off]
     assert ids[0] == "talk_ch1_e0" and "talk_ch1_e1" not in ids[:2]
