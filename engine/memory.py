@@ -162,6 +162,7 @@ class Memory:
             window_alpha=settings.retrieval.window_alpha,
             window_weight=settings.retrieval.window_weight,
             summary_weight=settings.retrieval.summary_weight,
+            records=settings.retrieval.records,
         )
 
     # ---- evidence ----

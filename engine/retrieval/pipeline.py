@@ -24,6 +24,7 @@ from typing import Literal
 
 import numpy as np
 
+from mnemoql.engine.config import RecordWeights
 from mnemoql.engine.cursors import Asked, CursorState, CursorStore
 from mnemoql.engine.errors import ConceptNotOffered, CursorError, InvalidInput, out_of_range
 from mnemoql.engine.meta import check_vectors
@@ -38,6 +39,7 @@ from mnemoql.engine.models import (
     RoutePool,
     Vector,
 )
+from mnemoql.engine.positions import neighbour_ids
 from mnemoql.engine.providers.base import Embedder
 from mnemoql.engine.retrieval import scoring
 from mnemoql.engine.retrieval.evidence import (
@@ -52,7 +54,8 @@ from mnemoql.engine.retrieval.evidence import (
     shared_concepts,
 )
 from mnemoql.engine.retrieval.nearby import parse_position, pick_neighbours, position_of
-from mnemoql.engine.retrieval.quotes import QuoteBudget, best_chunk
+from mnemoql.engine.retrieval.quotes import QuoteBudget, best_chunk, shown_summary
+from mnemoql.engine.retrieval.speakers import asker_role, role_lines, role_of
 from mnemoql.engine.retrieval.terms import coverage, is_cjk_term, query_terms
 from mnemoql.engine.sessions import Session, SessionStore
 from mnemoql.engine.store.base import Store
@@ -78,6 +81,39 @@ LONG_QUERY_POWER = 6
 _SPLIT_TERMS = re.compile(r"[,，、;；]")
 # The window route (``engine.store.window``) looks around the best hits of each other route.
 WINDOW_SEEDS = 20
+# How many of the chunk route's best hits decide whether a search ranks records.
+RECORD_VOTES = 10
+
+
+@dataclass(frozen=True, slots=True)
+class RouteWeights:
+    """One ranking's weights: the summary, lexical and window routes' RRF weights (the chunk
+    route's is 1), the coverage term's, the speaker route's and the neighbour share."""
+
+    summary: float
+    lexical: float
+    coverage: float
+    window: float
+    speaker: float = 0.0
+    neighbours: float = 0.0
+
+
+def _adjacent(event_id: str) -> list[str]:
+    """The records right before and after a positional id (none for other ids)."""
+    return neighbour_ids(event_id, 1, 1) if position_of(event_id) is not None else []
+
+
+def is_message_pool(pool: RoutePool) -> bool:
+    """Whether the chunk route's best hits are mostly messages saved one at a time: positional
+    records (``<prefix>_ch<N>_e<M>``) with at most one speaker-role line, the shape a chat
+    agent saves. The ranking then takes the records' weights. An exchange saved whole (a user
+    turn and the replies to it) keeps the documents' weights, which its client summaries suit
+    (docs/DECISIONS.md, "Records ranking")."""
+    top = [pool.events.get(h.event_id) for h in pool.chunk[:RECORD_VOTES]]
+    votes = sum(
+        e is not None and position_of(e.id) is not None and role_lines(e.content) <= 1 for e in top
+    )
+    return bool(top) and 2 * votes > len(top)
 
 
 class AnchorNotOffered(CursorError):
@@ -172,6 +208,7 @@ class Retriever:
         window_alpha: float = 0.5,
         window_weight: float = 0.0,
         summary_weight: float = 1.0,
+        records: RecordWeights | None = None,
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -196,6 +233,16 @@ class Retriever:
         # The summary route's RRF weight and MMR's relevance share (SPEC §1.4: 1 and 0.85).
         self.summary_weight = summary_weight
         self.mmr_lambda = scoring.MMR_LAMBDA
+        # Positional records (conversation turns saved one message at a time) rank by route
+        # ranks: BM25 on, no summary vote, no coverage, the asker's own turns as a route
+        # (docs/DECISIONS.md, "Records ranking").
+        rw = records or RecordWeights()
+        self.records_summary_weight = rw.summary_weight
+        self.records_lexical_weight = rw.lexical_weight
+        self.records_coverage_weight = rw.coverage_weight
+        self.records_speaker_weight = rw.speaker_weight
+        self.records_window_weight = rw.window_weight
+        self.records_neighbour_share = rw.neighbour_share
 
     # ---- public operations ----
 
@@ -481,28 +528,53 @@ class Retriever:
         pool = await self.store.route_pool(
             vector, filters, excluded, ROUTE_LIMIT, restrict, text=text
         )
-        summary_hits, chunk_hits, events = pool.summary, pool.chunk, pool.events
-        window_hits = await self._window(pool, vector, filters, excluded, restrict)
-        if window_hits:
-            missing = [h.event_id for h in window_hits if h.event_id not in events]
-            found = await self.store.get_events(missing, with_vectors=True) if missing else []
-            events = {**events, **{e.id: e for e in found}}
+        records = is_message_pool(pool)
+        lexical_hits = pool.lexical
+        if records and query and text is None and self.lexical == "auto":
+            # conversation turns: BM25 is what lifts plain RRF above dense (issue #25)
+            lexical_hits = await self.store.lexical_route(
+                query, filters, excluded, ROUTE_LIMIT, restrict
+            )
+        summary_hits, chunk_hits = pool.summary, pool.chunk
+        w = self.record_weights() if records else self.document_weights()
+        window_hits = await self._window(
+            (pool.summary, pool.chunk, lexical_hits), vector, filters, excluded, restrict, w.window
+        )
+        events = await self._with_events(pool.events, [*lexical_hits, *window_hits])
         if not events:
             return Ranked([], {})
         terms = query_terms(query or "")
         cov = {i: coverage(terms, e.summary, e.content) for i, e in events.items()}
         fade = lexical_fade(sum(not is_cjk_term(t) for t in terms), self.long_query_terms)
-        fused = scoring.fuse(
-            [h.event_id for h in summary_hits if h.event_id in events],
-            [h.event_id for h in chunk_hits if h.event_id in events],
-            cov,
-            lexical_ids=[h.event_id for h in pool.lexical if h.event_id in events],
-            weight=self.coverage_weight * fade,
-            lexical_weight=self.lexical_weight * fade,
-            window_ids=[h.event_id for h in window_hits if h.event_id in events],
-            window_weight=self.window_weight,
-            summary_weight=self.summary_weight,
-        )
+        routes = {
+            "summary": [h.event_id for h in summary_hits if h.event_id in events],
+            "chunk": [h.event_id for h in chunk_hits if h.event_id in events],
+            "lexical": [h.event_id for h in lexical_hits if h.event_id in events],
+            "window": [h.event_id for h in window_hits if h.event_id in events],
+        }
+
+        def fuse(speaker_ids: Sequence[str] = ()) -> list[scoring.Scored]:
+            return scoring.fuse(
+                routes["summary"],
+                routes["chunk"],
+                cov,
+                lexical_ids=routes["lexical"],
+                weight=w.coverage * fade,
+                lexical_weight=w.lexical * fade,
+                window_ids=routes["window"],
+                window_weight=w.window,
+                summary_weight=w.summary,
+                speaker_ids=speaker_ids,
+                speaker_weight=w.speaker,
+            )
+
+        fused = fuse()
+        role = asker_role(query or "") if records and w.speaker > 0 else None
+        if role is not None:
+            # the speaker route: the asker's own turns, in the order of the other routes
+            fused = fuse([s.id for s in fused if role_of(events[s.id].content) == role])
+        if records:
+            fused = scoring.share_with_neighbours(fused, w.neighbours, _adjacent)
         distinct = scoring.dedup_by_hash(fused, lambda s: events[s.id].content_hash)
         hashes = {s.id: pool.chunk_hashes.get(s.id, frozenset()) for s in distinct}
         picks = scoring.mmr(
@@ -514,7 +586,7 @@ class Retriever:
         )
         s_cos = {h.event_id: h.score for h in summary_hits}
         c_hit: dict[str, Hit] = {h.event_id: h for h in chunk_hits}
-        lex: dict[str, Hit] = {h.event_id: h for h in pool.lexical}
+        lex: dict[str, Hit] = {h.event_id: h for h in lexical_hits}
         explain = {
             p.id: Explain(
                 summary_rank=p.scored.summary_rank,
@@ -541,6 +613,32 @@ class Retriever:
         more = len(distinct) > len(picks)
         return Ranked([p.id for p in picks], explain, best, events, pool.concepts, more)
 
+    def document_weights(self) -> RouteWeights:
+        """The fusion weights for documents, notes and anything without a position."""
+        return RouteWeights(
+            self.summary_weight, self.lexical_weight, self.coverage_weight, self.window_weight
+        )
+
+    def record_weights(self) -> RouteWeights:
+        """The fusion weights when the routes found positional records (conversation turns,
+        book scenes: docs/DECISIONS.md, "Records ranking")."""
+        return RouteWeights(
+            self.records_summary_weight,
+            self.records_lexical_weight,
+            self.records_coverage_weight,
+            self.records_window_weight,
+            self.records_speaker_weight,
+            self.records_neighbour_share,
+        )
+
+    async def _with_events(self, events: dict[str, Event], hits: Sequence[Hit]) -> dict[str, Event]:
+        """``events`` plus the events of ``hits`` it lacks (read with their vectors)."""
+        missing = list(dict.fromkeys(h.event_id for h in hits if h.event_id not in events))
+        if not missing:
+            return events
+        found = await self.store.get_events(missing, with_vectors=True)
+        return {**events, **{e.id: e for e in found}}
+
     async def _closest(self, ids: list[str], vector: Vector, quota: int) -> list[str]:
         """The ``quota`` records of ``ids`` nearest the query by content vector (ties by
         position), in their original order: ``nearby`` with ``nearby_by_query``."""
@@ -552,23 +650,18 @@ class Retriever:
 
     async def _window(
         self,
-        pool: RoutePool,
+        routes: Sequence[Sequence[Hit]],
         vector: Vector,
         filters: Filters,
         excluded: frozenset[str],
         restrict: frozenset[str] | None,
+        weight: float,
     ) -> list[Hit]:
         """The window route around the other routes' best hits; empty when it is off or no
         hit has a position."""
-        if self.window_weight <= 0 or self.window_span <= 0:
+        if weight <= 0 or self.window_span <= 0:
             return []
-        seeds = list(
-            dict.fromkeys(
-                h.event_id
-                for hits in (pool.summary, pool.chunk, pool.lexical)
-                for h in hits[:WINDOW_SEEDS]
-            )
-        )
+        seeds = list(dict.fromkeys(h.event_id for hits in routes for h in hits[:WINDOW_SEEDS]))
         if not any(position_of(s) for s in seeds):
             return []
         return await self.store.window_route(
@@ -637,7 +730,9 @@ class Retriever:
                     event_id=event_id,
                     create_time=ev.create_time,
                     time=ev.time,
-                    summary=ev.summary,
+                    summary=shown_summary(
+                        ev.summary, ev.content, quote.quote.text if quote.quote else None
+                    ),
                     quote=quote.quote,
                     quote_ref=quote.quote_ref,
                     total=quote.total,

@@ -28,6 +28,10 @@ from mnemoql.engine.retrieval.terms import QUOTE_SCOPE, term_spans
 
 QUOTE_CAP = 120
 PACKAGE_BUDGET = 1000
+# The most of a summary an evidence item shows when the summary is the content's own words
+# (an offline extractor's leading sentence): the exact quote is the evidence, the summary
+# only says what the record is about (docs/DECISIONS.md, "Records ranking").
+SUMMARY_SHOWN = 100
 # How far a quote's end moves to reach a word boundary. Longer "words" (a URL, a hash, a run
 # without spaces) are cut where the window fell rather than dropped from the quote.
 WORD_SHIFT = 24
@@ -211,6 +215,29 @@ def quote_window(
     """The quote range: ``choose_window``'s best window for the terms, on word boundaries."""
     window = choose_window(content, region, terms, length)
     return snap_to_words(content, window, region, terms, length)
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def shown_summary(summary: str, content: str, quote: str | None) -> str:
+    """What an evidence item shows of its event's summary.
+
+    A summary written by a client or a model is shown whole. One made of the content's own
+    words (each ``；``-joined part found in the content, spaces folded) repeats what the quote
+    shows: it is left out when the quote holds it, else cut to ``SUMMARY_SHOWN`` code points
+    with "…". The event keeps its summary; only the page is shorter.
+    """
+    flat = _flat(content[:QUOTE_SCOPE])
+    parts = [_flat(p.rstrip("…")) for p in summary.split("；")]
+    if not all(p and p in flat for p in parts):
+        return summary
+    if quote is not None and _flat(summary.rstrip("…")) in _flat(quote):
+        return ""
+    if len(summary) <= SUMMARY_SHOWN:
+        return summary
+    return summary[: SUMMARY_SHOWN - 1].rstrip() + "…"
 
 
 @dataclass(frozen=True, slots=True)

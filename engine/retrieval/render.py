@@ -68,7 +68,8 @@ def _item(rank: int, item: EvidenceItem, w: _Words, locale: Locale) -> list[str]
     head = f"#{rank} {item.event_id} | {w.written} {item.create_time}"
     if item.time:
         head += f" | {w.time}{item.time}"
-    lines = [head, f"{w.summary}{item.summary}"]
+    # an empty summary: the quote below holds it (quotes.shown_summary)
+    lines = [head, f"{w.summary}{item.summary}"] if item.summary else [head]
     if item.quote is not None:
         q = item.quote
         lines.append(w.quote.format(start=q.start, end=q.end, total=q.total, text=q.text))

@@ -5,7 +5,7 @@ dedup, and MMR. Pure functions over ids, scores and vectors; the pool is at most
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence, Set
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TypeVar
 
 import numpy as np
@@ -88,11 +88,14 @@ def rrf(
         weights: One weight per route (default 1 each).
 
     Returns:
-        ``id -> Σ_routes w/(k + rank)``; a route that lacks an id adds nothing.
+        ``id -> Σ_routes w/(k + rank)``; a route that lacks an id adds nothing, and a route
+        weighed 0 contributes no id.
     """
     fused: dict[str, float] = {}
     for i, route in enumerate(route_ranks):
         w = 1.0 if weights is None else weights[i]
+        if w == 0.0:
+            continue  # a route weighed 0 is off: it brings no candidate either
         for event_id, rank in _ranks(route).items():
             fused[event_id] = fused.get(event_id, 0.0) + w / (k + rank)
     return fused
@@ -110,6 +113,8 @@ def fuse(
     window_ids: Sequence[str] = (),
     window_weight: float = 1.0,
     summary_weight: float = 1.0,
+    speaker_ids: Sequence[str] = (),
+    speaker_weight: float = 0.0,
 ) -> list[Scored]:
     """Score the union of the routes: ``rrf + weight * coverage``.
 
@@ -124,6 +129,8 @@ def fuse(
         window_ids: Window-route ids (a record with its neighbours), best first; empty when off.
         window_weight: The window route's weight in the RRF sum.
         summary_weight: The summary route's weight in the RRF sum.
+        speaker_ids: Speaker-route ids (the asker's own turns), best first; empty when off.
+        speaker_weight: The speaker route's weight in the RRF sum.
 
     Returns:
         Candidates by score descending, ties by id ascending.
@@ -131,9 +138,9 @@ def fuse(
     by_summary, by_chunk = _ranks(summary_ids), _ranks(chunk_ids)
     by_lexical, by_window = _ranks(lexical_ids), _ranks(window_ids)
     fused = rrf(
-        (summary_ids, chunk_ids, lexical_ids, window_ids),
+        (summary_ids, chunk_ids, lexical_ids, window_ids, speaker_ids),
         k,
-        (summary_weight, 1.0, lexical_weight, window_weight),
+        (summary_weight, 1.0, lexical_weight, window_weight, speaker_weight),
     )
     scored = [
         Scored(
@@ -150,6 +157,28 @@ def fuse(
     ]
     scored.sort(key=lambda s: (-s.score, s.id))
     return scored
+
+
+def share_with_neighbours(
+    scored: Sequence[Scored], share: float, neighbours: Callable[[str], Sequence[str]]
+) -> list[Scored]:
+    """Each candidate's score plus ``share`` times the best score among its neighbours in the
+    pool: a short turn ("Yes, at the park by the lake.") right after the turn that asked is
+    lifted by it. Scores are read before any is raised (one step, no chain).
+
+    Returns:
+        The candidates rescored, by score descending, ties by id ascending.
+    """
+    if share <= 0.0:
+        return list(scored)
+    before = {s.id: s.score for s in scored}
+    out = []
+    for s in scored:
+        near = [before[n] for n in neighbours(s.id) if n in before]
+        bonus = share * max(near) if near else 0.0
+        out.append(replace(s, score=s.score + bonus) if bonus else s)
+    out.sort(key=lambda s: (-s.score, s.id))
+    return out
 
 
 def dedup_by_hash(ranked: Iterable[T], hash_of: Callable[[T], str | None]) -> list[T]:

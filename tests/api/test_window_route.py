@@ -23,8 +23,28 @@ OTHERS = [
     f"User: {thing} sounds like a good name."
     for thing in ("Maple", "Juniper", "Orion", "Pixel", "Clover", "Atlas", "Nova")
 ]
-# the setting the tune half chose (off by default: docs/DECISIONS.md, "Window route")
-TUNE_PICK: dict[str, Any] = {"window_span": 1, "window_weight": 2.0, "summary_weight": 0.25}
+# the window route alone beside the vector routes: no BM25, no speaker route, no neighbour
+# share (the records' other routes: tests/api/test_message_ranking.py)
+TUNE_PICK: dict[str, Any] = {
+    "window_span": 1,
+    "records": {
+        "window_weight": 2.0,
+        "lexical_weight": 0.0,
+        "speaker_weight": 0.0,
+        "neighbour_share": 0.0,
+    },
+}
+# records ranked as documents were before issue #25 (the page the nearby test starts from)
+AS_DOCUMENTS: dict[str, Any] = {
+    "records": {
+        "window_weight": 0.0,
+        "summary_weight": 1.0,
+        "lexical_weight": 0.0,
+        "coverage_weight": 0.1,
+        "speaker_weight": 0.0,
+        "neighbour_share": 0.0,
+    },
+}
 QUESTION = "What name did I choose for the puppy I adopted?"
 
 
@@ -56,7 +76,9 @@ async def test_a_short_reply_is_found_through_its_neighbours(tmp_path: Path) -> 
 
 async def test_without_the_window_the_reply_ranks_below_the_wordy_ones(tmp_path: Path) -> None:
     off = await _first_page(
-        tmp_path / "off", coverage_weight=0.0, **{**TUNE_PICK, "window_weight": 0.0}
+        tmp_path / "off",
+        coverage_weight=0.0,
+        **{**TUNE_PICK, "records": {**TUNE_PICK["records"], "window_weight": 0.0}},
     )
     ids = [i["eventId"] for i in off]
     assert ids[0] == "talk_ch1_e0" and "talk_ch1_e1" not in ids[:2]
@@ -88,7 +110,7 @@ SESSION = [
 
 
 async def _nearby_ids(tmp_path: Path, by_query: bool) -> list[str]:
-    async with running(offline_settings(tmp_path)) as api:
+    async with running(offline_settings(tmp_path, retrieval=AS_DOCUMENTS)) as api:
         for i, text in enumerate(SESSION):
             await api.gql(SAVE, input={"content": text, "id": f"day_ch1_e{i}"})
         api.app.state.memory.retriever.nearby_by_query = by_query
