@@ -33,6 +33,8 @@ READS_CHINESE = {
     "engine/topics/block.py",
     "engine/binding.py",
     "engine/store/lexical.py",
+    "engine/retrieval/speakers.py",  # who a question points to (我, 用户, 你说)
+    "engine/retrieval/quotes.py",  # merged summaries are ；-joined (see NOT_MESSAGES)
     "engine/messages.py",  # the catalogue itself
 }
 # Chinese input a user may type, named as an example in English texts (descriptions, hints).
