@@ -11,9 +11,11 @@
   each rescores the union of both indexes' candidates, so an event one graph does not reach
   is still found through the other.
 * **Adaptive over-fetch** (issue 30): the page is kept when it is *stable*: its last score
-  lies at least ``MARGIN`` above the worst candidate the index gave (every event scoring
-  above the page's last was within the index's reach), or a larger fetch did not change it.
-  Otherwise the fetch doubles, up to ``limit x overfetch`` (the fixed fetch before this).
+  lies at least ``MARGIN`` above the worst candidate the index gave, so every event scoring
+  above the page's last was within the index's reach. Otherwise the fetch doubles, up to
+  ``limit x overfetch`` (the fixed fetch before this). A page that a larger fetch left
+  unchanged is not taken as stable: on the tune queries that rule kept wrong pages from a
+  first fetch of 2x (98.0% of searches delivered the exact scan's 4 events).
 * **Exact scan** (``_index``) everywhere else, and always with ``mode = "exact"``.
 """
 
@@ -154,7 +156,6 @@ def _adaptive(
         return None
     most = max(1, ann.settings.overfetch)
     per = min(max(1, ann.settings.first_overfetch), most)
-    before: list[list[str]] | None = None
     while True:
         fetch = limit * per + len(exclude)
         found: list[Fetched] = []
@@ -170,14 +171,10 @@ def _adaptive(
             for route, got in zip(routes, found, strict=True)
         ]
         pages = [s.hits for s in scored]
-        if per >= most:
-            return pages
-        tops = [[h.event_id for h in page] for page in pages]
-        if tops == before or all(
+        if per >= most or all(
             _stable(s, got.own, limit) for s, got in zip(scored, found, strict=True)
         ):
             return pages
-        before = tops
         per = min(most, per * GROWTH)
 
 
