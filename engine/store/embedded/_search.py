@@ -45,7 +45,7 @@ RETRY_FACTOR = 4
 # How far the page's last exact score must lie above the worst candidate the index returned
 # for the page to be kept without a larger fetch: the int8 graph orders candidates by an
 # approximate cosine, this covers its error (chosen on the tune queries of
-# bench/results/search_latency.md; docs/DECISIONS.md, "Adaptive over-fetch")
+# bench/results/search_latency_tune.md; docs/DECISIONS.md, "Adaptive over-fetch")
 MARGIN = 0.01
 GROWTH = 2  # an unstable page is fetched again this many times larger
 
