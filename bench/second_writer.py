@@ -16,9 +16,11 @@ embedder (random unit vectors: the query embedding is not what is measured):
 Per round, driven by this process: B saves, then A saves (*after another writer's commit*),
 then A saves again (*alone*: nothing committed by anyone else since its last save). Both
 samples come from the same process in the same minute, so machine noise hits both alike. Then
-*concurrently*: B saves in a loop while A saves back to back. Last, *before* (the path this
-issue replaced): a fresh A whose topic index reloads in full after each of B's commits
-(``Recall`` without the store's change feed), for ``--reload-rounds`` rounds.
+*concurrently*: B saves in a loop while A saves back to back for ``--seconds`` (at least
+``--rounds`` saves): every save waits for the other's write lock and shares the CPU. Last,
+*before* (the path this issue replaced): a fresh A whose topic index reloads in full after
+each of B's commits (``Recall`` without the store's change feed), for ``--reload-rounds``
+rounds.
 """
 
 from __future__ import annotations
@@ -275,7 +277,9 @@ def run(args: argparse.Namespace) -> str:
         assert loop_b.stdout is not None
         json.loads(loop_b.stdout.readline())  # ready
         t0 = time.perf_counter()
-        together = [a.save() for _ in range(args.rounds)]
+        together = []
+        while len(together) < args.rounds or time.perf_counter() - t0 < args.seconds:
+            together.append(a.save())
         took = time.perf_counter() - t0
         stop.write_text("")
         saves_b = json.loads(loop_b.stdout.readline())["saves"]
@@ -330,6 +334,9 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--rounds", type=int, default=60)
     p.add_argument("--warm", type=int, default=3)
     p.add_argument("--reload-rounds", type=int, default=5)
+    p.add_argument(
+        "--seconds", type=float, default=20.0, help="A's saves beside B's loop last this long"
+    )
     p.add_argument("--work", default="/tmp/mnemoql-second-writer")
     p.add_argument("--out", default=str(RESULTS / "second_writer.md"))
     p.add_argument("--no-write", action="store_true")
