@@ -35,13 +35,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -77,12 +78,13 @@ from mnemoql.engine.models import (
 from mnemoql.engine.providers.base import EmbedKind
 from mnemoql.engine.providers.factory import Providers, build_providers
 from mnemoql.engine.retrieval.pipeline import ROUTE_LIMIT, SearchRequest
-from mnemoql.engine.store.embedded import EmbeddedStore
+from mnemoql.engine.store.embedded import EmbeddedStore, _search
 from mnemoql.engine.store.embedded._ann import (
     CONNECTIVITY,
     EXPANSION_ADD,
     EXPANSION_SEARCH,
     AnnSettings,
+    Hnsw,
 )
 from mnemoql.engine.text import chunk_ranges, content_hash, text_hash
 
@@ -362,10 +364,25 @@ def pick_queries(
     ]
 
 
-def use_index(store: EmbeddedStore, on: bool) -> None:
-    """Switch one open store between its ANN route and the exact scan (same mirrors)."""
+def use_index(store: EmbeddedStore, on: bool, fixed: bool = False) -> None:
+    """Switch one open store between its ANN route and the exact scan (same mirrors);
+    ``fixed``: the ANN route with the fixed over-fetch of before issue 30 (first fetch =
+    ``overfetch``), else the adaptive one of the configured settings."""
     ann = store._database.ann
-    ann.settings = replace(ann.settings, mode="auto" if on else "exact")
+    first = ann.settings.overfetch if fixed else ADAPTIVE_FIRST
+    ann.settings = replace(ann.settings, mode="auto" if on else "exact", first_overfetch=first)
+
+
+ADAPTIVE_FIRST = AnnSettings().first_overfetch  # the default (``--first-overfetch`` sets it)
+
+
+def usearch_top(store: EmbeddedStore, kind: str, vec: F32) -> None:
+    """usearch's own top 40 from the store's index (int8, the expansion it searches 40 with):
+    the floor the issue's target measures the search against."""
+    db = store._database
+    h = db.ann.index(kind, db.generation)
+    if h is not None:  # none below the size threshold
+        h.search(vec, ROUTE_LIMIT)
 
 
 async def measure(
@@ -380,7 +397,9 @@ async def measure(
     for text, vec in qs:
         stub.vectors[text] = vec
     t: dict[str, list[float]] = {k: [] for k in FIELDS}
-    same4 = same1 = 0
+    same = {"same4": 0, "same1": 0, "fixed_same4": 0, "fixed_same1": 0}
+    fetches: list[int] = []
+    grew: list[bool] = []
 
     async def routes(vec: F32) -> None:
         await asyncio.gather(
@@ -388,43 +407,89 @@ async def measure(
             store.route("chunk", vec, EMPTY_FILTERS, frozenset(), ROUTE_LIMIT),
         )
 
+    async def search(text: str, session: str) -> list[str]:
+        found = await memory.search(SearchRequest(query=text), session)
+        assert found.page.items, "search delivered nothing"
+        return [x.event_id for x in found.page.items]
+
     for i, (text, vec) in enumerate(qs):
         marks = [time.perf_counter()]
         floor_topk(summ, vec)
         marks.append(time.perf_counter())
         floor_topk(chunks, vec)
         marks.append(time.perf_counter())
+        usearch_top(store, "summary", vec)
+        marks.append(time.perf_counter())
+        usearch_top(store, "chunk", vec)
+        marks.append(time.perf_counter())
         use_index(store, True)
         await routes(vec)
         marks.append(time.perf_counter())
-        got = await memory.search(SearchRequest(query=text), f"{tag}-ann-{i}")
+        asked = len(fetches)
+        with counted(fetches):
+            got = await search(text, f"{tag}-ann-{i}")
+        grew.append(len(fetches) - asked > 2)  # one search per index unless a page grew
+        marks.append(time.perf_counter())
+        use_index(store, True, fixed=True)
+        await routes(vec)
+        marks.append(time.perf_counter())
+        fixed = await search(text, f"{tag}-fixed-{i}")
         marks.append(time.perf_counter())
         use_index(store, False)
         await routes(vec)
         marks.append(time.perf_counter())
-        want = await memory.search(SearchRequest(query=text), f"{tag}-exact-{i}")
+        want = await search(text, f"{tag}-exact-{i}")
         marks.append(time.perf_counter())
         use_index(store, True)
-        assert want.page.items, "search delivered nothing"
         if i < WARM_UP:
+            fetches.clear()
+            grew.clear()
             continue
-        a = [x.event_id for x in got.page.items]
-        b = [x.event_id for x in want.page.items]
-        same4 += a == b
-        same1 += a[:1] == b[:1]
+        for key, a in (("", got), ("fixed_", fixed)):
+            same[key + "same4"] += a == want
+            same[key + "same1"] += a[:1] == want[:1]
         d = np.diff(marks)
-        for key, value in zip(FIELDS, [d[0], d[0] + d[1], d[2], d[3], d[4], d[5]], strict=True):
+        values = [d[0], d[0] + d[1], d[2], d[2] + d[3], *d[4:]]
+        for key, value in zip(FIELDS, values, strict=True):
             t[key].append(float(value))
     timed = len(qs) - WARM_UP
     return {
         **t,
-        "same4": same4 / timed,
-        "same1": same1 / timed,
+        **{k: v / timed for k, v in same.items()},
+        "grown": sum(grew) / max(1, len(grew)),
+        "fetches": {f: fetches.count(f) for f in sorted(set(fetches))},
         "vectors": view.n + view.nc,
     }
 
 
-FIELDS = ("floor_summary", "floor", "route_ann", "search_ann", "route_exact", "search_exact")
+@contextlib.contextmanager
+def counted(asked: list[int]) -> Iterator[None]:
+    """Record the key count of every index search meanwhile (how often a fetch grew)."""
+    original = Hnsw.search
+
+    def search(self: Hnsw, query: F32, count: int) -> npt.NDArray[np.uint64] | None:
+        asked.append(count)
+        return original(self, query, count)
+
+    Hnsw.search = search  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        Hnsw.search = original  # type: ignore[method-assign]
+
+
+FIELDS = (
+    "floor_summary",
+    "floor",
+    "usearch_summary",
+    "usearch_both",
+    "route_ann",
+    "search_ann",
+    "route_fixed",
+    "search_fixed",
+    "route_exact",
+    "search_exact",
+)
 WARM_UP = 5
 OPEN_OUT = str(RESULTS / "search_latency_open.md")
 
@@ -796,7 +861,9 @@ async def one_size(args: argparse.Namespace, size: int, rows: list[list[str]]) -
                 notes.append(await settled(store, size))
                 print(notes[-1], file=sys.stderr, flush=True)
             memory = Memory(settings, store, Providers(stub, providers.extractor, None))
-            rng = np.random.default_rng(args.seed + size)
+            # the tune queries (MARGIN and first_overfetch were chosen on them) and the held-out
+            # ones (the figures to quote) are drawn from different seeds
+            rng = np.random.default_rng(args.seed + size + (1 if args.tune else 0))
             load = load_average()
             m = await measure(
                 store,
@@ -807,21 +874,34 @@ async def one_size(args: argparse.Namespace, size: int, rows: list[list[str]]) -
             )
             db = store._database
             indexed = [k for k in ("summary", "chunk") if db.ann.index(k, db.generation)]
+            usearch_p95 = pct(m["usearch_summary"], 95)
             rows.append(
                 [
                     f"{size:,}",
                     f"{m['vectors']:,}",
                     " + ".join(indexed) or "none (exact below the threshold)",
                     ms(m["floor"]),
+                    f"{ms(m['usearch_summary'])} ({ms(m['usearch_both'])})" if indexed else "-",
                     ms(m["route_ann"]),
+                    ms(m["route_fixed"]),
                     ms(m["route_exact"]),
                     ms(m["search_ann"]),
+                    ms(m["search_fixed"]),
                     ms(m["search_exact"]),
                     f"{m['same4']:.1%} / {m['same1']:.1%}",
+                    f"{m['fixed_same4']:.1%} / {m['fixed_same1']:.1%}",
+                    f"{m['grown']:.1%}" if indexed else "-",
+                    f"{pct(m['search_ann'], 95) / usearch_p95:.1f}x" if indexed else "-",
                     load,
                 ]
             )
             print(rows[-1], file=sys.stderr, flush=True)
+            if indexed:
+                notes.append(
+                    f"- {size:,} events: index searches of the adaptive Memory.search by keys "
+                    f"asked (40 x the over-fetch + the ids the session excludes): count "
+                    f"{m['fetches']}"
+                )
             if size >= 100_000 and not args.no_e2e:
                 t, emb = await e2e(store, args.e2e_queries, rng)
                 notes.append(
@@ -862,8 +942,12 @@ async def main(args: argparse.Namespace) -> str:
         f"Commit {git_rev()}; {machine_line(load_at_start)}; BLAS: {blas_info()}. "
         f"{args.vectors} vectors; {args.queries} timed queries per size after {WARM_UP} warm-up "
         f"ones; ANN: usearch HNSW int8, M {CONNECTIVITY}, expansion_add {EXPANSION_ADD}, "
-        f"expansion_search {EXPANSION_SEARCH} x the fetch, over-fetch x10, exact rescoring; "
-        f"wall time {elapsed:.0f} s; load average at the end {load_average()}.\n"
+        f"expansion_search {EXPANSION_SEARCH} x the fetch, exact rescoring; over-fetch "
+        f"adaptive (first fetch x{ADAPTIVE_FIRST}, grown x{_search.GROWTH} up to x10 while the "
+        f"page is unstable, margin {_search.MARGIN}) against the fixed x10 of before, in the "
+        f"same run; {'tune' if args.tune else 'held-out'} queries; "
+        f"wall time {elapsed:.0f} s; load average at the end {load_average()}. The machine's "
+        "2 cores are shared with other work: read the medians.\n"
     )
     body = table(
         [
@@ -871,11 +955,17 @@ async def main(args: argparse.Namespace) -> str:
             "vectors (summaries + chunks)",
             "ANN indexes used",
             "numpy floor, summaries + chunks p50 / p95 ms",
-            "store.route x2, ANN p50 / p95 ms",
+            "usearch's own top 40, summary index p50 / p95 ms (both indexes)",
+            "store.route x2, ANN adaptive p50 / p95 ms",
+            "store.route x2, ANN fixed x10 p50 / p95 ms",
             "store.route x2, exact p50 / p95 ms",
-            "Memory.search, ANN p50 / p95 ms",
+            "Memory.search, ANN adaptive p50 / p95 ms",
+            "Memory.search, ANN fixed x10 p50 / p95 ms",
             "Memory.search, exact p50 / p95 ms",
-            "ANN delivers the exact scan's 4 events / its first event",
+            "adaptive delivers the exact scan's 4 events / its first event",
+            "fixed x10 delivers the exact scan's 4 events / its first event",
+            "adaptive searches whose fetch grew",
+            "Memory.search adaptive p95 / usearch top-40 p95",
             "load average during",
         ],
         rows,
@@ -891,6 +981,9 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--e2e-queries", type=int, default=100)
     p.add_argument("--no-e2e", action="store_true")
     p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--tune", action="store_true", help="the tune queries (another seed)")
+    p.add_argument("--margin", type=float, default=None, help="the adaptive page margin")
+    p.add_argument("--first-overfetch", type=int, default=None, help="the adaptive first fetch")
     p.add_argument("--build-threads", type=int, default=2, help="threads of a corpus's index build")
     p.add_argument(
         "--blas-threads",
@@ -956,6 +1049,11 @@ def cli(argv: Sequence[str] | None = None) -> None:
     from mnemoql.web.service import limit_blas_threads
 
     limit_blas_threads(args.blas_threads)  # the floor and the store alike, as served
+    global ADAPTIVE_FIRST
+    if args.margin is not None:
+        _search.MARGIN = args.margin
+    if args.first_overfetch is not None:
+        ADAPTIVE_FIRST = args.first_overfetch
     publish(asyncio.run(main(args)), args.out, write=not args.no_write)
 
 

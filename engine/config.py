@@ -167,8 +167,9 @@ class Neo4jSettings(BaseModel):
 
 class EmbeddedSettings(BaseModel):
     """The embedded store's ANN indexes (docs/DECISIONS.md, "Embedded ANN index"): matrices of
-    at least ``ann_min_vectors`` rows get an HNSW index that proposes ``ann_overfetch`` x the
-    page, rescored exactly; ``ann = "exact"`` always scans every vector. ``persist`` keeps the
+    at least ``ann_min_vectors`` rows get an HNSW index that proposes ``ann_first_overfetch``
+    x the page, more (up to ``ann_overfetch`` x) only while the exactly rescored page is
+    unstable; ``ann = "exact"`` always scans every vector. ``persist`` keeps the
     indexes beside the database (``memory.db.ann/``); with ``mirror_files``, a memory of at
     least ``mirror_min_rows`` rows also keeps its float32 vector mirrors there
     (``memory.db.mirror/``), so it opens without reading every vector from SQLite. Both are
@@ -177,6 +178,9 @@ class EmbeddedSettings(BaseModel):
     ann: Literal["auto", "exact"] = "auto"
     ann_min_vectors: int = Field(default=20_000, ge=0)
     ann_overfetch: int = Field(default=10, ge=1, le=100)
+    # the first fetch, x the page; grown up to ann_overfetch only while the rescored page is
+    # unstable (docs/DECISIONS.md, "Adaptive over-fetch")
+    ann_first_overfetch: int = Field(default=3, ge=1, le=100)
     ann_build_threads: int = Field(default=1, ge=1, le=64)
     persist: bool = True
     mirror_files: bool = True

@@ -272,12 +272,14 @@ class Memory:
         return outcome
 
     async def _catch_up(self) -> None:
-        """Drop the topic index when another process wrote to this space (``mnemoql import``
-        beside the service, a second service on one Neo4j): the next use reloads it. Checked
-        under the save lock, so this process's own writes are never mistaken for another's."""
+        """Bring the topic index up to what another process wrote to this space (``mnemoql
+        import`` beside the service, a second service or worker): by the rows that changed
+        when the store can tell them, else it is reloaded on next use (``Recall.catch_up``).
+        Checked under the save lock, so this process's own writes are never mistaken for
+        another's."""
         async with self.ingestor.lock:
             if await self.store.changed_elsewhere():
-                self.recall.invalidate()
+                await self.recall.catch_up()
 
     async def save_many(
         self, items: Sequence[SaveInput], *, concurrency: int = 4
@@ -372,8 +374,10 @@ class Memory:
         async with self.ingestor.lock:
             try:
                 deleted = await self.store.forget(event_id)
-            finally:
+            except BaseException:
                 self.recall.invalidate()
+                raise
+            await self.recall.catch_up()  # the bindings and the day the event leaves
         self.changes.publish("FORGOTTEN", deleted_ids=deleted)
         return deleted
 

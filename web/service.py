@@ -62,6 +62,7 @@ def open_store(settings: Settings, space: str = DEFAULT_SPACE) -> Store:
         mirror_files=e.mirror_files,
         mirror_min_rows=e.mirror_min_rows,
         prefetch=e.prefetch,
+        first_overfetch=e.ann_first_overfetch,
     )
     # open() creates the directory; a failure there is a StoreUnavailable like any other
     return EmbeddedStore(settings.data_dir / "memory.db", space=space, ann=ann)

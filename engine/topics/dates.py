@@ -50,6 +50,15 @@ class DateMemoryIndex:
         for ref in refs:
             self.record(ref, day)
 
+    def remove(self, ref: SliceRef, day: date) -> None:
+        """Drop ``ref`` from ``day`` (its event was deleted); a day left empty goes too, as a
+        fresh load from the store would not know it."""
+        refs = self._days.get(day)
+        if refs is not None:
+            refs.pop(ref, None)
+            if not refs:
+                del self._days[day]
+
     def find(self, day: date) -> list[SliceRef] | None:
         """A copy of the day's refs, or ``None`` if the day was never recorded."""
         refs = self._days.get(day)

@@ -142,6 +142,16 @@ class TopicNode:
         self._bindings.append(binding)
         return binding
 
+    def _remove(self, slice_ref: SliceRef) -> bool:
+        """Drop the slice's binding; the bindings after it move up one place."""
+        i = self._at.pop(slice_ref, None)
+        if i is None:
+            return False
+        del self._bindings[i]
+        for binding in self._bindings[i:]:
+            self._at[binding.slice_ref] -= 1
+        return True
+
     def __repr__(self) -> str:
         return f"TopicNode({self.path!r}, bindings={len(self._bindings)})"
 
@@ -211,6 +221,12 @@ class TopicMemoryIndex:
             normalise_profile(profile),
         )
         return node._upsert(binding)
+
+    def unbind(self, path: str | None, slice_ref: SliceRef) -> bool:
+        """Drop the slice's binding at ``path`` (its event was deleted in the store); the node
+        stays, as Topic nodes outlive their events. False when there was none."""
+        node = self.find(path)
+        return node is not None and node._remove(slice_ref)
 
     def walk(self) -> Iterator[TopicNode]:
         """Every node, depth first, roots and children in insertion order."""

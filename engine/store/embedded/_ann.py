@@ -92,7 +92,10 @@ class AnnSettings:
     Args:
         mode: ``auto`` (indexes above ``min_vectors``) or ``exact`` (always scan exactly).
         min_vectors: a matrix with fewer rows is scanned exactly and gets no index.
-        overfetch: candidates fetched per row of the page, before filters and rescoring.
+        overfetch: at most this many candidates fetched per row of the page, before filters
+            and rescoring (``_search``).
+        first_overfetch: the first fetch per row of the page; it grows (up to ``overfetch``)
+            only while the rescored page is unstable (``_search``, "Adaptive over-fetch").
         persist: keep the indexes (and, with ``mirror_files``, the vector mirrors of a memory
             of at least ``mirror_min_rows`` rows: ``_mirror``) beside the database.
         build_threads: threads of a background build (the inline catch-ups use one).
@@ -108,6 +111,7 @@ class AnnSettings:
     mirror_files: bool = True
     mirror_min_rows: int = 20_000
     prefetch: bool = True
+    first_overfetch: int = 3
 
 
 # ---------------------------------------------------------------- database bookkeeping

@@ -73,6 +73,7 @@ from mnemoql.engine.store.embedded._query import (
     json_set,
 )
 from mnemoql.engine.store.embedded._reader import OwnThread, list_nodes
+from mnemoql.engine.store.embedded._recall import topic_changes, topic_mark
 from mnemoql.engine.store.embedded._schema import (
     BINDING_COLS,
     CHUNK_COLS,
@@ -94,6 +95,7 @@ from mnemoql.engine.store.embedded._schema import (
 from mnemoql.engine.store.embedded._warm import PageWarmer
 from mnemoql.engine.store.rules import json_result
 from mnemoql.engine.text import normalise_name
+from mnemoql.engine.topics.changes import TopicChanges, TopicMark
 
 log = logging.getLogger(__name__)
 # read from the covering index chunks_hash, never from the chunk rows (_schema)
@@ -141,6 +143,10 @@ class Database(OwnThread):
         self._version: int | None = None
         self.caught_up = 0  # grows by one each time the mirrors catch up with another writer
         self.warmer: PageWarmer | None = None  # reads the files into the page cache after open
+        # the topic marks just before and after this connection's last save or binding, read
+        # inside its transaction: the caller's topic index moves its mark past its own write
+        # only when nothing else came between (engine.recall.Recall.wrote)
+        self.write_marks: tuple[TopicMark, TopicMark] | None = None
 
     def _snapshot(self) -> tuple[int, EventView, dict[EntityLabel, EntityView]]:
         return self.generation, self.events, self.entities
@@ -319,6 +325,7 @@ class Database(OwnThread):
         return out
 
     def apply_save(self, plan: SavePlan) -> SaveResult:
+        self.write_marks = None
         self.catch_up()  # the new rows go after every row another writer committed
         written, upto = self._write(self._save, plan)
         if written.meta is not None and written.meta.dimensions != self.events.dims:
@@ -356,7 +363,9 @@ class Database(OwnThread):
         transaction's lock is caught up here first (it cannot commit while we hold it), so
         every node up to the highest seq at our commit is in the mirrors afterwards."""
         self._follow_other_writers()
+        before = topic_mark(conn)
         written = write.apply_save(conn, plan)
+        self.write_marks = (before, topic_mark(conn))
         return written, max_seq(conn)
 
     def _seqs(self, written: write.Written) -> dict[str, int]:
@@ -389,7 +398,15 @@ class Database(OwnThread):
         self._load_mirrors()
 
     def bind_topic(self, draft: TopicDraft, event_ids: list[str], timestamp: int) -> None:
-        self._write(write.bind_topic, draft, event_ids, timestamp)
+        self.write_marks = None
+        self._write(self._bind_topic, draft, event_ids, timestamp)
+
+    def _bind_topic(
+        self, conn: sqlite3.Connection, draft: TopicDraft, event_ids: list[str], timestamp: int
+    ) -> None:
+        before = topic_mark(conn)
+        write.bind_topic(conn, draft, event_ids, timestamp)
+        self.write_marks = (before, topic_mark(conn))
 
     def forget(self, event_id: str) -> list[str]:
         deleted = self._write(self._forget, event_id)
@@ -707,6 +724,9 @@ class Database(OwnThread):
             "JOIN topics t ON t.path = b.path ORDER BY e.seq, t.seq"
         )
         return [row_topic(r) for r in topics], [row_binding(r) for r in bindings]
+
+    def topic_changes(self, since: TopicMark | None) -> TopicChanges | None:
+        return topic_changes(self.conn, since)
 
     def event_dates(self) -> list[tuple[str, str]]:
         rows: list[tuple[str, str]] = self.conn.execute(

@@ -165,8 +165,11 @@ def _reused(conn: sqlite3.Connection, upto: int, got: Loaded) -> bool:
     """True when a node holds the seq of a forgotten one (the newest node forgotten, the next
     one given its seq) and the mirrors do not hold it as a live row: its row would sit among
     the old ones, so only a full load places it."""
+    # CROSS JOIN keeps the (short) forgotten list as the outer loop: with a plain JOIN SQLite
+    # walked the nodes' seq index instead, 25 ms at 100k events on every catch-up with another
+    # writer, two thirds of a save's time beside a second writing process (issue 30)
     rows = conn.execute(
-        "SELECT f.seq, n.id, n.label FROM ann_forgotten f JOIN nodes n ON n.seq = f.seq "
+        "SELECT f.seq, n.id, n.label FROM ann_forgotten f CROSS JOIN nodes n ON n.seq = f.seq "
         "WHERE f.seq <= ?",
         (upto,),
     )

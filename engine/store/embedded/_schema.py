@@ -134,9 +134,55 @@ CREATE TABLE IF NOT EXISTS topic_bindings (
     diffusion            REAL NOT NULL,
     context_independence REAL NOT NULL,
     related              TEXT NOT NULL DEFAULT '[]',  -- JSON list of paths, in order
+    stamp                INTEGER NOT NULL DEFAULT 0,  -- recall_clock when last written (RECALL_DDL)
     PRIMARY KEY (path, event_id)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS topic_bindings_event ON topic_bindings (event_id);
+"""
+
+# What another process's topic and date index needs to follow this file by the rows that changed
+# (issue 30; engine.recall): a clock that every binding written or removed moves on, each
+# binding's stamp (the clock when it was last written), and a log of removed bindings and
+# events with the stamp of their removal. Triggers, so that every writer keeps them: a save, a
+# rebinding, a forget and its cascade, a restore, whichever code version runs it. Run after the
+# migration that adds ``topic_bindings.stamp`` to an older file.
+RECALL_DDL = """
+CREATE TABLE IF NOT EXISTS recall_clock (
+    id    INTEGER PRIMARY KEY CHECK (id = 1),
+    stamp INTEGER NOT NULL
+);
+INSERT OR IGNORE INTO recall_clock (id, stamp) VALUES (1, 0);
+CREATE TABLE IF NOT EXISTS recall_removed (
+    stamp    INTEGER NOT NULL,
+    event_id TEXT NOT NULL,
+    path     TEXT,                          -- a binding removed; NULL: the event itself
+    day      TEXT,                          -- the removed event's create_date
+    seq      INTEGER                        -- the removed event's seq (may be given again)
+);
+CREATE INDEX IF NOT EXISTS recall_removed_stamp ON recall_removed (stamp);
+CREATE INDEX IF NOT EXISTS topic_bindings_stamp ON topic_bindings (stamp);
+CREATE TRIGGER IF NOT EXISTS topic_bindings_new AFTER INSERT ON topic_bindings BEGIN
+    UPDATE recall_clock SET stamp = stamp + 1 WHERE id = 1;
+    UPDATE topic_bindings SET stamp = (SELECT stamp FROM recall_clock WHERE id = 1)
+    WHERE path = NEW.path AND event_id = NEW.event_id;
+END;
+CREATE TRIGGER IF NOT EXISTS topic_bindings_changed
+AFTER UPDATE OF timestamp, activation, diffusion, context_independence, related
+ON topic_bindings BEGIN
+    UPDATE recall_clock SET stamp = stamp + 1 WHERE id = 1;
+    UPDATE topic_bindings SET stamp = (SELECT stamp FROM recall_clock WHERE id = 1)
+    WHERE path = NEW.path AND event_id = NEW.event_id;
+END;
+CREATE TRIGGER IF NOT EXISTS topic_bindings_removed AFTER DELETE ON topic_bindings BEGIN
+    UPDATE recall_clock SET stamp = stamp + 1 WHERE id = 1;
+    INSERT INTO recall_removed (stamp, event_id, path)
+    VALUES ((SELECT stamp FROM recall_clock WHERE id = 1), OLD.event_id, OLD.path);
+END;
+CREATE TRIGGER IF NOT EXISTS events_removed AFTER DELETE ON nodes WHEN OLD.label = 'Event' BEGIN
+    UPDATE recall_clock SET stamp = stamp + 1 WHERE id = 1;
+    INSERT INTO recall_removed (stamp, event_id, day, seq)
+    VALUES ((SELECT stamp FROM recall_clock WHERE id = 1), OLD.id, OLD.create_date, OLD.seq);
+END;
 """
 
 # Raises every mark to at least the highest allocated id present: a database written before marks
@@ -191,6 +237,10 @@ def connect(path: str) -> sqlite3.Connection:
     try:
         if "stale" not in {r[1] for r in conn.execute("PRAGMA table_info(meta)")}:
             conn.execute("ALTER TABLE meta ADD COLUMN stale INTEGER NOT NULL DEFAULT 0")
+        if "stamp" not in {r[1] for r in conn.execute("PRAGMA table_info(topic_bindings)")}:
+            conn.execute("ALTER TABLE topic_bindings ADD COLUMN stamp INTEGER NOT NULL DEFAULT 0")
+        for statement in _statements(RECALL_DDL):
+            conn.execute(statement)
         conn.execute(CATCH_UP_MARKS)
         conn.execute(f"PRAGMA user_version = {LAYOUT_VERSION}")
         conn.execute("COMMIT")
@@ -198,6 +248,19 @@ def connect(path: str) -> sqlite3.Connection:
         conn.execute("ROLLBACK")
         raise
     return conn
+
+
+def _statements(script: str) -> list[str]:
+    """The statements of a script, one by one, a trigger's body kept whole (``executescript``
+    would commit the transaction the migration runs in)."""
+    out: list[str] = []
+    pending = ""
+    for line in script.splitlines(keepends=True):
+        pending += line
+        if sqlite3.complete_statement(pending):
+            out.append(pending.strip())
+            pending = ""
+    return out
 
 
 def vec_blob(vector: Vector | None) -> bytes | None:

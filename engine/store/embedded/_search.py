@@ -3,17 +3,25 @@
 * **Subset scan**: when ``restrict`` (expand), an entity filter or a date range leaves at most
   ``SUBSET_MAX`` events, only those rows are scored (exact, and far cheaper than the matrix).
 * **ANN**: above ``AnnSettings.min_vectors`` rows, the route asks its HNSW index for
-  ``limit x overfetch`` candidates (plus the excluded ids), adds every row the index does not
-  cover yet, drops what fails the filters, rescores the rest exactly from the float32 mirror
+  ``limit x first_overfetch`` candidates (plus the excluded ids), adds every row the index does
+  not cover yet, drops what fails the filters, rescores the rest exactly from the float32 mirror
   and cuts the page by (cosine DESC, id ASC), as the exact scan orders it. A fetch that leaves
   fewer than ``limit`` events is repeated once, four times larger, then the exact scan answers.
   A search asks for both routes at once (``pool_hits``): when both come from their indexes,
   each rescores the union of both indexes' candidates, so an event one graph does not reach
   is still found through the other.
+* **Adaptive over-fetch** (issue 30): the page is kept when it is *stable*: its last score
+  lies at least ``MARGIN`` above the worst candidate the index gave, so every event scoring
+  above the page's last was within the index's reach. Otherwise the fetch doubles, up to
+  ``limit x overfetch`` (the fixed fetch before this). A page that a larger fetch left
+  unchanged is not taken as stable: on the tune queries that rule kept wrong pages from a
+  first fetch of 2x (98.0% of searches delivered the exact scan's 4 events).
 * **Exact scan** (``_index``) everywhere else, and always with ``mode = "exact"``.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -34,6 +42,31 @@ from mnemoql.engine.store.embedded._index import (
 
 SUBSET_MAX = 20_000
 RETRY_FACTOR = 4
+# How far the page's last exact score must lie above the worst candidate the index returned
+# for the page to be kept without a larger fetch: the int8 graph orders candidates by an
+# approximate cosine, this covers its error (chosen on the tune queries of
+# bench/results/search_latency_tune.md; docs/DECISIONS.md, "Adaptive over-fetch")
+MARGIN = 0.01
+GROWTH = 2  # an unstable page is fetched again this many times larger
+
+
+@dataclass(slots=True)
+class Fetched:
+    """A route's candidate rows that pass the filters, and which of them the index gave
+    (``own``: None when the index gave every key it holds, so nothing lies beyond)."""
+
+    rows: I64
+    own: I64 | None
+
+
+@dataclass(slots=True)
+class Scored:
+    """Exact scores of candidate rows (``rows`` without events the route cannot score) and
+    the page cut from them."""
+
+    rows: I64
+    scores: F32
+    hits: list[Hit]
 
 
 def route_hits(
@@ -54,9 +87,11 @@ def route_hits(
     subset, mask = _plan(view, filters, exclude, restrict, allowed)
     if subset is not None:
         return _subset(route, view, query, subset, limit)
-    cand = _candidates(route, view, generation, ann, query, filters, exclude, mask, limit)
-    if cand is not None:
-        return _rescore(route, view, query, cand, limit)
+    hits = _adaptive(
+        (route,), view, generation, ann, query, filters, exclude, mask, limit, union=False
+    )
+    if hits is not None:
+        return hits[0]
     return _exact(route, view, query, filters, exclude, restrict, allowed, mask, limit)
 
 
@@ -87,22 +122,73 @@ def pool_hits(
         return _subset("summary", view, query, subset, limit), _subset(
             "chunk", view, query, subset, limit
         )
-    found: dict[RouteName, I64 | None] = {
-        route: _candidates(route, view, generation, ann, query, filters, exclude, mask, limit)
-        for route in ("summary", "chunk")
-    }
-    known = [c for c in found.values() if c is not None]
-    union = np.union1d(known[0], known[1]) if len(known) == 2 else None
+    routes: tuple[RouteName, RouteName] = ("summary", "chunk")
+    both = _adaptive(routes, view, generation, ann, query, filters, exclude, mask, limit)
+    if both is not None:
+        return both[0], both[1]
+    # at most one index answered: that route alone (adaptive), the exact scan for the other
     out: list[list[Hit]] = []
-    for route, cand in found.items():
-        if cand is None:
-            out.append(_exact(route, view, query, filters, exclude, restrict, allowed, mask, limit))
-            continue
-        rows = union if union is not None else cand
-        if route == "summary":
-            rows = rows[view.has_vec[rows]]
-        out.append(_rescore(route, view, query, rows, limit))
+    for route in routes:
+        one = _adaptive((route,), view, generation, ann, query, filters, exclude, mask, limit)
+        if one is None:
+            one = [_exact(route, view, query, filters, exclude, restrict, allowed, mask, limit)]
+        out.append(one[0])
     return out[0], out[1]
+
+
+def _adaptive(
+    routes: tuple[RouteName, ...],
+    view: EventView,
+    generation: int,
+    ann: AnnIndexes | None,
+    query: F32,
+    filters: Filters,
+    exclude: frozenset[str],
+    mask: Mask | None,
+    limit: int,
+    union: bool = True,
+) -> list[list[Hit]] | None:
+    """The routes' pages from their indexes' candidates (each route rescoring the union of
+    all of them when ``union``), fetched ``first_overfetch`` x the page and grown by
+    ``GROWTH`` up to ``overfetch`` x while a page is unstable (module docstring). None when
+    any route's index cannot answer (the caller scans exactly)."""
+    if ann is None or not ann.enabled:
+        return None
+    most = max(1, ann.settings.overfetch)
+    per = min(max(1, ann.settings.first_overfetch), most)
+    while True:
+        fetch = limit * per + len(exclude)
+        found: list[Fetched] = []
+        for route in routes:
+            got = _candidates(route, view, generation, ann, query, filters, exclude, mask, fetch,
+                              limit)  # fmt: skip
+            if got is None:
+                return None
+            found.append(got)
+        pool = np.union1d(found[0].rows, found[1].rows) if union and len(found) == 2 else None
+        scored = [
+            _score(route, view, query, got.rows if pool is None else pool, limit)
+            for route, got in zip(routes, found, strict=True)
+        ]
+        pages = [s.hits for s in scored]
+        if per >= most or all(
+            _stable(s, got.own, limit) for s, got in zip(scored, found, strict=True)
+        ):
+            return pages
+        per = min(most, per * GROWTH)
+
+
+def _stable(scored: Scored, own: I64 | None, limit: int) -> bool:
+    """True when no event beyond the index's fetch can enter the page: the index gave all it
+    holds, or the page's last score lies ``MARGIN`` above the worst candidate it gave."""
+    if own is None:
+        return True
+    if len(scored.hits) < limit:
+        return False
+    given = np.isin(scored.rows, own)
+    if not given.any():
+        return False
+    return scored.hits[-1].score >= float(scored.scores[given].min()) + MARGIN
 
 
 def _plan(
@@ -165,15 +251,16 @@ def _candidates(
     filters: Filters,
     exclude: frozenset[str],
     mask: Mask | None,
+    fetch: int,
     limit: int,
-) -> I64 | None:
-    """The event rows the route's index proposes (and the rows it does not cover yet) that
-    pass the filters, at least ``limit`` of them; None when the exact scan must answer (no
-    index, the index busy, or too few candidates even after a larger fetch)."""
+) -> Fetched | None:
+    """The event rows the route's index proposes among its best ``fetch`` keys (and the rows
+    it does not cover yet) that pass the filters, at least ``limit`` of them; None when the
+    exact scan must answer (no index, the index busy, or too few candidates even after a
+    larger fetch)."""
     h = ann.index(route, generation) if ann is not None and ann.enabled else None
     if h is None:
         return None
-    assert ann is not None
     n = view.n
     exclude_rows = view.rows(exclude) if exclude else np.zeros(0, np.int64)
     covered = min(h.covered, view.nc if route == "chunk" else n)
@@ -181,17 +268,17 @@ def _candidates(
         tail = np.unique(view.crow[covered : view.nc])
     else:
         tail = np.arange(covered, n, dtype=np.int64)
-    fetch = limit * ann.settings.overfetch + len(exclude)
     for _attempt in range(2):
         keys = h.search(query, fetch)
         if keys is None:
             return None
-        rows = np.unique(np.concatenate([rows_of_keys(view.seqs, n, keys), tail]))
+        own = rows_of_keys(view.seqs, n, keys)
+        rows = np.unique(np.concatenate([own, tail]))
         if route == "summary":
             rows = rows[view.has_vec[rows]]
         cand = _passing(view, rows, filters, exclude_rows, mask)
         if cand.size >= limit:
-            return cand
+            return Fetched(cand, None if keys.size < fetch else own)
         if keys.size < fetch:  # the index gave all it has: too few pass, scan exactly
             return None
         fetch *= RETRY_FACTOR
@@ -207,11 +294,18 @@ def _subset(route: RouteName, view: EventView, query: F32, rows: I64, limit: int
 
 def _rescore(route: RouteName, view: EventView, query: F32, rows: I64, limit: int) -> list[Hit]:
     """Exact cosine of candidate event rows; the best ``limit`` by (score DESC, id ASC)."""
+    return _score(route, view, query, rows, limit).hits
+
+
+def _score(route: RouteName, view: EventView, query: F32, rows: I64, limit: int) -> Scored:
+    """Every candidate's exact score and the best ``limit`` of them as hits."""
     if route == "summary":
+        rows = rows[view.has_vec[rows]]
         scores = _dot(view.vecs, rows, query)
         order = _order(scores, rows, view.ids, limit)
-        return [Hit(view.ids[int(rows[i])], float(scores[i])) for i in order]
-    return _chunk_rescore(view, query, rows, limit)
+        hits = [Hit(view.ids[int(rows[i])], float(scores[i])) for i in order]
+        return Scored(rows, scores, hits)
+    return _chunk_score(view, query, rows, limit)
 
 
 def _dot(matrix: F32, rows: I64, query: F32) -> F32:
@@ -235,15 +329,16 @@ def _order(scores: F32, rows: I64, ids: list[str], limit: int) -> list[int]:
     return sorted(cand, key=lambda i: (-float(scores[i]), ids[int(rows[i])]))[:k]
 
 
-def _chunk_rescore(view: EventView, query: F32, rows: I64, limit: int) -> list[Hit]:
-    """Each candidate event scored by its best chunk over all its chunks (first on a tie)."""
+def _chunk_score(view: EventView, query: F32, rows: I64, limit: int) -> Scored:
+    """Each candidate event scored by its best chunk over all its chunks (first on a tie);
+    events without chunks are left out."""
     ng, nc = view.ng, view.nc
     g = np.searchsorted(view.gevent[:ng], rows)
     has = g < ng
     has[has] &= view.gevent[g[has]] == rows[has]
     rows, g = rows[has], g[has]
     if rows.size == 0:
-        return []
+        return Scored(rows, np.zeros(0, np.float32), [])
     lo = view.gstart[g]
     hi = np.where(g + 1 < ng, view.gstart[np.minimum(g + 1, ng - 1)], nc)
     lens = hi - lo
@@ -264,7 +359,7 @@ def _chunk_rescore(view: EventView, query: F32, rows: I64, limit: int) -> list[H
                 int(view.cend[c]),
             )
         )
-    return hits
+    return Scored(rows, best, hits)
 
 
 def entity_hits(

@@ -74,6 +74,7 @@ from mnemoql.engine.store.faults import probe_write, storage_fault, unwritable
 from mnemoql.engine.store.lexical import query_terms as lexical_terms
 from mnemoql.engine.store.rules import entity_label
 from mnemoql.engine.store.window import window_route_by_parts
+from mnemoql.engine.topics.changes import TopicChanges, TopicMark
 
 __all__ = ["EmbeddedStore"]
 
@@ -534,6 +535,15 @@ class EmbeddedStore:
 
     async def event_dates(self) -> list[tuple[str, str]]:
         return await self._call(self._database.event_dates)
+
+    async def topic_changes(self, since: TopicMark | None) -> TopicChanges | None:
+        """What changed in the topic and date data since ``since`` (``engine.topics.changes``;
+        the current mark alone when None), or None when only a full reload can tell."""
+        return await self._call(self._database.topic_changes, since)
+
+    def last_write_marks(self) -> tuple[TopicMark, TopicMark] | None:
+        """The topic marks around this store's last committed save or binding."""
+        return self._database.write_marks
 
     async def bind_topic(self, draft: TopicDraft, event_ids: Sequence[str], timestamp: int) -> None:
         await self._call(self._database.bind_topic, draft, list(event_ids), timestamp)
