@@ -70,6 +70,21 @@ def need_browser() -> None:
     pytest.skip(reason)
 
 
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Debian's Chromium through Playwright, headless and offline (``CHROMIUM_ARGS``), one per
+    test module; a ``playwright.sync_api.Browser``."""
+    need_browser()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
 def cjk_font_missing() -> bool:
     """True when fontconfig knows no Chinese font: screenshots then show CJK text as boxes."""
     fc_list = shutil.which("fc-list")

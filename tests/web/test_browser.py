@@ -22,11 +22,8 @@ import pytest
 from mnemoql.engine.providers.offline import OfflineExtractor
 from mnemoql.web.demo import demo_inputs
 from tests.web.conftest import (
-    CHROMIUM,
-    CHROMIUM_ARGS,
     LiveServer,
     call_failed,
-    need_browser,
     record_screenshot,
 )
 
@@ -89,19 +86,6 @@ class Watch:
     def assert_clean(self) -> None:
         self.assert_offline()
         assert not self.errors, self.errors
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    need_browser()
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
-        try:
-            yield b
-        finally:
-            b.close()
 
 
 @pytest.fixture
@@ -194,9 +178,7 @@ def demo_events() -> int:
     """Events the demo memory holds: a line without an extraction of its own (the English
     chat) gives one per turn."""
     offline = OfflineExtractor()
-    return sum(
-        len((i.extraction or offline.extract_sync(i.content)).events) for i in demo_inputs()
-    )
+    return sum(len((i.extraction or offline.extract_sync(i.content)).events) for i in demo_inputs())
 
 
 def test_explorer_loads_offline_and_draws_the_whole_graph(
@@ -381,9 +363,7 @@ def test_graphiql_loads_offline_and_runs_a_query(
     assert any('"diary_ch1_e06"' in p.get("query", "") for p in posted)
 
 
-LIVE_SAVE = (
-    "mutation($input: SaveInput!) { save(input: $input) { eventIds createdPersons } }"
-)
+LIVE_SAVE = "mutation($input: SaveInput!) { save(input: $input) { eventIds createdPersons } }"
 
 
 def test_the_explorer_follows_saves_and_forgets_live(
@@ -394,7 +374,11 @@ def test_the_explorer_follows_saves_and_forgets_live(
     loads = sum("ExplorerGraph" in b for b in watch.posts())
     extraction = {
         "events": [
-            {"ref": "e", "summary": "Zoë shows the live explorer", "participants": [{"person": "z"}]}
+            {
+                "ref": "e",
+                "summary": "Zoë shows the live explorer",
+                "participants": [{"person": "z"}],
+            }
         ],
         "persons": [{"ref": "z", "name": "Zoë Live"}],
     }
@@ -417,9 +401,7 @@ def test_the_explorer_follows_saves_and_forgets_live(
     after = sum("ExplorerGraph" in b for b in watch.posts())
     assert after == loads, "the explorer reloaded the whole graph instead of applying the change"
     # forgetting takes them away again
-    live_server.gql(
-        "mutation($id: ID!) { forget(eventId: $id) { deletedIds } }", id=event_id
-    )
+    live_server.gql("mutation($id: ID!) { forget(eventId: $id) { deletedIds } }", id=event_id)
     page.wait_for_function(
         "(e) => window.mnemoqlExplorer.cy.getElementById(e).empty()", arg=event_id
     )

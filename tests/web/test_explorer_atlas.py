@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import pytest
 
-from tests.web.conftest import CHROMIUM, CHROMIUM_ARGS, need_browser, record_screenshot
+from tests.web.conftest import record_screenshot
 from tests.web.served import Served, served
 
 if TYPE_CHECKING:
@@ -74,19 +74,6 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         ]
         server.gql(SAVE_MANY, inputs=inputs)
         yield server
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    need_browser()
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
-        try:
-            yield b
-        finally:
-            b.close()
 
 
 class Posts:

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from tests.web.conftest import CHROMIUM, CHROMIUM_ARGS, need_browser
 from tests.web.served import Served, served
 
 if TYPE_CHECKING:
@@ -90,19 +89,6 @@ def service(
     env = {"MNEMOQL_HTTP__CORS_ORIGINS": json.dumps([frontends[0]])}
     with served(tmp_path_factory.mktemp("cors") / "data", env=env) as server:
         yield server
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    need_browser()
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
-        try:
-            yield b
-        finally:
-            b.close()
 
 
 def calls_from(browser: Browser, origin: str, service: Served) -> dict[str, str]:
