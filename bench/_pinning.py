@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import statistics
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -101,34 +102,53 @@ class Case:
     other_cpu_s: float
     held: str  # what the servers' threads' affinities read back
     samples: list[str]  # a few error texts
+    round: int = 1
 
     @property
     def rate(self) -> float:
         return self.searches / self.seconds if self.seconds else 0.0
 
 
+def ratios(cases: list[Case]) -> list[float]:
+    """Each case's searches/s over the 1-process case of its own round (same run, same data)."""
+    base = {c.round: c.rate for c in cases if c.processes == 1}
+    return [c.rate / base[c.round] if base.get(c.round) else float("nan") for c in cases]
+
+
 def scaling_table(cases: list[Case]) -> str:
-    """The markdown table, each row's ratio against the first (one process on one core)."""
+    """The markdown table, each row's ratio against its round's one process on one core."""
     rows = [
-        "| processes | server cores | load generator on | searches/s | p50 ms | p95 ms | "
-        "follow-ups ok | cursor expiries | errors | server CPU (cores) | load generator CPU "
-        "(cores) | other CPU (cores) | x one core | per added core |",
-        "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| round | processes | server cores | load generator on | searches/s | p50 ms | p95 ms | "
+        "follow-ups ok | cursor expiries | errors | server CPU (cores) | searches per server "
+        "core-s | load generator CPU (cores) | other CPU (cores) | x one core | per added core |",
+        "|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    base = cases[0].rate if cases else 0.0
-    for c in cases:
-        ratio = c.rate / base if base else float("nan")
-        added = c.processes - cases[0].processes
-        per_added = f"+{(ratio - 1) / added:.2f}" if added else "-"
+    for c, ratio in zip(cases, ratios(cases), strict=True):
+        per_added = f"{(ratio - 1) / (c.processes - 1):+.2f}" if c.processes > 1 else "-"
         ok = f"{100 * c.follow_ups_ok / c.follow_ups:.1f} %" if c.follow_ups else "-"
         gen = ",".join(map(str, c.generator_cpus)) if c.generator_cpus else "unpinned (all)"
+        per_core_s = c.searches / c.server_cpu_s if c.server_cpu_s else float("nan")
         rows.append(
-            f"| {c.processes} | {','.join(map(str, c.server_cpus))} | {gen} | {c.rate:.1f} | "
-            f"{c.p50_ms:.0f} | {c.p95_ms:.0f} | {ok} | {c.cursor_gone} | {c.errors} | "
-            f"{c.server_cpu_s / c.seconds:.2f} | {c.generator_cpu_s / c.seconds:.2f} | "
-            f"{c.other_cpu_s / c.seconds:.2f} | {ratio:.2f} | {per_added} |"
+            f"| {c.round} | {c.processes} | {','.join(map(str, c.server_cpus)) or 'any'} | "
+            f"{gen} | {c.rate:.1f} | {c.p50_ms:.0f} | {c.p95_ms:.0f} | {ok} | {c.cursor_gone} | "
+            f"{c.errors} | {c.server_cpu_s / c.seconds:.2f} | {per_core_s:.0f} | "
+            f"{c.generator_cpu_s / c.seconds:.2f} | {c.other_cpu_s / c.seconds:.2f} | "
+            f"{ratio:.2f} | {per_added} |"
         )
     return "\n".join(rows)
+
+
+def medians(cases: list[Case]) -> list[str]:
+    """One line per process count: the median ratio and searches/s over the rounds."""
+    by: dict[int, list[tuple[float, float]]] = {}
+    for c, ratio in zip(cases, ratios(cases), strict=True):
+        by.setdefault(c.processes, []).append((ratio, c.rate))
+    return [
+        f"- {n} process(es), median of {len(v)} round(s): "
+        f"**x{statistics.median(r for r, _ in v):.2f}** one core, "
+        f"{statistics.median(s for _, s in v):.1f} searches/s"
+        for n, v in sorted(by.items())
+    ]
 
 
 def scaling_report(command: str, machine: str, setup: str, cases: list[Case], pin: bool) -> str:
@@ -139,7 +159,7 @@ def scaling_report(command: str, machine: str, setup: str, cases: list[Case], pi
         if pin
         else "none (the scheduler places everything)"
     )
-    shared = [c.processes for c in cases if pin and not c.generator_cpus]
+    shared = sorted({c.processes for c in cases if pin and not c.generator_cpus})
     return "\n".join(
         [
             "# Load: scaling per core (issue 30)",
@@ -153,14 +173,22 @@ def scaling_report(command: str, machine: str, setup: str, cases: list[Case], pi
             "",
             scaling_table(cases),
             "",
-            "- *searches/s*: `search` requests with a query text answered per second (follow-ups "
-            "on a cursor not counted); p50 / p95 of those, measured by the clients.",
-            "- *x one core*: searches/s over the first row's; *per added core*: (that - 1) / the "
-            "cores added. Target (issue 30): 2 pinned processes >= 1.7x one, same run.",
+            *medians(cases),
+            "- *searches/s*: `search` requests with a query text answered without an error, per "
+            "second (follow-ups on a cursor not counted); p50 / p95 of every `search` request, "
+            "measured by the clients. Every searcher has a read token of its own.",
+            "- *searches per server core-s*: searches over the servers' CPU seconds (flat if the "
+            "work per search does not grow with the processes, whatever else runs).",
+            "- *x one core*: searches/s over the 1-process row of the same round; *per added "
+            "core*: (that - 1) / the cores added; rounds alternate the process counts.",
+            "- Target (issue 30): 2 pinned processes >= 1.7x one, same run.",
             "- *server CPU* / *load generator CPU* / *other CPU*: core-seconds per second of the "
             "load (/proc), for the servers, this process (all the clients), and everything else "
             "on the machine (other work on a shared machine).",
-            *(f"- {c.processes} process(es), read back after the load: {c.held}" for c in cases),
+            *(
+                f"- round {c.round}, {c.processes} process(es), read back after the load: {c.held}"
+                for c in cases
+            ),
             *(
                 [
                     "- **The load generator shares the servers' cores** with "
@@ -172,7 +200,11 @@ def scaling_report(command: str, machine: str, setup: str, cases: list[Case], pi
                 if shared
                 else []
             ),
-            *(f"- {c.processes} process(es) error sample: `{e}`" for c in cases for e in c.samples),
+            *(
+                f"- round {c.round}, {c.processes} process(es), error sample: `{e}`"
+                for c in cases
+                for e in c.samples
+            ),
             "",
         ]
     )

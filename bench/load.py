@@ -126,6 +126,7 @@ class Stats:
     expected: Counter[str] = field(default_factory=Counter)
     follow_ups: int = 0  # follow-ups sent (--follow-ups)
     follow_ups_ok: int = 0  # ... answered without an error
+    answered: Counter[str] = field(default_factory=Counter)  # per operation, without an error
 
     def error(self, what: str) -> None:
         self.error_count += 1
@@ -243,6 +244,7 @@ async def gql(
             return None
         stats.error(f"{op}: {json.dumps(body['errors'], ensure_ascii=False)}")
         return None
+    stats.answered[op] += 1
     data: dict[str, Any] = body["data"]
     return data
 
@@ -608,11 +610,11 @@ async def run_load(args: argparse.Namespace, processes: int, pin: bool) -> Outco
         {"token": write_token, "space": SPACE, "scopes": ["read", "write"]},
         {"token": read_token, "space": SPACE, "scopes": ["read"]},
     ]
-    # with --follow-ups every agent has a read token of its own (the per-client fair share
-    # then applies to each agent, not to all fifty as one client)
-    agent_tokens = [
-        secrets.token_urlsafe(24) for _ in range(args.searchers if args.follow_ups else 0)
-    ]
+    # with --follow-ups or --scaling every agent has a read token of its own (the per-client
+    # fair share then applies to each agent, not to all fifty as one client: a scaling run
+    # measures the servers, not that one client's in-flight cap)
+    own = bool(args.follow_ups or args.scaling)
+    agent_tokens = [secrets.token_urlsafe(24) for _ in range(args.searchers if own else 0)]
     tokens += [{"token": t, "space": SPACE, "scopes": ["read"]} for t in agent_tokens]
     env = server_env(args, tokens)
     server_cpus: list[int | None] = [None] * processes
@@ -670,7 +672,7 @@ async def run_load(args: argparse.Namespace, processes: int, pin: bool) -> Outco
                     else searcher(
                         i,
                         bases[i % len(bases)],
-                        read_token,
+                        agent_tokens[i] if agent_tokens else read_token,
                         deadline,
                         stats,
                         args.seed,
@@ -752,14 +754,14 @@ def pin_line(r: Outcome) -> str:
     )
 
 
-def case(r: Outcome) -> _pinning.Case:
+def case(r: Outcome, k: int) -> _pinning.Case:
     lat = [x * 1000 for x in r.stats.latencies.get("search", [])]
     return _pinning.Case(
         r.processes,
         [c for c in r.server_cpus if c is not None],
         r.generator_cpus,
         r.elapsed,
-        len(lat),
+        r.stats.answered["search"],
         pct(lat, 50),
         pct(lat, 95),
         r.stats.follow_ups,
@@ -771,6 +773,7 @@ def case(r: Outcome) -> _pinning.Case:
         max(0.0, r.cpu.busy_s - r.cpu.server_s - r.cpu.clients_s),
         r.held or "not pinned",
         r.stats.errors[:2],
+        k,
     )
 
 
@@ -779,10 +782,12 @@ async def scaling_async(args: argparse.Namespace) -> int:
     each on a fresh copy of the same data with the same clients, seeds and queries."""
     cpus = _pinning.available_cpus() if args.pin else list(range(os.cpu_count() or 1))
     counts = [n for n in (1, 2, 4) if n <= len(cpus)]
-    results = []
-    for n in counts:
-        print(f"scaling: {n} process(es)", file=sys.stderr)
-        results.append(await run_load(args, n, args.pin))
+    results, cases = [], []
+    for k in range(1, args.rounds + 1):
+        for n in counts if k % 2 else counts[::-1]:  # alternate: drift hits both alike
+            print(f"scaling: round {k}, {n} process(es)", file=sys.stderr)
+            results.append(await run_load(args, n, args.pin))
+            cases.append(case(results[-1], k))
     first = results[0]
     setup = (
         f"N independent `mnemoql serve` processes over a fresh copy of the same data ({SEEDS} "
@@ -797,7 +802,7 @@ async def scaling_async(args: argparse.Namespace) -> int:
         f"{machine()}. Load average at the start {first.load_at_start}, at the end "
         f"{results[-1].load_at_end}",
         setup,
-        [case(r) for r in results],
+        cases,
         args.pin,
     )
     write_report(args, report)
@@ -974,6 +979,9 @@ def main(argv: list[str] | None = None) -> int:
         help="server i on CPU i alone (taskset), the load generator on the CPUs left",
     )
     p.add_argument(
+        "--rounds", type=int, default=1, help="with --scaling: repeat the cases (medians)"
+    )
+    p.add_argument(
         "--scaling",
         action="store_true",
         help="1 process, then 2 (and 4 with 4+ CPUs), back to back; a table of the ratio",
@@ -1028,6 +1036,8 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"--pin needs a CPU per process: {len(_pinning.available_cpus())} available")
     if args.pin and not shutil.which("taskset"):
         p.error("--pin needs taskset (util-linux)")
+    if not 1 <= args.rounds <= 20:
+        p.error("--rounds must be between 1 and 20")
     if args.scaling and args.processes != 1:
         p.error("--scaling chooses the process counts itself: drop --processes")
     if not 0 <= args.follow_ups <= 20:

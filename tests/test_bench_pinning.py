@@ -85,3 +85,18 @@ def test_generator_pinning_is_undone_after_the_block() -> None:
     assert os.sched_getaffinity(0) == before
     with _pinning.generator_on([]):  # no CPU left: unpinned, untouched
         assert os.sched_getaffinity(0) == before
+
+
+def _case(processes: int, searches: int, round_: int) -> _pinning.Case:
+    return _pinning.Case(
+        processes, list(range(processes)), [], 10.0, searches, 1.0, 2.0, 0, 0, 0, 0,
+        5.0, 1.0, 0.0, "", [], round_,
+    )  # fmt: skip
+
+
+def test_each_ratio_is_against_the_one_process_row_of_its_own_round() -> None:
+    cases = [_case(1, 100, 1), _case(2, 180, 1), _case(2, 150, 2), _case(1, 50, 2)]
+    assert _pinning.ratios(cases) == [1.0, 1.8, 3.0, 1.0]
+    assert "**x2.40** one core" in "\n".join(_pinning.medians(cases))
+    table = _pinning.scaling_table(cases).splitlines()
+    assert table[3].endswith("| 1.80 | +0.80 |")
