@@ -184,7 +184,10 @@ def scaling_report(command: str, machine: str, setup: str, cases: list[Case], pi
             "- Target (issue 30): 2 pinned processes >= 1.7x one, same run.",
             "- *server CPU* / *load generator CPU* / *other CPU*: core-seconds per second of the "
             "load (/proc), for the servers, this process (all the clients), and everything else "
-            "on the machine (other work on a shared machine).",
+            "on the machine (other work on a shared machine). Server CPU below the server "
+            "cores means the servers waited for their own cores: taskset keeps a server on its "
+            "core, not other processes off it, so on a busy machine compare *searches per "
+            "server core-s* too.",
             *(
                 f"- round {c.round}, {c.processes} process(es), read back after the load: {c.held}"
                 for c in cases
