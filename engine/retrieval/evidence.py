@@ -102,6 +102,9 @@ class EvidenceItem:
     total: int = 0
     notes: tuple[Note, ...] = ()
     concepts: tuple[ConceptRef, ...] = ()
+    # the summary as a page's text shows it (``quotes.shown_summary``): empty when the quote
+    # holds it, else cut; None: the whole summary. ``summary`` itself stays whole for clients.
+    shown: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

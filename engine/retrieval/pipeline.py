@@ -730,7 +730,8 @@ class Retriever:
                     event_id=event_id,
                     create_time=ev.create_time,
                     time=ev.time,
-                    summary=shown_summary(
+                    summary=ev.summary,
+                    shown=shown_summary(
                         ev.summary, ev.content, quote.quote.text if quote.quote else None
                     ),
                     quote=quote.quote,

@@ -69,7 +69,8 @@ def _item(rank: int, item: EvidenceItem, w: _Words, locale: Locale) -> list[str]
     if item.time:
         head += f" | {w.time}{item.time}"
     # an empty summary: the quote below holds it (quotes.shown_summary)
-    lines = [head, f"{w.summary}{item.summary}"] if item.summary else [head]
+    summary = item.summary if item.shown is None else item.shown
+    lines = [head, f"{w.summary}{summary}"] if summary else [head]
     if item.quote is not None:
         q = item.quote
         lines.append(w.quote.format(start=q.start, end=q.end, total=q.total, text=q.text))

@@ -83,12 +83,13 @@ def test_save_message_and_text_follow_accept_language(english: Served) -> None:
     assert again["message"].startswith(f"已保存 1 个事件：{again['eventIds'][0]}")
     en = post(english, SEARCH_TEXT % "en", EN_FIRST)["data"]["search"]["text"]
     zh = post(english, SEARCH_TEXT % "zh", ZH_FIRST)["data"]["search"]["text"]
-    assert "summary: " in en and "摘要：" not in en
-    assert "摘要：" in zh and "summary: " not in zh
+    # a page's note in its language (a summary line shows only where the quote lacks it)
+    assert "verify summaries against the source" in en and "摘要需以原文核实" not in en
+    assert "摘要需以原文核实" in zh and "verify summaries against the source" not in zh
     # an explicit argument wins over the header
     explicit = post(english, '{ search(query: "Berlin", session: "x") { text(locale: EN) } }',
                     ZH_FIRST)["data"]["search"]["text"]  # fmt: skip
-    assert "summary: " in explicit
+    assert "verify summaries against the source" in explicit
 
 
 def test_the_setting_makes_chinese_the_default(chinese: Served) -> None:
@@ -113,7 +114,7 @@ async def test_mcp_over_http_speaks_the_configured_language(chinese: Served) -> 
         assert error_code(missing) == "NOT_FOUND"
         assert text(missing) == "NOT_FOUND: 事件不存在：event_999"
         found = await client.call_tool("memory_search", {"query": "dragon village"})
-        assert "摘要：" in text(found) and "可继续：" in text(found)
+        assert "摘要需以原文核实" in text(found) and "可继续：" in text(found)
 
 
 async def test_mcp_over_http_follows_a_requests_accept_language(chinese: Served) -> None:
@@ -172,7 +173,7 @@ async def test_the_python_memory_speaks_its_locale(
         saved = await memory.save(CONTENT)
         assert saved.message.startswith("已保存 1 个事件：")
         page = await memory.search("Berlin", session="zh")
-        assert "摘要：" in page.text
+        assert "摘要需以原文核实" in page.text
         with pytest.raises(NotFound) as caught:
             await memory.read("event_999")
         assert caught.value.message == str(caught.value) == "事件不存在：event_999"
@@ -192,7 +193,7 @@ def test_the_python_client_speaks_its_locale(english: Served, chinese: Served) -
     with Client(english.url, locale="zh", session="zh-client") as client:
         saved = client.save(CONTENT + " Client.")
         assert saved.message.startswith("已保存 1 个事件：")
-        assert "摘要：" in client.search("Berlin").text
+        assert "摘要需以原文核实" in client.search("Berlin").text
         with pytest.raises(NotFound) as caught:
             client.read("event_999")
         assert caught.value.message == "事件不存在：event_999"

@@ -178,7 +178,7 @@ def _item(i: ev.EvidenceItem, locale: Locale) -> Item:
     q, r = i.quote, i.quote_ref
     return Item(
         event_id=i.event_id,
-        summary=i.summary,
+        summary=i.summary if i.shown is None else i.shown,
         create_time=i.create_time,
         time=i.time,
         quote=_quote(q),
