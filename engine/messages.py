@@ -117,6 +117,39 @@ CATALOGUE: Mapping[str, Mapping[Locale, str]] = {
         "zh": "session={session}（后续 search / expand / nearby 请传入此 session）",
     },
     "mcp.internal": {"en": "Internal server error", "zh": "服务器内部错误"},
+    # ---- HTTP refusals of the GraphQL view (web.graphql_http.error_response): the English is
+    # the reason as raised (strawberry's own where it raises it), found by that text ----
+    "http.not_json": {
+        "en": "Unable to parse request body as JSON",
+        "zh": "无法把请求体解析为 JSON",
+    },
+    "http.not_object": {
+        "en": "the request body must be a JSON object",
+        "zh": "请求体必须是 JSON 对象",
+    },
+    "http.no_query": {
+        "en": "no GraphQL query found in the request",
+        "zh": "请求中没有 GraphQL 查询",
+    },
+    "http.strawberry_no_query": {
+        "en": "No GraphQL query found in the request",
+        "zh": "请求中没有 GraphQL 查询",
+    },
+    "http.operation_name": {
+        "en": "operationName must be a string or null, if provided",
+        "zh": "operationName 若提供，须为字符串或 null",
+    },
+    "http.mutation_post": {
+        "en": "a mutation must be sent with POST",
+        "zh": "mutation 必须用 POST 发送",
+    },
+    "http.content_type": {"en": "Unsupported content type", "zh": "不支持的内容类型"},
+    "http.methods": {
+        "en": "GraphQL only supports GET and POST requests.",
+        "zh": "GraphQL 只接受 GET 和 POST 请求。",
+    },
+    "http.not_found": {"en": "Not Found", "zh": "未找到"},
+    "http.other": {"en": "{detail}", "zh": "请求被拒绝：{detail}"},
     # ---- the command line (web.cli) ----
     "cli.invalid_settings": {"en": "invalid settings", "zh": "设置无效"},
     "cli.interrupted": {"en": "interrupted", "zh": "已中断"},

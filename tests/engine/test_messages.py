@@ -58,6 +58,7 @@ ERROR_WORDING = {
     "engine/dump.py",  # _zh: "line N" of an error in Chinese
     "engine/store/rules.py",
     "engine/store/neo4j/managed.py",  # the install hint in Chinese
+    "web/guards/sizes.py",  # refusals' Chinese, passed on as refuse(zh=...)
 }
 
 
