@@ -150,6 +150,43 @@ CATALOGUE: Mapping[str, Mapping[Locale, str]] = {
     },
     "http.not_found": {"en": "Not Found", "zh": "未找到"},
     "http.other": {"en": "{detail}", "zh": "请求被拒绝：{detail}"},
+    # ---- graphql-core's own request errors (schema.wording): its English as it words it, and
+    # a Chinese lead sentence per code for the kinds without a key of their own ----
+    "graphql.GRAPHQL_PARSE_FAILED": {"en": "{detail}", "zh": "GraphQL 文档无法解析：{detail}"},
+    "graphql.GRAPHQL_VALIDATION_FAILED": {
+        "en": "{detail}",
+        "zh": "GraphQL 文档与 schema 不符：{detail}",
+    },
+    "graphql.BAD_USER_INPUT": {"en": "{detail}", "zh": "参数值与其类型不符：{detail}"},
+    "graphql.BAD_REQUEST": {"en": "{detail}", "zh": "请求无效：{detail}"},
+    "graphql.OPERATION_NOT_SUPPORTED": {"en": "{detail}", "zh": "不支持的操作：{detail}"},
+    "graphql.syntax": {"en": "Syntax Error: {detail}", "zh": "GraphQL 语法错误：{detail}"},
+    "graphql.unknown_field": {
+        "en": "Cannot query field '{field}' on type '{type}'.{hint}",
+        "zh": "类型 '{type}' 上没有字段 '{field}'。{hint}",
+    },
+    "graphql.unknown_argument": {
+        "en": "Unknown argument '{argument}' on field '{field}'.{hint}",
+        "zh": "字段 '{field}' 没有参数 '{argument}'。{hint}",
+    },
+    "graphql.missing_argument": {
+        "en": "Field '{field}' argument '{argument}' of type '{type}' is required, "
+        "but it was not provided.",
+        "zh": "字段 '{field}' 缺少必填参数 '{argument}'（类型 '{type}'）。",
+    },
+    "graphql.missing_variable": {
+        "en": "Variable '${name}' of required type '{type}' was not provided.",
+        "zh": "未提供必填变量 '${name}'（类型 '{type}'）。",
+    },
+    "graphql.unknown_type": {
+        "en": "Unknown type '{type}'.{hint}",
+        "zh": "未知类型 '{type}'。{hint}",
+    },
+    "graphql.needs_selection": {
+        "en": "Field '{field}' of type '{type}' must have a selection of subfields.{hint}",
+        "zh": "字段 '{field}'（类型 '{type}'）须选择子字段。{hint}",
+    },
+    "graphql.did_you_mean": {"en": " Did you mean {options}?", "zh": "是否想用 {options}？"},
     # ---- the command line (web.cli) ----
     "cli.invalid_settings": {"en": "invalid settings", "zh": "设置无效"},
     "cli.interrupted": {"en": "interrupted", "zh": "已中断"},
