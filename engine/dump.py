@@ -119,20 +119,38 @@ def encode_vector(vector: Vector) -> str:
     return base64.b64encode(np.asarray(vector, dtype="<f4").tobytes()).decode("ascii")
 
 
+def _zh(where: str) -> str:
+    """``where`` ("line 12") in Chinese ("第 12 行"), for the ``zh=`` wording of an error."""
+    number = where.removeprefix("line ")
+    return f"第 {number} 行" if number.isdigit() else where
+
+
 def decode_vector(text: object, where: str) -> Vector:
     """The vector of a base64 field: finite, and scaled to unit length unless it is one already
     (within 1e-4, so a stored unit vector keeps its exact bits) or zero."""
     if not isinstance(text, str):
-        raise InvalidInput(f"{where}: embedding must be a base64 string")
+        raise InvalidInput(
+            f"{where}: embedding must be a base64 string",
+            zh=f"{_zh(where)}：embedding 须为 base64 字符串",
+        )
     try:
         raw = base64.b64decode(text, validate=True)
     except (binascii.Error, ValueError) as exc:
-        raise InvalidInput(f"{where}: embedding is not valid base64") from exc
+        raise InvalidInput(
+            f"{where}: embedding is not valid base64",
+            zh=f"{_zh(where)}：embedding 不是有效的 base64",
+        ) from exc
     if not raw or len(raw) % 4:
-        raise InvalidInput(f"{where}: embedding is not a whole number of float32 values")
+        raise InvalidInput(
+            f"{where}: embedding is not a whole number of float32 values",
+            zh=f"{_zh(where)}：embedding 的长度不是 float32 的整数倍",
+        )
     v = np.frombuffer(raw, dtype="<f4").astype(np.float32)
     if not np.isfinite(v).all():
-        raise InvalidInput(f"{where}: embedding holds values that are not finite")
+        raise InvalidInput(
+            f"{where}: embedding holds values that are not finite",
+            zh=f"{_zh(where)}：embedding 含非有限数值",
+        )
     norm = float(np.linalg.norm(v.astype(np.float64)))
     if norm > 0.0 and abs(norm - 1.0) > _UNIT_TOLERANCE:
         v = (v / norm).astype(np.float32)
@@ -199,18 +217,24 @@ class DumpReader:
             if data.get("kind") != "header" or data.get("format") != FORMAT:
                 raise InvalidInput(
                     f"line {n}: not a mnemoql memory dump (the first line must be the "
-                    f'{{"kind":"header","format":"{FORMAT}",...}} line of `mnemoql export`)'
+                    f'{{"kind":"header","format":"{FORMAT}",...}} line of `mnemoql export`)',
+                    zh=f"第 {n} 行：不是 mnemoql 记忆导出文件"
+                    "（第一行须为 `mnemoql export` 的 header 行）",
                 )
             version = data.get("version")
             if isinstance(version, bool) or version not in READABLE_VERSIONS:
                 raise InvalidInput(
                     f"line {n}: dump format version {version!r} is not supported "
-                    f"(this mnemoql reads versions {_versions()})"
+                    f"(this mnemoql reads versions {_versions()})",
+                    zh=f"第 {n} 行：不支持导出格式版本 {version!r}（本版本可读 {_versions()}）",
                 )
             if not isinstance(data.get("vectors"), bool):
-                raise InvalidInput(f"line {n}: the header's 'vectors' must be true or false")
+                raise InvalidInput(
+                    f"line {n}: the header's 'vectors' must be true or false",
+                    zh=f"第 {n} 行：header 的 'vectors' 须为 true 或 false",
+                )
             return Header(int(version), data["vectors"])
-        raise InvalidInput("the dump is empty: no header line")
+        raise InvalidInput("the dump is empty: no header line", zh="导出文件为空：没有 header 行")
 
     @property
     def counts(self) -> Counter[str]:
@@ -224,31 +248,41 @@ class DumpReader:
             data = _parse(line, n)
             where = f"line {n}"
             if self.done:
-                raise InvalidInput(f"{where}: nothing may follow the end line")
+                raise InvalidInput(
+                    f"{where}: nothing may follow the end line",
+                    zh=f"{_zh(where)}：end 行之后不能再有内容",
+                )
             if data.get("kind") == "end":
                 self._end(data, where)
                 continue
             if "embedding" in data:
                 if not self.header.vectors:
-                    raise InvalidInput(f"{where}: an embedding in a dump made without vectors")
+                    raise InvalidInput(
+                        f"{where}: an embedding in a dump made without vectors",
+                        zh=f"{_zh(where)}：导出时未含向量，却出现了 embedding",
+                    )
                 data["embedding"] = decode_vector(data["embedding"], where)
             self.checker.check(data, where)
             yield data
         if not self.done:
             raise InvalidInput(
                 "the dump has no end line: it is truncated (export it again)",
-                zh="导出文件不完整",
+                zh="导出文件没有 end 行，已被截断（请重新导出）",
             )
 
     def _end(self, data: Record, where: str) -> None:
         counts = data.get("counts")
         if not isinstance(counts, dict):
-            raise InvalidInput(f"{where}: the end line needs a 'counts' object")
+            raise InvalidInput(
+                f"{where}: the end line needs a 'counts' object",
+                zh=f"{_zh(where)}：end 行须有 'counts' 对象",
+            )
         seen = {k: v for k, v in self.checker.counts.items() if v}
         if {k: v for k, v in counts.items() if v} != seen:
             raise InvalidInput(
                 f"{where}: the end line counts {counts} but the dump holds {seen}: "
-                "the file is damaged"
+                "the file is damaged",
+                zh=f"{_zh(where)}：end 行计数 {counts}，文件实际为 {seen}：文件已损坏",
             )
         self.done = True
 
@@ -261,9 +295,11 @@ def _parse(line: str, n: int) -> Record:
     try:
         data = json.loads(line)
     except ValueError as exc:
-        raise InvalidInput(f"line {n}: not JSON ({exc})") from exc
+        raise InvalidInput(
+            f"line {n}: not JSON ({exc})", zh=f"第 {n} 行：不是 JSON（{exc}）"
+        ) from exc
     if not isinstance(data, dict):
-        raise InvalidInput(f"line {n}: not a JSON object")
+        raise InvalidInput(f"line {n}: not a JSON object", zh=f"第 {n} 行：不是 JSON 对象")
     return data
 
 
@@ -291,12 +327,17 @@ class Checker:
     def check(self, rec: Record, where: str) -> None:
         kind = rec.get("kind")
         if kind not in _RANK:
-            raise InvalidInput(f"{where}: unknown record kind {kind!r}; use one of {KINDS}")
+            raise InvalidInput(
+                f"{where}: unknown record kind {kind!r}; use one of {KINDS}",
+                zh=f"{_zh(where)}：未知记录类型 {kind!r}，可用 {KINDS}",
+            )
         rank = _RANK[kind]
         if rank < self._rank:
             raise InvalidInput(
                 f"{where}: a {kind} record after {KINDS[self._rank]} records; "
-                f"records come in the order {', '.join(KINDS)}"
+                f"records come in the order {', '.join(KINDS)}",
+                zh=f"{_zh(where)}：{kind} 记录出现在 {KINDS[self._rank]} 记录之后；"
+                f"记录须按 {', '.join(KINDS)} 的顺序排列",
             )
         self._rank = rank
         getattr(self, f"_{kind}")(rec, where)
@@ -308,17 +349,23 @@ class Checker:
             rec.pop("embedding", None)
             return
         if not self.vectors:
-            raise InvalidInput(f"{where}: an embedding in a dump made without vectors")
+            raise InvalidInput(
+                f"{where}: an embedding in a dump made without vectors",
+                zh=f"{_zh(where)}：导出时未含向量，却出现了 embedding",
+            )
         width = int(np.asarray(v).size)
         if self._dims is None or width != self._dims:
             raise InvalidInput(
                 f"{where}: a {width}-dimensional embedding, but MemoryMeta says "
-                f"{self._dims} dimensions"
+                f"{self._dims} dimensions",
+                zh=f"{_zh(where)}：embedding 为 {width} 维，但 MemoryMeta 为 {self._dims} 维",
             )
 
     def _meta(self, rec: Record, where: str) -> None:
         if self.counts["meta"]:
-            raise InvalidInput(f"{where}: a second meta record")
+            raise InvalidInput(
+                f"{where}: a second meta record", zh=f"{_zh(where)}：出现第二条 meta 记录"
+            )
         _str(rec, "model", where)
         _str(rec, "updated_at", where)
         dims = _int(rec, "dimensions", where, low=1)
@@ -328,13 +375,25 @@ class Checker:
     def _node(self, rec: Record, where: str) -> None:
         label, node_id = rec.get("label"), _str(rec, "id", where)
         if label not in NODE_LABELS:
-            raise InvalidInput(f"{where}: unknown label {label!r}; use one of {NODE_LABELS}")
+            raise InvalidInput(
+                f"{where}: unknown label {label!r}; use one of {NODE_LABELS}",
+                zh=f"{_zh(where)}：未知标签 {label!r}，可用 {NODE_LABELS}",
+            )
         if not CALLER_ID.match(node_id) or label_of(node_id) not in (None, label):
-            raise InvalidInput(f"{where}: {node_id!r} is not a valid {label} id")
+            raise InvalidInput(
+                f"{where}: {node_id!r} is not a valid {label} id",
+                zh=f"{_zh(where)}：{node_id!r} 不是有效的 {label} id",
+            )
         if label != "Event" and label_of(node_id) is None:
-            raise InvalidInput(f"{where}: a {label} id has the form {label.lower()}_N")
+            raise InvalidInput(
+                f"{where}: a {label} id has the form {label.lower()}_N",
+                zh=f"{_zh(where)}：{label} 的 id 须为 {label.lower()}_N 形式",
+            )
         if node_id in self._labels:
-            raise InvalidInput(f"{where}: node {node_id!r} appears twice")
+            raise InvalidInput(
+                f"{where}: node {node_id!r} appears twice",
+                zh=f"{_zh(where)}：节点 {node_id!r} 重复出现",
+            )
         _str(rec, "create_time", where)
         if label == "Event":
             for name in _EVENT_FIELDS:
@@ -347,7 +406,10 @@ class Checker:
             _opt_str(rec, "description", where)
             aliases = rec.get("aliases")
             if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
-                raise InvalidInput(f"{where}: 'aliases' must be a list of strings")
+                raise InvalidInput(
+                    f"{where}: 'aliases' must be a list of strings",
+                    zh=f"{_zh(where)}：'aliases' 须为字符串列表",
+                )
         self._vector(rec, where)
         self._labels[node_id] = label
         if (m := _ALLOCATED.match(node_id)) is not None:
@@ -357,7 +419,10 @@ class Checker:
     def _chunk(self, rec: Record, where: str) -> None:
         event_id = _str(rec, "event_id", where)
         if self._labels.get(event_id) != "Event":
-            raise InvalidInput(f"{where}: chunk of {event_id!r}, which is no event of the dump")
+            raise InvalidInput(
+                f"{where}: chunk of {event_id!r}, which is no event of the dump",
+                zh=f"{_zh(where)}：分块所属的 {event_id!r} 不是本文件中的事件",
+            )
         index = _int(rec, "chunk_index", where, low=0)
         start = _int(rec, "start", where, low=0)
         end = _int(rec, "end", where, low=start)
@@ -366,74 +431,121 @@ class Checker:
         if end > self._lengths[event_id] or len(text) != end - start:
             raise InvalidInput(
                 f"{where}: chunk [{start}, {end}) does not fit {event_id}'s content "
-                f"({self._lengths[event_id]} code points) or its text"
+                f"({self._lengths[event_id]} code points) or its text",
+                zh=f"{_zh(where)}：分块 [{start}, {end}) 与 {event_id} 的内容"
+                f"（{self._lengths[event_id]} 个码点）或其文本不符",
             )
         _hash_matches(rec, "text", "text_hash", text_hash(text), where)
         if (event_id, index) in self._chunks:
-            raise InvalidInput(f"{where}: chunk {event_id}#{index} appears twice")
+            raise InvalidInput(
+                f"{where}: chunk {event_id}#{index} appears twice",
+                zh=f"{_zh(where)}：分块 {event_id}#{index} 重复出现",
+            )
         self._chunks.add((event_id, index))
         self._vector(rec, where)
 
     def _relation(self, rec: Record, where: str) -> None:
         kind = rec.get("type")
         if kind not in REL_TYPES:
-            raise InvalidInput(f"{where}: unknown relationship type {kind!r}")
+            raise InvalidInput(
+                f"{where}: unknown relationship type {kind!r}",
+                zh=f"{_zh(where)}：未知关系类型 {kind!r}",
+            )
         source, target = _str(rec, "source", where), _str(rec, "target", where)
         a, b = self._labels.get(source), self._labels.get(target)
         if a is None or b is None:
             missing = source if a is None else target
-            raise InvalidInput(f"{where}: {kind} points to {missing!r}, no node of the dump")
+            raise InvalidInput(
+                f"{where}: {kind} points to {missing!r}, no node of the dump",
+                zh=f"{_zh(where)}：{kind} 指向的 {missing!r} 不是本文件中的节点",
+            )
         srcs, dsts = REL_ENDS[kind]
         if a not in srcs or b not in dsts:
-            raise InvalidInput(f"{where}: {kind} cannot connect a {a} to a {b}")
+            raise InvalidInput(
+                f"{where}: {kind} cannot connect a {a} to a {b}",
+                zh=f"{_zh(where)}：{kind} 不能连接 {a} 与 {b}",
+            )
         props = rec.get("props")
         if not isinstance(props, dict) or not all(
             isinstance(v, str | int | float | bool) for v in props.values()
         ):
-            raise InvalidInput(f"{where}: 'props' must be an object of plain values")
+            raise InvalidInput(
+                f"{where}: 'props' must be an object of plain values",
+                zh=f"{_zh(where)}：'props' 须为只含简单值的对象",
+            )
         ek = ""
         if kind == "HAS_ATTITUDE" and "event_id" in props:
             ek = props["event_id"]
             if not isinstance(ek, str):
-                raise InvalidInput(f"{where}: HAS_ATTITUDE's event_id must be a string")
+                raise InvalidInput(
+                    f"{where}: HAS_ATTITUDE's event_id must be a string",
+                    zh=f"{_zh(where)}：HAS_ATTITUDE 的 event_id 须为字符串",
+                )
         key = (kind, source, target, ek)
         if key in self._relations:
-            raise InvalidInput(f"{where}: relation {kind} {source} -> {target} appears twice")
+            raise InvalidInput(
+                f"{where}: relation {kind} {source} -> {target} appears twice",
+                zh=f"{_zh(where)}：关系 {kind} {source} -> {target} 重复出现",
+            )
         self._relations.add(key)
 
     def _topic(self, rec: Record, where: str) -> None:
         path = _str(rec, "path", where)
         parts = path.split(TOPIC_SEPARATOR)
         if "" in parts:
-            raise InvalidInput(f"{where}: topic path {path!r} has an empty segment")
+            raise InvalidInput(
+                f"{where}: topic path {path!r} has an empty segment",
+                zh=f"{_zh(where)}：话题路径 {path!r} 含空段",
+            )
         parent = TOPIC_SEPARATOR.join(parts[:-1]) if len(parts) > 1 else None
         if rec.get("name") != parts[-1] or rec.get("parent") != parent:
             raise InvalidInput(
-                f"{where}: topic {path!r} needs name {parts[-1]!r} and parent {parent!r}"
+                f"{where}: topic {path!r} needs name {parts[-1]!r} and parent {parent!r}",
+                zh=f"{_zh(where)}：话题 {path!r} 的 name 须为 {parts[-1]!r}，"
+                f"parent 须为 {parent!r}",
             )
         if parent is not None and parent not in self._topics:
-            raise InvalidInput(f"{where}: topic {path!r} comes before its parent {parent!r}")
+            raise InvalidInput(
+                f"{where}: topic {path!r} comes before its parent {parent!r}",
+                zh=f"{_zh(where)}：话题 {path!r} 出现在其父话题 {parent!r} 之前",
+            )
         if path in self._topics:
-            raise InvalidInput(f"{where}: topic {path!r} appears twice")
+            raise InvalidInput(
+                f"{where}: topic {path!r} appears twice", zh=f"{_zh(where)}：话题 {path!r} 重复出现"
+            )
         self._topics.add(path)
 
     def _binding(self, rec: Record, where: str) -> None:
         path, event_id = _str(rec, "path", where), _str(rec, "event_id", where)
         if path not in self._topics or self._labels.get(event_id) != "Event":
-            raise InvalidInput(f"{where}: binding of {event_id!r} to {path!r}: no such pair")
+            raise InvalidInput(
+                f"{where}: binding of {event_id!r} to {path!r}: no such pair",
+                zh=f"{_zh(where)}：{event_id!r} 与 {path!r} 的绑定无对应的事件或话题",
+            )
         if (path, event_id) in self._bindings:
-            raise InvalidInput(f"{where}: binding of {event_id!r} to {path!r} appears twice")
+            raise InvalidInput(
+                f"{where}: binding of {event_id!r} to {path!r} appears twice",
+                zh=f"{_zh(where)}：{event_id!r} 与 {path!r} 的绑定重复出现",
+            )
         _int(rec, "timestamp", where)
         for name in ("activation", "diffusion", "context_independence"):
             w = rec.get(name)
             if isinstance(w, bool) or not isinstance(w, int | float) or not math.isfinite(w):
-                raise InvalidInput(f"{where}: {name!r} must be a number")
+                raise InvalidInput(
+                    f"{where}: {name!r} must be a number", zh=f"{_zh(where)}：{name!r} 须为数字"
+                )
             if not 0.0 <= w <= 1.0:
-                raise InvalidInput(f"{where}: {name!r} must be in [0, 1]")
+                raise InvalidInput(
+                    f"{where}: {name!r} must be in [0, 1]",
+                    zh=f"{_zh(where)}：{name!r} 须在 [0, 1] 内",
+                )
             rec[name] = float(w)
         related = rec.get("related")
         if not isinstance(related, list) or not all(isinstance(p, str) for p in related):
-            raise InvalidInput(f"{where}: 'related' must be a list of topic paths")
+            raise InvalidInput(
+                f"{where}: 'related' must be a list of topic paths",
+                zh=f"{_zh(where)}：'related' 须为话题路径列表",
+            )
         self._bindings.add((path, event_id))
 
     def _save_record(self, rec: Record, where: str) -> None:
@@ -447,23 +559,36 @@ class Checker:
             and isinstance(result.get("merged"), list)
             and isinstance(result.get("refs"), dict)
         ):
-            raise InvalidInput(f"{where}: 'result' must hold event_ids, created, merged, refs")
+            raise InvalidInput(
+                f"{where}: 'result' must hold event_ids, created, merged, refs",
+                zh=f"{_zh(where)}：'result' 须含 event_ids、created、merged、refs",
+            )
         if key in self._keys:
-            raise InvalidInput(f"{where}: save record {key!r} appears twice")
+            raise InvalidInput(
+                f"{where}: save record {key!r} appears twice",
+                zh=f"{_zh(where)}：保存记录 {key!r} 重复出现",
+            )
         self._keys.add(key)
 
     def _ids(self, rec: Record, where: str) -> None:
         if self.counts["ids"]:
-            raise InvalidInput(f"{where}: a second ids record")
+            raise InvalidInput(
+                f"{where}: a second ids record", zh=f"{_zh(where)}：出现第二条 ids 记录"
+            )
         extra = set(rec) - {"kind", *ID_PREFIXES}
         if extra:
-            raise InvalidInput(f"{where}: unknown fields {sorted(extra)} in the ids record")
+            raise InvalidInput(
+                f"{where}: unknown fields {sorted(extra)} in the ids record",
+                zh=f"{_zh(where)}：ids 记录含未知字段 {sorted(extra)}",
+            )
         for prefix in ID_PREFIXES:
             mark = _int(rec, prefix, where, low=0)
             if mark < self._highest[prefix]:
                 raise InvalidInput(
                     f"{where}: the ids record says {prefix} ids end at {mark}, but the dump "
-                    f"holds {prefix}_{self._highest[prefix]}"
+                    f"holds {prefix}_{self._highest[prefix]}",
+                    zh=f"{_zh(where)}：ids 记录称 {prefix} 的 id 止于 {mark}，"
+                    f"但文件中有 {prefix}_{self._highest[prefix]}",
                 )
 
 
@@ -475,7 +600,8 @@ def _hash_matches(rec: Record, field: str, hash_field: str, actual: str, where: 
             f"{where}: {rec.get('id') or rec.get('event_id')}'s {field!r} does not match its "
             f"{hash_field} (the text was changed after the export); export it again, or "
             "restore an unaltered copy",
-            zh=f"{where}：内容与哈希不符",
+            zh=f"{_zh(where)}：{rec.get('id') or rec.get('event_id')} 的 {field!r} 与 {hash_field} "
+            "不符（导出后文本被改动）；请重新导出，或恢复未改动的副本",
             line=int(where[5:]) if where[5:].isdigit() else None,
         )
 
@@ -483,20 +609,29 @@ def _hash_matches(rec: Record, field: str, hash_field: str, actual: str, where: 
 def _str(rec: Record, name: str, where: str) -> str:
     value = rec.get(name)
     if not isinstance(value, str):
-        raise InvalidInput(f"{where}: {name!r} must be a string")
+        raise InvalidInput(
+            f"{where}: {name!r} must be a string", zh=f"{_zh(where)}：{name!r} 须为字符串"
+        )
     return value
 
 
 def _opt_str(rec: Record, name: str, where: str) -> None:
     rec.setdefault(name, None)
     if rec[name] is not None and not isinstance(rec[name], str):
-        raise InvalidInput(f"{where}: {name!r} must be a string or null")
+        raise InvalidInput(
+            f"{where}: {name!r} must be a string or null",
+            zh=f"{_zh(where)}：{name!r} 须为字符串或 null",
+        )
 
 
 def _int(rec: Record, name: str, where: str, *, low: int | None = None) -> int:
     value = rec.get(name)
     if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidInput(f"{where}: {name!r} must be an integer")
+        raise InvalidInput(
+            f"{where}: {name!r} must be an integer", zh=f"{_zh(where)}：{name!r} 须为整数"
+        )
     if low is not None and value < low:
-        raise InvalidInput(f"{where}: {name!r} must be at least {low}")
+        raise InvalidInput(
+            f"{where}: {name!r} must be at least {low}", zh=f"{_zh(where)}：{name!r} 不能小于 {low}"
+        )
     return value

@@ -547,7 +547,7 @@ class Memory:
             raise out_of_range("first", 1, GRAPH_MAX_NODES, first)
         (center,) = await self.store.get_nodes([node_id])
         if center is None:
-            raise NotFound(f"no node with id {node_id!r}", id=node_id)
+            raise NotFound(f"no node with id {node_id!r}", id=node_id, zh=f"节点不存在：{node_id}")
         rows = (await self.store.neighbours([node_id], None, "both", first + 1))[node_id]
         others = await self.store.get_nodes(list(dict.fromkeys(r.other_id for r in rows[:first])))
         nodes = [center, *(n for n in others if n is not None)]

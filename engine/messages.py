@@ -117,9 +117,138 @@ CATALOGUE: Mapping[str, Mapping[Locale, str]] = {
         "zh": "session={session}（后续 search / expand / nearby 请传入此 session）",
     },
     "mcp.internal": {"en": "Internal server error", "zh": "服务器内部错误"},
+    # ---- HTTP refusals of the GraphQL view (web.graphql_http.error_response): the English is
+    # the reason as raised (strawberry's own where it raises it), found by that text ----
+    "http.not_json": {
+        "en": "Unable to parse request body as JSON",
+        "zh": "无法把请求体解析为 JSON",
+    },
+    "http.not_object": {
+        "en": "the request body must be a JSON object",
+        "zh": "请求体必须是 JSON 对象",
+    },
+    "http.no_query": {
+        "en": "no GraphQL query found in the request",
+        "zh": "请求中没有 GraphQL 查询",
+    },
+    "http.strawberry_no_query": {
+        "en": "No GraphQL query found in the request",
+        "zh": "请求中没有 GraphQL 查询",
+    },
+    "http.operation_name": {
+        "en": "operationName must be a string or null, if provided",
+        "zh": "operationName 若提供，须为字符串或 null",
+    },
+    "http.mutation_post": {
+        "en": "a mutation must be sent with POST",
+        "zh": "mutation 必须用 POST 发送",
+    },
+    "http.content_type": {"en": "Unsupported content type", "zh": "不支持的内容类型"},
+    "http.methods": {
+        "en": "GraphQL only supports GET and POST requests.",
+        "zh": "GraphQL 只接受 GET 和 POST 请求。",
+    },
+    "http.not_found": {"en": "Not Found", "zh": "未找到"},
+    "http.batching": {"en": "Batching is not enabled", "zh": "不支持批量请求"},
+    "http.other": {"en": "{detail}", "zh": "请求被拒绝：{detail}"},
+    # ---- graphql-core's own request errors (schema.wording): its English as it words it, and
+    # a Chinese lead sentence per code for the kinds without a key of their own ----
+    "graphql.GRAPHQL_PARSE_FAILED": {"en": "{detail}", "zh": "GraphQL 文档无法解析：{detail}"},
+    "graphql.GRAPHQL_VALIDATION_FAILED": {
+        "en": "{detail}",
+        "zh": "GraphQL 文档与 schema 不符：{detail}",
+    },
+    "graphql.BAD_USER_INPUT": {"en": "{detail}", "zh": "参数值与其类型不符：{detail}"},
+    "graphql.BAD_REQUEST": {"en": "{detail}", "zh": "请求无效：{detail}"},
+    "graphql.OPERATION_NOT_SUPPORTED": {"en": "{detail}", "zh": "不支持的操作：{detail}"},
+    "graphql.syntax": {"en": "Syntax Error: {detail}", "zh": "GraphQL 语法错误：{detail}"},
+    "graphql.unknown_field": {
+        "en": "Cannot query field '{field}' on type '{type}'.{hint}",
+        "zh": "类型 '{type}' 上没有字段 '{field}'。{hint}",
+    },
+    "graphql.unknown_argument": {
+        "en": "Unknown argument '{argument}' on field '{field}'.{hint}",
+        "zh": "字段 '{field}' 没有参数 '{argument}'。{hint}",
+    },
+    "graphql.missing_argument": {
+        "en": "Field '{field}' argument '{argument}' of type '{type}' is required, "
+        "but it was not provided.",
+        "zh": "字段 '{field}' 缺少必填参数 '{argument}'（类型 '{type}'）。",
+    },
+    "graphql.missing_variable": {
+        "en": "Variable '${name}' of required type '{type}' was not provided.",
+        "zh": "未提供必填变量 '${name}'（类型 '{type}'）。",
+    },
+    "graphql.unknown_type": {
+        "en": "Unknown type '{type}'.{hint}",
+        "zh": "未知类型 '{type}'。{hint}",
+    },
+    "graphql.needs_selection": {
+        "en": "Field '{field}' of type '{type}' must have a selection of subfields.{hint}",
+        "zh": "字段 '{field}'（类型 '{type}'）须选择子字段。{hint}",
+    },
+    "graphql.did_you_mean": {"en": " Did you mean {options}?", "zh": "是否想用 {options}？"},
     # ---- the command line (web.cli) ----
     "cli.invalid_settings": {"en": "invalid settings", "zh": "设置无效"},
     "cli.interrupted": {"en": "interrupted", "zh": "已中断"},
+    "cli.import_dump": {
+        "en": "mnemoql import: {path} is a memory dump of `mnemoql export`, not lines to save; "
+        "load it with `mnemoql restore {path}` (into an empty space)",
+        "zh": "mnemoql import：{path} 是 `mnemoql export` 的记忆导出文件，不是待保存的行；"
+        "请用 `mnemoql restore {path}` 载入（到空的空间）",
+    },
+    "cli.import_not_utf8": {
+        "en": "mnemoql import: {path} is not UTF-8 text (byte {byte})",
+        "zh": "mnemoql import：{path} 不是 UTF-8 文本（第 {byte} 字节）",
+    },
+    "cli.import_nothing_saved": {
+        "en": "mnemoql import: nothing was saved; fix the line(s) above and run it again",
+        "zh": "mnemoql import：未保存任何内容；请修正上面的行后重新运行",
+    },
+    "cli.imported": {
+        "en": "imported {path}: {saved} saved, {skipped} skipped{forgotten}, {failed} failed "
+        "of {total} lines",
+        "zh": "已导入 {path}：共 {total} 行，保存 {saved}，跳过 {skipped}{forgotten}，"
+        "失败 {failed}",
+    },
+    "cli.imported_forgotten": {
+        "en": " ({count} forgotten since, not saved again)",
+        "zh": "（其中 {count} 行之后已被遗忘，未重新保存）",
+    },
+    "cli.exported": {
+        "en": "exported space {space} ({store}{vectors}): {shown} -> {target}",
+        "zh": "已导出空间 {space}（{store}{vectors}）：{shown} -> {target}",
+    },
+    "cli.with_vectors": {"en": ", with vectors", "zh": "，含向量"},
+    "cli.nothing": {"en": "nothing", "zh": "无内容"},
+    "cli.restored": {
+        "en": "restored into space {space} ({store}): {shown}",
+        "zh": "已恢复到空间 {space}（{store}）：{shown}",
+    },
+    "cli.restore_unreadable": {
+        "en": "mnemoql restore: {source}: cannot read: {error}",
+        "zh": "mnemoql restore：{source}：无法读取：{error}",
+    },
+    "cli.embedded": {
+        "en": "{done} with {model}/{dimensions}: {events} events, {persons} persons, "
+        "{concepts} concepts, {locations} locations, {chunks} chunks",
+        "zh": "{done}（{model}/{dimensions}）：事件 {events}，人物 {persons}，概念 {concepts}，"
+        "地点 {locations}，分块 {chunks}",
+    },
+    "cli.revectorized": {"en": "revectorized", "zh": "已重新向量化"},
+    "cli.reembedded": {"en": "re-embedded", "zh": "已重新嵌入"},
+    "cli.no_vectors": {
+        "en": "the dump carried no vectors: run `mnemoql revectorize` before searching",
+        "zh": "导出文件不含向量：检索前请运行 `mnemoql revectorize`",
+    },
+    # ---- a deadline (web.guards.deadlines; GraphQL and MCP alike) ----
+    "timeout": {
+        "en": "the request took longer than {seconds} s and was stopped "
+        "(MNEMOQL_LIMITS__QUERY_TIMEOUT_S / __MUTATION_TIMEOUT_S); ask for less, or retry "
+        "a save with the same idempotencyKey",
+        "zh": "请求超过 {seconds} 秒，已停止（MNEMOQL_LIMITS__QUERY_TIMEOUT_S / "
+        "__MUTATION_TIMEOUT_S）；请少取一些，或用同一 idempotencyKey 重试保存",
+    },
 }
 
 

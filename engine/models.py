@@ -190,14 +190,20 @@ class TopicDraft:
         """What every store refuses to write: a blank path or segment, a weight outside [0, 1]."""
         for path in (self.path, *self.related):
             if not isinstance(path, str) or not path or "" in path.split(TOPIC_SEPARATOR):
-                raise InvalidInput(f"topic path {path!r} is blank or has an empty segment")
+                raise InvalidInput(
+                    f"topic path {path!r} is blank or has an empty segment",
+                    zh=f"话题路径 {path!r} 为空或含空段",
+                )
         for name, w in (
             ("activation", self.activation),
             ("diffusion", self.diffusion),
             ("context_independence", self.context_independence),
         ):
             if not isinstance(w, float | int) or not math.isfinite(w) or not 0.0 <= w <= 1.0:
-                raise InvalidInput(f"topic {name} weight {w!r} is not in [0, 1]")
+                raise InvalidInput(
+                    f"topic {name} weight {w!r} is not in [0, 1]",
+                    zh=f"话题的 {name} 权重 {w!r} 不在 [0, 1] 内",
+                )
 
 
 @dataclass(slots=True)
@@ -329,16 +335,25 @@ class Page:
         """What every store checks before paging (raises ``InvalidInput``)."""
         for name, size in (("first", self.first), ("last", self.last)):
             if size is not None and (not isinstance(size, int) or size < 0):
-                raise InvalidInput(f"{name} must be a non-negative integer (got {size!r})")
+                raise InvalidInput(
+                    f"{name} must be a non-negative integer (got {size!r})",
+                    zh=f"{name} 须为非负整数（收到 {size!r}）",
+                )
         for name, at in (("after", self.after), ("before", self.before)):
             if at is not None and not (
                 isinstance(at, tuple) and len(at) == 2 and all(isinstance(x, str) for x in at)
             ):
-                raise InvalidInput(f"{name} must be a (sort value, id) pair of strings")
+                raise InvalidInput(
+                    f"{name} must be a (sort value, id) pair of strings",
+                    zh=f"{name} 须为由字符串组成的（排序值, id）对",
+                )
         if (self.backward and self.after is not None) or (
             not self.backward and self.before is not None
         ):
-            raise InvalidInput("after goes with first, before with last")
+            raise InvalidInput(
+                "after goes with first, before with last",
+                zh="after 与 first 搭配，before 与 last 搭配",
+            )
 
 
 @dataclass(slots=True)

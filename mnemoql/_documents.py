@@ -130,7 +130,11 @@ class Documents:
         if target not in _TARGETS:
             from mnemoql.errors import InvalidInput
 
-            raise InvalidInput("target must be Event, Person or Concept", argument="target")
+            raise InvalidInput(
+                "target must be Event, Person or Concept",
+                argument="target",
+                zh="target 须为 Event、Person 或 Concept",
+            )
         token, sid = (None, session or self.session) if cursor is None else follow(
             cursor, session, self.session
         )

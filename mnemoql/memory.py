@@ -318,4 +318,6 @@ def _save_input(**fields: Any) -> SaveInput:
     except ValidationError as exc:
         first = exc.errors()[0]
         name = ".".join(str(p) for p in first["loc"]) or "input"
-        raise InvalidInput(f"{name}: {first['msg']}", argument=name) from None
+        raise InvalidInput(
+            f"{name}: {first['msg']}", argument=name, zh=f"参数 {name} 无效：{first['msg']}"
+        ) from None

@@ -57,7 +57,9 @@ async def _connection(
     at = w.position
     if at is not None:
         if not (isinstance(at, list) and len(at) == 2 and all(isinstance(x, str) for x in at)):
-            raise CursorInvalid("the cursor does not hold a position", argument="after")
+            raise CursorInvalid(
+                "the cursor does not hold a position", argument="after", zh="游标中没有位置信息"
+            )
         at = (at[0], at[1])
     page = Page(0, last=w.size, before=at) if w.backward else Page(w.size, after=at)
     found: NodePage = await info.context.memory.list_nodes(label, where, sort, page)

@@ -32,6 +32,7 @@ from strawberry.types import ExecutionContext
 
 from mnemoql.engine.errors import MnemoError
 from mnemoql.schema.locale import request_locale
+from mnemoql.schema.wording import zh_wording
 
 log = logging.getLogger("mnemoql.errors")
 
@@ -116,7 +117,13 @@ class CodedErrors(MaskErrors):
                 " over this websocket protocol: the legacy graphql-ws carries subscriptions "
                 "only; send queries and mutations over HTTP or graphql-transport-ws"
             )
-        return _with(error, message, {**(error.extensions or {}), "code": code})
+        extensions = {**(error.extensions or {}), "code": code}
+        # both languages, as for a MnemoError (an error that brought its own keeps them)
+        extensions.setdefault("zh", zh_wording(message, code))
+        extensions.setdefault("en", message)
+        locale = request_locale(self.execution_context.context)
+        shown = extensions["zh"] if locale == "zh" else extensions["en"]
+        return _with(error, shown, extensions)
 
 
 class MemorySchema(Schema):

@@ -99,7 +99,9 @@ async def _relation_page(
     w = window(f"{node_id}.{field}", *paging, limit)
     at = w.position
     if at is not None and not isinstance(at, str):
-        raise CursorInvalid("the cursor does not hold a position", argument="after")
+        raise CursorInvalid(
+            "the cursor does not hold a position", argument="after", zh="游标中没有位置信息"
+        )
     after, before = (None, at) if w.backward else (at, None)
     loaders = info.context.loaders
     rows = await loaders.neighbours(

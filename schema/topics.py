@@ -77,7 +77,9 @@ class Topic(Node):
         bindings = self._node.bindings
         at = w.position
         if at is not None and not isinstance(at, int):
-            raise CursorInvalid("the cursor does not hold a position", argument="after")
+            raise CursorInvalid(
+                "the cursor does not hold a position", argument="after", zh="游标中没有位置信息"
+            )
         if w.backward:
             stop = len(bindings) if at is None else max(0, min(at, len(bindings)))
             start = max(0, stop - w.size)

@@ -43,7 +43,7 @@ from strawberry.types.unset import UNSET, UnsetType
 
 from mnemoql.engine.config import Settings
 from mnemoql.engine.errors import MnemoError
-from mnemoql.engine.messages import DEFAULT_LOCALE, Locale, preferred
+from mnemoql.engine.messages import DEFAULT_LOCALE, Locale, message, preferred
 from mnemoql.engine.providers.base import Embedder
 from mnemoql.engine.spaces import DEFAULT_SPACE, Spaces
 from mnemoql.engine.store.base import Store
@@ -208,9 +208,9 @@ class MemoryGraphQL(GraphQL[RequestContext, None]):
             with collector_paused(len(data)):
                 parsed = super().parse_json(data)
         except (UnicodeDecodeError, RecursionError) as exc:
-            raise HTTPException(400, "Unable to parse request body as JSON") from exc
+            raise HTTPException(400, message("http.not_json", "en")) from exc
         if not isinstance(parsed, dict | list):
-            raise HTTPException(400, "the request body must be a JSON object")
+            raise HTTPException(400, message("http.not_object", "en"))
         return parsed
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -226,7 +226,10 @@ class MemoryGraphQL(GraphQL[RequestContext, None]):
             response = await self.run(request)
         except HTTPException as exc:
             allow = getattr(exc, "allow", "GET, POST" if exc.status_code == 405 else None)
-            response = error_response(exc.status_code, exc.reason, media, allow=allow)
+            locale = preferred(request.headers.get("accept-language"), self.locale)
+            response = error_response(
+                exc.status_code, exc.reason, media, allow=allow, locale=locale
+            )
             if (seen := observation()) is not None:
                 seen.codes.append(
                     json.loads(bytes(response.body))["errors"][0]["extensions"]["code"]
@@ -275,11 +278,11 @@ class MemoryGraphQL(GraphQL[RequestContext, None]):
         except InvalidOperationTypeError as exc:
             if exc.operation_type is OperationType.SUBSCRIPTION:
                 return websocket_required(exc.operation_type)
-            raise MethodRefused("a mutation must be sent with POST", allow="POST") from exc
+            raise MethodRefused(message("http.mutation_post", "en"), allow="POST") from exc
         except CannotGetOperationTypeError as exc:
             return unknown_operation(exc.as_http_error_reason())
         except MissingQueryError as exc:
-            raise HTTPException(400, "no GraphQL query found in the request") from exc
+            raise HTTPException(400, message("http.no_query", "en")) from exc
 
     async def parse_http_body(
         self, request: AsyncHTTPRequestAdapter
@@ -293,7 +296,7 @@ class MemoryGraphQL(GraphQL[RequestContext, None]):
             self.parse_budget.spent(size, time.perf_counter() - started)
         for item in data if isinstance(data, list) else [data]:
             if not isinstance(item.operation_name, str | None):
-                raise HTTPException(400, "operationName must be a string or null, if provided")
+                raise HTTPException(400, message("http.operation_name", "en"))
         return data
 
     async def get_sub_response(self, request: Request | WebSocket) -> Response:
@@ -451,6 +454,7 @@ def create_app(
             ),
         ],
     )
+    app.state.locale = settings.locale  # the edge guards' refusals (guards.replies)
     graphql = MemoryGraphQL(
         app.state,
         limits=settings.limits,

@@ -12,10 +12,14 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from mnemoql.engine.config import Settings
+from mnemoql.engine.messages import Locale, message
 from mnemoql.web.progress import Progress, phase_bars
+
+if TYPE_CHECKING:
+    from mnemoql.engine.revectorize import RevectorizeReport
 
 
 def refused(command: str, exc: Exception) -> int:
@@ -47,20 +51,18 @@ async def import_file(settings: Settings, path: Path, concurrency: int, space: s
     from mnemoql.web.service import open_store
 
     if _is_dump(path):
-        print(f"mnemoql import: {path} is a memory dump of `mnemoql export`, not lines to save; "
-              f"load it with `mnemoql restore {path}` (into an empty space)",
-              file=sys.stderr)  # fmt: skip
+        print(message("cli.import_dump", settings.locale, path=path), file=sys.stderr)
         return 2
     try:
         lines = read_lines(path)
     except UnicodeDecodeError as exc:
-        print(f"mnemoql import: {path} is not UTF-8 text (byte {exc.start})", file=sys.stderr)
+        text = message("cli.import_not_utf8", settings.locale, path=path, byte=exc.start)
+        print(text, file=sys.stderr)
         return 2
     except BadLines as exc:
         for problem in exc.problems:
             print(problem, file=sys.stderr)
-        print("mnemoql import: nothing was saved; fix the line(s) above and run it again",
-              file=sys.stderr)  # fmt: skip
+        print(message("cli.import_nothing_saved", settings.locale), file=sys.stderr)
         return 2
     store = open_store(settings, space)
     await store.open()
@@ -71,9 +73,9 @@ async def import_file(settings: Settings, path: Path, concurrency: int, space: s
             summary = await save_lines(memory, lines, concurrency=concurrency, on_line=bar.advance)
     finally:
         await store.close()
-    for number, code, message in summary.failed:
-        print(f"{path}:{number}: {code}: {message}", file=sys.stderr)
-    print(summary.text(path), file=sys.stderr)
+    for number, code, failure in summary.failed:
+        print(f"{path}:{number}: {code}: {failure}", file=sys.stderr)
+    print(summary.text(path, settings.locale), file=sys.stderr)
     return 1 if summary.failed else 0
 
 
@@ -108,17 +110,28 @@ async def revectorize(settings: Settings, space: str) -> int:
             try:
                 r = await memory.revectorize(phase_bars())
             except MnemoError as exc:
-                print(f"{exc.code}: {exc.message}", file=sys.stderr)
+                print(f"{exc.code}: {exc.text(settings.locale)}", file=sys.stderr)
                 return 1
-            print(
-                f"revectorized with {r.model}/{r.dimensions}: {r.events} events, "
-                f"{r.persons} persons, {r.concepts} concepts, {r.locations} locations, "
-                f"{r.chunks} chunks",
-                file=sys.stderr,
-            )
+            print(_embedded("cli.revectorized", r, settings.locale), file=sys.stderr)
             return 0
     finally:
         await store.close()
+
+
+def _embedded(done: str, r: RevectorizeReport, locale: Locale) -> str:
+    """The line after a run that embedded the memory again (``r``)."""
+    return message(
+        "cli.embedded",
+        locale,
+        done=message(done, locale),
+        model=r.model,
+        dimensions=r.dimensions,
+        events=r.events,
+        persons=r.persons,
+        concepts=r.concepts,
+        locations=r.locations,
+        chunks=r.chunks,
+    )
 
 
 async def export(settings: Settings, target: str, space: str, vectors: bool) -> int:
@@ -159,12 +172,18 @@ async def export(settings: Settings, target: str, space: str, vectors: bool) -> 
         if partial is not None:
             partial.unlink(missing_ok=True)
         await store.close()
-    shown = ", ".join(f"{kinds[k]} {k}" for k in dump.KINDS if k in kinds) or "nothing"
-    print(
-        f"exported space {space!r} ({settings.store}{', with vectors' if vectors else ''}): "
-        f"{shown} -> {target}",
-        file=sys.stderr,
+    locale = settings.locale
+    shown = ", ".join(f"{kinds[k]} {k}" for k in dump.KINDS if k in kinds)
+    line = message(
+        "cli.exported",
+        locale,
+        space=repr(space),
+        store=settings.store,
+        vectors=message("cli.with_vectors", locale) if vectors else "",
+        shown=shown or message("cli.nothing", locale),
+        target=target,
     )
+    print(line, file=sys.stderr)
     return 0
 
 
@@ -183,10 +202,12 @@ async def restore(settings: Settings, source: Path, space: str, revectorize: boo
             for _ in reader.records():
                 pass
     except MnemoError as exc:
-        print(f"mnemoql restore: {exc.code}: {source}: {exc.message}", file=sys.stderr)
+        text = exc.text(settings.locale)
+        print(f"mnemoql restore: {exc.code}: {source}: {text}", file=sys.stderr)
         return 2
     except (OSError, UnicodeDecodeError) as exc:
-        print(f"mnemoql restore: {source}: cannot read: {exc}", file=sys.stderr)
+        text = message("cli.restore_unreadable", settings.locale, source=source, error=exc)
+        print(text, file=sys.stderr)
         return 2
     try:
         store = open_store(settings, space)
@@ -202,16 +223,14 @@ async def restore(settings: Settings, source: Path, space: str, revectorize: boo
         return refused("restore", exc)
     finally:
         await store.close()
-    shown = ", ".join(f"{n} {k}" for k, n in report.counts.items()) or "nothing"
-    print(f"restored into space {space!r} ({settings.store}): {shown}", file=sys.stderr)
+    locale = settings.locale
+    shown = ", ".join(f"{n} {k}" for k, n in report.counts.items())
+    shown = shown or message("cli.nothing", locale)
+    line = message("cli.restored", locale, space=repr(space), store=settings.store, shown=shown)
+    print(line, file=sys.stderr)
     r = report.revectorized
     if r is not None:
-        print(
-            f"re-embedded with {r.model}/{r.dimensions}: {r.events} events, {r.persons} "
-            f"persons, {r.concepts} concepts, {r.locations} locations, {r.chunks} chunks",
-            file=sys.stderr,
-        )
+        print(_embedded("cli.reembedded", r, locale), file=sys.stderr)
     elif report.counts.get("meta") and not report.vectors:
-        print("the dump carried no vectors: run `mnemoql revectorize` before searching",
-              file=sys.stderr)  # fmt: skip
+        print(message("cli.no_vectors", locale), file=sys.stderr)
     return 0

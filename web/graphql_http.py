@@ -30,6 +30,7 @@ from strawberry.http import GraphQLHTTPResponse
 from strawberry.types import ExecutionResult
 from strawberry.types.graphql import OperationType
 
+from mnemoql.engine.messages import CATALOGUE, Locale, message
 from mnemoql.schema.errors import BAD_REQUEST, PARSE_FAILED, VALIDATION_FAILED, request_error
 
 GRAPHQL_RESPONSE = "application/graphql-response+json"
@@ -116,12 +117,32 @@ def shape(body: GraphQLHTTPResponse, media: str) -> int:
     return status
 
 
+# the catalogue key of a refusal's English reason (``http.*``): its Chinese wording
+_REASONS = {t["en"]: k for k, t in CATALOGUE.items() if k.startswith("http.") and k != "http.other"}
+
+
+def reason_zh(reason: str) -> str:
+    """The Chinese wording of an HTTP refusal's English ``reason`` (a reason we do not know,
+    from a library, is led by a Chinese sentence and kept as it is)."""
+    key = _REASONS.get(reason)
+    return message(key, "zh") if key else message("http.other", "zh", detail=reason)
+
+
 def error_response(
-    status: int, message: str, media: str, *, code: str | None = None, allow: str | None = None
+    status: int,
+    reason: str,
+    media: str,
+    *,
+    code: str | None = None,
+    allow: str | None = None,
+    locale: Locale = "en",
 ) -> Response:
-    """A transport-level refusal as a GraphQL-shaped JSON body."""
+    """A transport-level refusal as a GraphQL-shaped JSON body: the message in ``locale``,
+    both languages in ``extensions.en`` / ``extensions.zh``."""
     code = code or _TRANSPORT_CODES.get(status, BAD_REQUEST)
-    body = {"errors": [{"message": message, "extensions": {"code": code}}]}
+    zh = reason_zh(reason)
+    extensions = {"code": code, "en": reason, "zh": zh}
+    body = {"errors": [{"message": zh if locale == "zh" else reason, "extensions": extensions}]}
     headers = {"Allow": allow} if allow else None
     return Response(
         json.dumps(body, ensure_ascii=False),

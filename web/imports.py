@@ -29,6 +29,7 @@ from pathlib import Path
 from mnemoql.engine.errors import Forgotten, MnemoError
 from mnemoql.engine.ingest import SaveInput, parse_extraction
 from mnemoql.engine.memory import Memory
+from mnemoql.engine.messages import Locale, message
 
 KEY_PREFIX = "import:"
 MAX_SHOWN = 20  # bad lines reported before giving up
@@ -76,8 +77,8 @@ def read_lines(path: Path) -> list[Line]:
                     raise ValueError("not a JSON object")
                 item = _save_input(raw, seen)
             except (ValueError, MnemoError) as exc:
-                message = exc.message if isinstance(exc, MnemoError) else str(exc)
-                problems.append(f"{path}:{number}: not a save input: {_one_line(message)}")
+                detail = exc.message if isinstance(exc, MnemoError) else str(exc)
+                problems.append(f"{path}:{number}: not a save input: {_one_line(detail)}")
                 if len(problems) >= MAX_SHOWN:
                     break
                 continue
@@ -114,12 +115,22 @@ class Summary:
     forgotten: int = 0  # among skipped: saved by an earlier run, then forgotten
     failed: list[tuple[int, str, str]] = field(default_factory=list)  # (line, code, message)
 
-    def text(self, path: Path) -> str:
-        parts = [f"{self.saved} saved", f"{self.skipped} skipped"]
-        if self.forgotten:
-            parts[-1] += f" ({self.forgotten} forgotten since, not saved again)"
-        parts.append(f"{len(self.failed)} failed")
-        return f"imported {path}: {', '.join(parts)} of {self.total} lines"
+    def text(self, path: Path, locale: Locale = "en") -> str:
+        forgotten = (
+            message("cli.imported_forgotten", locale, count=self.forgotten)
+            if self.forgotten
+            else ""
+        )
+        return message(
+            "cli.imported",
+            locale,
+            path=path,
+            saved=self.saved,
+            skipped=self.skipped,
+            forgotten=forgotten,
+            failed=len(self.failed),
+            total=self.total,
+        )
 
 
 async def save_lines(

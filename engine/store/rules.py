@@ -76,7 +76,10 @@ def queryable_field(label: NodeLabel, field: object) -> str:
 def text_value(value: object, field: str) -> str:
     """A ``where`` value, which is always compared as a string."""
     if not isinstance(value, str):
-        raise InvalidInput(f"field {field!r} compares with strings, got {type(value).__name__}")
+        raise InvalidInput(
+            f"field {field!r} compares with strings, got {type(value).__name__}",
+            zh=f"字段 {field!r} 只能与字符串比较（收到 {type(value).__name__}）",
+        )
     return value
 
 
@@ -84,11 +87,16 @@ def sort_spec(sort: object, field_of: Callable[[object], str]) -> tuple[str, str
     """``(the adapter's name of the field, 'ASC'|'DESC')`` of a caller's ``SortSpec``;
     ``field_of`` checks the field against ``QUERYABLE_FIELDS``."""
     if not isinstance(sort, tuple) or len(sort) != 2:
-        raise InvalidInput("sort must be (field, 'ASC'|'DESC')")
+        raise InvalidInput(
+            "sort must be (field, 'ASC'|'DESC')", zh="sort 须为 (字段, 'ASC'|'DESC')"
+        )
     field, direction = sort
     name = field_of(field)
     if direction not in ("ASC", "DESC"):
-        raise InvalidInput(f"sort direction must be ASC or DESC, got {direction!r}")
+        raise InvalidInput(
+            f"sort direction must be ASC or DESC, got {direction!r}",
+            zh=f"排序方向须为 ASC 或 DESC（收到 {direction!r}）",
+        )
     return name, direction
 
 
@@ -101,7 +109,10 @@ def check_plan(plan: SavePlan) -> None:
     seen: set[str] = set()
     for ref in [e.ref for e in plan.events] + [e.ref for e in plan.entities]:
         if ref in seen:
-            raise InvalidInput(f"ref {ref!r} appears twice in one save plan")
+            raise InvalidInput(
+                f"ref {ref!r} appears twice in one save plan",
+                zh=f"ref {ref!r} 在同一保存计划中出现两次",
+            )
         seen.add(ref)
     given = [e.given_id for e in plan.events if e.given_id is not None]
     if len(set(given)) != len(given):

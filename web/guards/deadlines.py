@@ -17,6 +17,8 @@ from strawberry.extensions import SchemaExtension
 from strawberry.types import ExecutionResult
 from strawberry.types.graphql import OperationType
 
+from mnemoql.engine.messages import Locale, message
+
 log = logging.getLogger("mnemoql.guards")
 
 
@@ -49,18 +51,14 @@ class MutationDeadline(SchemaExtension):
         yield
 
 
-def timeout_message(seconds: float) -> str:
+def timeout_message(seconds: float, locale: Locale = "en") -> str:
     """What a caller is told when an operation ran out of time (GraphQL and MCP alike)."""
-    return (
-        f"the request took longer than {seconds:g} s and was stopped "
-        "(MNEMOQL_LIMITS__QUERY_TIMEOUT_S / __MUTATION_TIMEOUT_S); ask for less, or retry "
-        "a save with the same idempotencyKey"
-    )
+    return message("timeout", locale, seconds=f"{seconds:g}")
 
 
 def timeout_result(seconds: float) -> ExecutionResult:
-    message = timeout_message(seconds)
-    error = GraphQLError(message, extensions={"code": "TIMEOUT", "en": message, "zh": "请求超时"})
+    en, zh = timeout_message(seconds), timeout_message(seconds, "zh")
+    error = GraphQLError(en, extensions={"code": "TIMEOUT", "en": en, "zh": zh})
     return ExecutionResult(data=None, errors=[error])
 
 

@@ -141,7 +141,17 @@ class HostGuard:
                 "protection); use http://127.0.0.1 or localhost, or list the name in "
                 "MNEMOQL_HTTP__ALLOWED_HOSTS"
             )
-            await refuse(scope, send, 421, "HOST_NOT_ALLOWED", message)
+            await refuse(
+                scope,
+                send,
+                421,
+                "HOST_NOT_ALLOWED",
+                message,
+                zh=(
+                    f"本服务不应答 Host {host!r}（防 DNS 重绑定）；请用 http://127.0.0.1 或 "
+                    "localhost，或把该名称加入 MNEMOQL_HTTP__ALLOWED_HOSTS"
+                ),
+            )
             return
         origin = _header(scope, b"origin")
         if not self.rule.origin_allowed(origin, host, str(scope.get("scheme", "http"))):
@@ -151,7 +161,17 @@ class HostGuard:
                 f"requests from the web origin {origin!r} are not allowed; list it in "
                 "MNEMOQL_HTTP__CORS_ORIGINS to let its pages use this service"
             )
-            await refuse(scope, send, 403, "ORIGIN_NOT_ALLOWED", message)
+            await refuse(
+                scope,
+                send,
+                403,
+                "ORIGIN_NOT_ALLOWED",
+                message,
+                zh=(
+                    f"不允许来自网页来源 {origin!r} 的请求；把它加入 MNEMOQL_HTTP__CORS_ORIGINS "
+                    "后，其页面才能使用本服务"
+                ),
+            )
             return
         await self.app(scope, receive, send)
 

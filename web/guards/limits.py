@@ -75,10 +75,12 @@ class _Client:
 
 @dataclass(frozen=True, slots=True)
 class Refusal:
-    """Why a client must wait, and how long (seconds, rounded up for ``Retry-After``)."""
+    """Why a client must wait (in English, and in Chinese as ``zh``), and how long (seconds,
+    rounded up for ``Retry-After``)."""
 
     message: str
     retry_after_s: int
+    zh: str
 
 
 class ClientLimits:
@@ -125,6 +127,9 @@ class ClientLimits:
             f"(MNEMOQL_HTTP__REFUSALS_BURST={s.refusals_burst:g}, "
             f"MNEMOQL_HTTP__REFUSALS_PER_S={s.refusals_per_s:g})",
             math.ceil((1 - level) / s.refusals_per_s),
+            zh="本客户端被拒绝的请求过多；请稍候，再修正被拒绝的请求"
+            f"（MNEMOQL_HTTP__REFUSALS_BURST={s.refusals_burst:g}，"
+            f"MNEMOQL_HTTP__REFUSALS_PER_S={s.refusals_per_s:g}）",
         )
 
     def admit(self, key: str) -> Refusal | None:
@@ -140,6 +145,8 @@ class ClientLimits:
                 f"this client already has {client.in_flight} requests in flight; wait for their "
                 f"answers (MNEMOQL_HTTP__MAX_REQUESTS_PER_CLIENT={s.max_requests_per_client})",
                 1,
+                zh=f"本客户端已有 {client.in_flight} 个请求在处理中；请等它们返回"
+                f"（MNEMOQL_HTTP__MAX_REQUESTS_PER_CLIENT={s.max_requests_per_client}）",
             )
         level = client.busy.refill(self.clock(), s.busy_per_s, s.busy_burst_s)
         if level < 0:
@@ -148,6 +155,9 @@ class ClientLimits:
                 f"send fewer at once (MNEMOQL_HTTP__BUSY_PER_S={s.busy_per_s:g}, "
                 f"MNEMOQL_HTTP__BUSY_BURST_S={s.busy_burst_s:g})",
                 math.ceil(-level / s.busy_per_s),
+                zh="本客户端的请求占用服务过多；请减少同时发送的请求"
+                f"（MNEMOQL_HTTP__BUSY_PER_S={s.busy_per_s:g}，"
+                f"MNEMOQL_HTTP__BUSY_BURST_S={s.busy_burst_s:g}）",
             )
         client.in_flight += 1
         return None
@@ -178,12 +188,16 @@ class ClientLimits:
                 f"first (MNEMOQL_HTTP__MAX_SUBSCRIPTIONS_PER_CLIENT="
                 f"{s.max_subscriptions_per_client})",
                 1,
+                zh=f"本客户端已有 {client.subscriptions} 个订阅；请先结束一个"
+                f"（MNEMOQL_HTTP__MAX_SUBSCRIPTIONS_PER_CLIENT={s.max_subscriptions_per_client}）",
             )
         if self.subscriptions >= s.max_subscriptions:
             return Refusal(
                 f"the service already runs {self.subscriptions} subscriptions "
                 f"(MNEMOQL_HTTP__MAX_SUBSCRIPTIONS={s.max_subscriptions}); try again later",
                 5,
+                zh=f"服务已有 {self.subscriptions} 个订阅"
+                f"（MNEMOQL_HTTP__MAX_SUBSCRIPTIONS={s.max_subscriptions}）；请稍后再试",
             )
         client.subscriptions += 1
         self.subscriptions += 1
@@ -284,4 +298,4 @@ class RateLimit:
                      refused.message)  # fmt: skip
         headers = [(b"retry-after", str(refused.retry_after_s).encode())]
         await asyncio.sleep(PAUSE_429_S)
-        await refuse(scope, send, 429, "RATE_LIMITED", refused.message, headers)
+        await refuse(scope, send, 429, "RATE_LIMITED", refused.message, headers, zh=refused.zh)

@@ -101,14 +101,22 @@ class BodyLimit:
             f"the request body is larger than {self.max_bytes} bytes "
             "(MNEMOQL_LIMITS__MAX_BODY_BYTES); send less, or split a saveMany"
         )
-        await refuse(scope, send, 413, "PAYLOAD_TOO_LARGE", message, [(b"connection", b"close")])
+        zh = (
+            f"请求体超过 {self.max_bytes} 字节（MNEMOQL_LIMITS__MAX_BODY_BYTES）；"
+            "请少发，或拆分 saveMany"
+        )
+        await refuse(scope, send, 413, "PAYLOAD_TOO_LARGE", message, _CLOSE, zh=zh)
 
     async def _too_slow(self, scope: Scope, send: Send) -> None:
         message = (
             f"the request body did not arrive within {self.timeout_s:g} s "
             "(MNEMOQL_LIMITS__BODY_TIMEOUT_S); send it at once"
         )
-        await refuse(scope, send, 408, "REQUEST_TIMEOUT", message, [(b"connection", b"close")])
+        zh = f"请求体未在 {self.timeout_s:g} 秒内到达（MNEMOQL_LIMITS__BODY_TIMEOUT_S）；请一次发完"
+        await refuse(scope, send, 408, "REQUEST_TIMEOUT", message, _CLOSE, zh=zh)
+
+
+_CLOSE = [(b"connection", b"close")]
 
 
 def _who(scope: Scope) -> str:

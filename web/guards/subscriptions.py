@@ -49,8 +49,9 @@ def _slots(
 
 
 def _error(refused: Refusal) -> GraphQLError:
+    extensions = {"code": "RATE_LIMITED", "retryAfter": refused.retry_after_s}
     return GraphQLError(
-        refused.message, extensions={"code": "RATE_LIMITED", "retryAfter": refused.retry_after_s}
+        refused.message, extensions={**extensions, "en": refused.message, "zh": refused.zh}
     )
 
 

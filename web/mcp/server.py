@@ -188,7 +188,7 @@ class _Edge:
             except TimeoutError:
                 log.warning("MCP tool %s ran out of time (%g s) and was cancelled", tool.name,
                             seconds)  # fmt: skip
-                return _coded("TIMEOUT", timeout_message(seconds))
+                return _coded("TIMEOUT", timeout_message(seconds, locale))
         except MnemoError as exc:
             if isinstance(exc, StoreUnavailable) and space is not None:
                 self.memories.mark_down(space)  # the next call tries to reopen the store

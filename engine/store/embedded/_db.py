@@ -620,11 +620,18 @@ class Database(OwnThread):
         backward: bool = False,
     ) -> dict[str, list[Neighbour]]:
         if rel_type is not None and rel_type not in REL_TYPES:
-            raise InvalidInput(f"unknown relationship type {rel_type!r}")
+            raise InvalidInput(
+                f"unknown relationship type {rel_type!r}", zh=f"未知关系类型 {rel_type!r}"
+            )
         if direction not in ("out", "in", "both"):
-            raise InvalidInput(f"direction must be out, in or both (got {direction!r})")
+            raise InvalidInput(
+                f"direction must be out, in or both (got {direction!r})",
+                zh=f"direction 须为 out、in 或 both（收到 {direction!r}）",
+            )
         if limit_per_node < 0:
-            raise InvalidInput("limit_per_node must not be negative")
+            raise InvalidInput(
+                "limit_per_node must not be negative", zh="limit_per_node 不能为负数"
+            )
         branch = (
             "SELECT q.value AS node, r.type, r.source, r.target, r.props, r.event_key, "
             "r.{other} AS other, '{dir}' AS dir FROM json_each(?1) q "
@@ -636,7 +643,10 @@ class Database(OwnThread):
         if direction in ("in", "both"):
             parts.append(branch.format(other="source", dir="in", end="target"))
         if after is not None and before is not None:
-            raise InvalidInput("neighbours pages forward (after) or backward (before), not both")
+            raise InvalidInput(
+                "neighbours pages forward (after) or backward (before), not both",
+                zh="neighbours 只能向前（after）或向后（before）翻页，不能同时两者",
+            )
         backward = backward or before is not None
         # backward: the rows just before `before` (or the end), walked in reverse and turned
         # round below
@@ -664,7 +674,7 @@ class Database(OwnThread):
 
     def graph(self, max_nodes: int, max_relations: int, topics: bool = False) -> GraphSnapshot:
         if max_nodes < 0 or max_relations < 0:
-            raise InvalidInput("graph caps must not be negative")
+            raise InvalidInput("graph caps must not be negative", zh="图的上限不能为负数")
         rows = self.conn.execute(
             f"SELECT {NODE_COLS} FROM nodes ORDER BY lrank, id LIMIT ?", (max_nodes + 1,)
         ).fetchall()

@@ -57,7 +57,9 @@ def compile_where(label: NodeLabel, where: Where | None, depth: int = 0) -> tupl
     if where is None:
         return "1", []
     if depth > _MAX_DEPTH:
-        raise InvalidInput(f"where is nested deeper than {_MAX_DEPTH} levels")
+        raise InvalidInput(
+            f"where is nested deeper than {_MAX_DEPTH} levels", zh=f"where 嵌套超过 {_MAX_DEPTH} 层"
+        )
     if isinstance(where, Cond):
         return _compile_cond(label, where)
     if isinstance(where, AllOf | AnyOf):
@@ -73,7 +75,10 @@ def compile_where(label: NodeLabel, where: Where | None, depth: int = 0) -> tupl
     if isinstance(where, Not):
         sql, p = compile_where(label, where.item, depth + 1)
         return f"NOT ({sql})", p
-    raise InvalidInput(f"unsupported where node: {type(where).__name__}")
+    raise InvalidInput(
+        f"unsupported where node: {type(where).__name__}",
+        zh=f"不支持的 where 节点：{type(where).__name__}",
+    )
 
 
 def _compile_cond(label: NodeLabel, cond: Cond) -> tuple[str, list[Any]]:
@@ -85,7 +90,9 @@ def _compile_cond(label: NodeLabel, cond: Cond) -> tuple[str, list[Any]]:
         return f"{col} = ?", [text_value(value, col)]
     if op == "in":
         if not isinstance(value, list | tuple | set | frozenset):
-            raise InvalidInput(f"'in' on {col!r} needs a list of strings")
+            raise InvalidInput(
+                f"'in' on {col!r} needs a list of strings", zh=f"{col!r} 上的 'in' 需要字符串列表"
+            )
         return f"{col} IN {IN_SET}", [json_set(text_value(v, col) for v in value)]
     if op == "contains":
         return f"instr({col}, ?) > 0", [text_value(value, col)]
@@ -95,7 +102,8 @@ def _compile_cond(label: NodeLabel, cond: Cond) -> tuple[str, list[Any]]:
     if op in _COMPARE:
         return f"{col} {_COMPARE[op]} ?", [text_value(value, col)]
     raise InvalidInput(
-        f"unknown operator {op!r}; use one of: eq, in, contains, starts_with, gt, gte, lt, lte"
+        f"unknown operator {op!r}; use one of: eq, in, contains, starts_with, gt, gte, lt, lte",
+        zh=f"未知运算符 {op!r}，可用：eq、in、contains、starts_with、gt、gte、lt、lte",
     )
 
 

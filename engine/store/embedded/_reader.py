@@ -68,7 +68,10 @@ def list_nodes(
 ) -> NodePage:
     """One page of ``label`` nodes matching ``where``, in ``sort`` order, with the total."""
     if label not in NODE_LABELS:
-        raise InvalidInput(f"unknown label {label!r}; use one of {', '.join(NODE_LABELS)}")
+        raise InvalidInput(
+            f"unknown label {label!r}; use one of {', '.join(NODE_LABELS)}",
+            zh=f"未知标签 {label!r}，可用：{', '.join(NODE_LABELS)}",
+        )
     key, direction = sort_key(label, sort)
     cond, params = compile_where(label, where)
     check_page(page)

@@ -234,7 +234,7 @@ def _insert_entity(
     conn: sqlite3.Connection, alloc: _Allocator, plan: SavePlan, ent: EntityDraft, out: Written
 ) -> str:
     if ent.label not in ("Person", "Concept", "Location"):
-        raise InvalidInput(f"unknown entity label {ent.label!r}")
+        raise InvalidInput(f"unknown entity label {ent.label!r}", zh=f"未知实体标签 {ent.label!r}")
     node_id = alloc.take(ID_PREFIX[ent.label])
     prefix, num = allocation_key(node_id)
     aliases = clean_aliases(ent.name, list(ent.aliases), set())
@@ -290,7 +290,10 @@ def _merge_entity(
     if row is None:
         raise NotFound(f"cannot merge into {node_id!r}: no such node", zh=f"节点不存在：{node_id}")
     if row[0] != ent.label:
-        raise InvalidInput(f"cannot merge a {ent.label} into {node_id!r}, a {row[0]}")
+        raise InvalidInput(
+            f"cannot merge a {ent.label} into {node_id!r}, a {row[0]}",
+            zh=f"不能把 {ent.label} 合并到 {node_id!r}（它是 {row[0]}）",
+        )
     aliases: list[str] = json.loads(row[2] or "[]")
     taken = {normalise_name(row[1] or "")} | {normalise_name(a) for a in aliases}
     added = clean_aliases("", [ent.name, *ent.aliases], taken)
@@ -317,7 +320,9 @@ def _insert_relation(
 ) -> None:
     rel_type, source, target = draft.type, draft.source, draft.target
     if rel_type not in REL_TYPES:
-        raise InvalidInput(f"unknown relationship type {rel_type!r}")
+        raise InvalidInput(
+            f"unknown relationship type {rel_type!r}", zh=f"未知关系类型 {rel_type!r}"
+        )
     ends = []
     for end in (source, target):
         node_id = refs.get(end, end)
@@ -333,7 +338,10 @@ def _insert_relation(
         ends.append(node_id)
     allowed_src, allowed_dst = REL_ENDS[rel_type]
     if labels[ends[0]] not in allowed_src or labels[ends[1]] not in allowed_dst:
-        raise InvalidInput(f"{rel_type} cannot connect a {labels[ends[0]]} to a {labels[ends[1]]}")
+        raise InvalidInput(
+            f"{rel_type} cannot connect a {labels[ends[0]]} to a {labels[ends[1]]}",
+            zh=f"{rel_type} 不能连接 {labels[ends[0]]} 与 {labels[ends[1]]}",
+        )
     clean = {k: v for k, v in draft.props.items() if v is not None}
     event_key = ""
     if rel_type == "HAS_ATTITUDE":

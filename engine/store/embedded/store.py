@@ -378,7 +378,10 @@ class EmbeddedStore:
         restrict: frozenset[str] | None = None,
     ) -> list[Hit]:
         if route not in ("summary", "chunk"):
-            raise InvalidInput(f"unknown route {route!r}; use summary or chunk")
+            raise InvalidInput(
+                f"unknown route {route!r}; use summary or chunk",
+                zh=f"未知检索路线 {route!r}，可用 summary 或 chunk",
+            )
         if limit <= 0:
             return []
         db = self._database
@@ -564,4 +567,3 @@ class EmbeddedStore:
         db = self._database
         await self._call(db.vectors_changing)
         return await self._call(dump.import_records, db, records)
-

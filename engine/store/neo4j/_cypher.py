@@ -141,7 +141,7 @@ def space_key(space: str) -> str:
 def space_schema(space: str) -> SpaceSchema:
     key = space_key(space)
     if not _SPACE_KEY.match(key):  # cannot happen; the allow-list of what is interpolated
-        raise InvalidInput(f"bad space key {key!r}")
+        raise InvalidInput(f"bad space key {key!r}", zh=f"无效的空间键 {key!r}")
     labels = (f"MnemoEvents_{key}", f"MnemoChunks_{key}")
     names = (f"space_events_{key}", f"space_chunks_{key}")
     create = tuple(
@@ -670,7 +670,10 @@ def list_page(lbl: NodeLabel, where: str, key: str, direction: str, after: bool)
     """One keyset page ordered by ``key`` then id, both in ``direction``; ``key`` is an
     allow-listed property expression and ``direction`` ASC or DESC."""
     if direction not in ("ASC", "DESC"):
-        raise InvalidInput(f"sort direction must be ASC or DESC, got {direction!r}")
+        raise InvalidInput(
+            f"sort direction must be ASC or DESC, got {direction!r}",
+            zh=f"排序方向须为 ASC 或 DESC（收到 {direction!r}）",
+        )
     cmp = ">" if direction == "ASC" else "<"
     keyset = (
         f"AND ({key} {cmp} $after_key OR ({key} = $after_key AND n.id {cmp} $after_id)) "

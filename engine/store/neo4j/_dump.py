@@ -340,7 +340,10 @@ class Importer:
 
         if not await self.runner.write(work):
             if not retry:
-                raise Conflict(f"memory space {self.runner.space!r} is being restored already")
+                raise Conflict(
+                    f"memory space {self.runner.space!r} is being restored already",
+                    zh=f"记忆空间 {self.runner.space!r} 正在恢复中",
+                )
             log.warning("space %r holds an unfinished restore; deleting it", self.runner.space)
             await self.schema.drop_space()
             await self._begin(retry=False)
@@ -360,7 +363,10 @@ class Importer:
         params = {"token": self.token, "seq": self.seq, **self.marks}
         rows = await self.runner.run(FINISH, params, writable=True)
         if not rows or int(rows[0]["n"]) != 1:
-            raise Conflict(f"the restore of space {self.runner.space!r} was taken over")
+            raise Conflict(
+                f"the restore of space {self.runner.space!r} was taken over",
+                zh=f"空间 {self.runner.space!r} 的恢复已被另一进程接管",
+            )
 
     async def _flush(self, kind: str, records: list[Record]) -> None:
         if not records:
@@ -371,7 +377,10 @@ class Importer:
         async def work(tx: AsyncManagedTransaction) -> int:
             ok = await run(tx, self.runner.space, CHECK, token=self.token)
             if int(ok[0]["n"]) != 1:
-                raise Conflict(f"the restore of space {self.runner.space!r} was taken over")
+                raise Conflict(
+                    f"the restore of space {self.runner.space!r} was taken over",
+                    zh=f"空间 {self.runner.space!r} 的恢复已被另一进程接管",
+                )
             written = 0
             for query, rows in statements:
                 out = await run(tx, self.runner.space, query, rows=rows)
@@ -382,7 +391,8 @@ class Importer:
         if written != expected:
             raise Conflict(
                 f"restoring {kind} records wrote {written} of {expected}: the space changed "
-                "during the restore"
+                "during the restore",
+                zh=f"恢复 {kind} 记录时写入 {written}/{expected} 条：恢复期间空间被改动",
             )
         self.counts[kind] += expected
 

@@ -202,7 +202,10 @@ class WhereCompiler:
         if where is None:
             return "true"
         if depth > _MAX_DEPTH:
-            raise InvalidInput(f"where is nested deeper than {_MAX_DEPTH} levels")
+            raise InvalidInput(
+                f"where is nested deeper than {_MAX_DEPTH} levels",
+                zh=f"where 嵌套超过 {_MAX_DEPTH} 层",
+            )
         if isinstance(where, Cond):
             return self._cond(where)
         if isinstance(where, AllOf | AnyOf):
@@ -212,7 +215,10 @@ class WhereCompiler:
             return joiner.join(f"({self.compile(item, depth + 1)})" for item in where.items)
         if isinstance(where, Not):
             return f"NOT ({self.compile(where.item, depth + 1)})"
-        raise InvalidInput(f"unsupported where node: {type(where).__name__}")
+        raise InvalidInput(
+            f"unsupported where node: {type(where).__name__}",
+            zh=f"不支持的 where 节点：{type(where).__name__}",
+        )
 
     def _cond(self, cond: Cond) -> str:
         prop = f"n.{rules.queryable_field(self.label, cond.field)}"
@@ -223,7 +229,10 @@ class WhereCompiler:
             return f"{prop} = {self._param(rules.text_value(value, cond.field))}"
         if op == "in":
             if not isinstance(value, list | tuple | set | frozenset):
-                raise InvalidInput(f"'in' on {cond.field!r} needs a list of strings")
+                raise InvalidInput(
+                    f"'in' on {cond.field!r} needs a list of strings",
+                    zh=f"{cond.field!r} 上的 'in' 需要字符串列表",
+                )
             items = sorted(rules.text_value(v, cond.field) for v in value)
             return f"{prop} IN {self._param(items)}"
         if op == "contains":
@@ -233,7 +242,8 @@ class WhereCompiler:
         if op in _COMPARE:
             return f"{prop} {_COMPARE[op]} {self._param(rules.text_value(value, cond.field))}"
         raise InvalidInput(
-            f"unknown operator {op!r}; use one of: eq, in, contains, starts_with, gt, gte, lt, lte"
+            f"unknown operator {op!r}; use one of: eq, in, contains, starts_with, gt, gte, lt, lte",
+            zh=f"未知运算符 {op!r}，可用：eq、in、contains、starts_with、gt、gte、lt、lte",
         )
 
 

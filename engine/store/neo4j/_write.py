@@ -266,7 +266,10 @@ class SaveTx:
             )
         row = rows[0]
         if row["label"] != ent.label:
-            raise InvalidInput(f"cannot merge a {ent.label} into {node_id!r}, a {row['label']}")
+            raise InvalidInput(
+                f"cannot merge a {ent.label} into {node_id!r}, a {row['label']}",
+                zh=f"不能把 {ent.label} 合并到 {node_id!r}（它是 {row['label']}）",
+            )
         aliases: list[str] = list(row["aliases"] or [])
         taken = {normalise_name(row["name"] or "")} | {normalise_name(a) for a in aliases}
         added = rules.clean_aliases("", [ent.name, *ent.aliases], taken)
@@ -303,7 +306,9 @@ class SaveTx:
             a, b = self.labels[src], self.labels[dst]
             srcs, dsts = q.REL_ENDS[kind]
             if a not in srcs or b not in dsts:
-                raise InvalidInput(f"{kind} cannot connect a {a} to a {b}")
+                raise InvalidInput(
+                    f"{kind} cannot connect a {a} to a {b}", zh=f"{kind} 不能连接 {a} 与 {b}"
+                )
             props = {k: v for k, v in r.props.items() if v is not None}
             ek = ""
             if kind == "HAS_ATTITUDE":

@@ -88,6 +88,13 @@ _INSTALL_HINT = (
     "or point mnemoql at an external Neo4j 5.26 with MNEMOQL_NEO4J__MODE=external and "
     "MNEMOQL_NEO4J__URI / MNEMOQL_NEO4J__PASSWORD"
 )
+# The Chinese wording of the hint and of the steps an interruption names (errors' ``zh=``).
+_INSTALL_HINT_ZH = (
+    "请安装 Java 17+ 运行时和 Maven 3（如 `apt-get install openjdk-17-jre-headless maven`），"
+    "或用 MNEMOQL_NEO4J__MODE=external 与 MNEMOQL_NEO4J__URI / MNEMOQL_NEO4J__PASSWORD "
+    "改用外部 Neo4j 5.26"
+)
+_ZH_ACTIONS = {"installing": "安装", "starting": "启动"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,7 +243,8 @@ class ManagedNeo4j:
         port = self.port
         if port is None:
             raise StoreUnavailable(
-                f"managed Neo4j in {self.home} has never been started; run start() first"
+                f"managed Neo4j in {self.home} has never been started; run start() first",
+                zh=f"{self.home} 中的托管 Neo4j 从未启动过；请先运行 start()",
             )
         return f"bolt://127.0.0.1:{port}"
 
@@ -246,7 +254,8 @@ class ManagedNeo4j:
             return self.password_path.read_text(encoding="utf-8").strip()
         except FileNotFoundError:
             raise StoreUnavailable(
-                f"no password file at {self.password_path}; start the managed Neo4j first"
+                f"no password file at {self.password_path}; start the managed Neo4j first",
+                zh=f"{self.password_path} 处没有密码文件；请先启动托管 Neo4j",
             ) from None
 
     # ---- install ----
@@ -267,7 +276,10 @@ class ManagedNeo4j:
             return self.lib_dir
         mvn = shutil.which(self.mvn)
         if mvn is None:
-            raise StoreUnavailable(f"`{self.mvn}` was not found on PATH: {_INSTALL_HINT}")
+            raise StoreUnavailable(
+                f"`{self.mvn}` was not found on PATH: {_INSTALL_HINT}",
+                zh=f"PATH 中找不到 `{self.mvn}`：{_INSTALL_HINT_ZH}",
+            )
         self.install_dir.mkdir(parents=True, exist_ok=True)
         pom = self.install_dir / "pom.xml"
         pom.write_text(pom_text(), encoding="utf-8")
@@ -296,7 +308,9 @@ class ManagedNeo4j:
                 tail = log.read_text(encoding="utf-8", errors="replace").strip()[-2000:]
                 raise StoreUnavailable(
                     f"Maven could not fetch Neo4j {self.version} (exit {code}); "
-                    f"check access to Maven Central or use an external Neo4j.\n{tail}"
+                    f"check access to Maven Central or use an external Neo4j.\n{tail}",
+                    zh=f"Maven 无法获取 Neo4j {self.version}（退出码 {code}）；"
+                    f"请检查能否访问 Maven Central，或改用外部 Neo4j。\n{tail}",
                 )
             shutil.rmtree(self.lib_dir, ignore_errors=True)
             staging.rename(self.lib_dir)
@@ -316,7 +330,10 @@ class ManagedNeo4j:
                 except subprocess.TimeoutExpired:
                     pass
                 if self.cancel.is_set():
-                    raise StoreUnavailable(f"interrupted while {what} Neo4j {self.version}")
+                    raise StoreUnavailable(
+                        f"interrupted while {what} Neo4j {self.version}",
+                        zh=f"{_ZH_ACTIONS.get(what, what)} Neo4j {self.version} 时被中断",
+                    )
                 due = self._progress(what, t0, due)
         except BaseException:
             _stop_group(proc)
@@ -356,7 +373,9 @@ class ManagedNeo4j:
         if not self.installed():
             raise StoreUnavailable(
                 f"Neo4j {self.version} is not installed in {self.lib_dir}; run install() "
-                "(python -m mnemoql.engine.store.neo4j.managed install --home DIR) first"
+                "(python -m mnemoql.engine.store.neo4j.managed install --home DIR) first",
+                zh=f"{self.lib_dir} 中未安装 Neo4j {self.version}；请先运行 install()"
+                "（python -m mnemoql.engine.store.neo4j.managed install --home DIR）",
             )
         for sub in ("conf", "logs", "run", "data"):
             (self.home / sub).mkdir(parents=True, exist_ok=True)
@@ -367,11 +386,16 @@ class ManagedNeo4j:
                     f"a managed Neo4j is already running on {self.home} (pid {pid}); "
                     "two servers must never share one home",
                     pid=pid,
+                    zh=f"{self.home} 上已有托管 Neo4j 在运行（pid {pid}）；"
+                    "两个服务器绝不能共用一个目录",
                 )
             self._write_conf(self._choose_port())
             self._ensure_password()
             if self.cancel.is_set():
-                raise StoreUnavailable(f"interrupted before Neo4j started on {self.home}")
+                raise StoreUnavailable(
+                    f"interrupted before Neo4j started on {self.home}",
+                    zh=f"Neo4j 在 {self.home} 上启动之前被中断",
+                )
             self._launch()
         self._wait_ready(timeout)
 
@@ -418,7 +442,10 @@ class ManagedNeo4j:
     def _java_path(self) -> str:
         java = shutil.which(self.java)
         if java is None:
-            raise StoreUnavailable(f"`{self.java}` was not found on PATH: {_INSTALL_HINT}")
+            raise StoreUnavailable(
+                f"`{self.java}` was not found on PATH: {_INSTALL_HINT}",
+                zh=f"PATH 中找不到 `{self.java}`：{_INSTALL_HINT_ZH}",
+            )
         return java
 
     def _require_java(self) -> None:
@@ -426,11 +453,15 @@ class ManagedNeo4j:
         proc = subprocess.run([java, "-version"], capture_output=True, text=True, check=False)
         m = re.search(r'version "(\d+)(?:\.(\d+))?', proc.stderr + proc.stdout)
         if m is None:
-            raise StoreUnavailable(f"could not read the Java version from `{java} -version`")
+            raise StoreUnavailable(
+                f"could not read the Java version from `{java} -version`",
+                zh=f"无法从 `{java} -version` 读出 Java 版本",
+            )
         major = int(m.group(1)) if m.group(1) != "1" else int(m.group(2) or 0)
         if major < 17:
             raise StoreUnavailable(
-                f"Neo4j 5.26 needs Java 17 or 21 (found {major}): {_INSTALL_HINT}"
+                f"Neo4j 5.26 needs Java 17 or 21 (found {major}): {_INSTALL_HINT}",
+                zh=f"Neo4j 5.26 需要 Java 17 或 21（当前为 {major}）：{_INSTALL_HINT_ZH}",
             )
 
     def _conf_port(self) -> int | None:
@@ -487,7 +518,9 @@ class ManagedNeo4j:
         if (self.home / "data" / "databases" / "system").exists():
             raise StoreUnavailable(
                 f"{self.home} holds Neo4j data but no password file; restore "
-                f"{self.password_path} or remove the home to start afresh"
+                f"{self.password_path} or remove the home to start afresh",
+                zh=f"{self.home} 中有 Neo4j 数据但没有密码文件；"
+                f"请恢复 {self.password_path}，或删除该目录重新开始",
             )
         password = _generate_password()
         fd = os.open(self.password_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -504,7 +537,9 @@ class ManagedNeo4j:
             self.password_path.unlink(missing_ok=True)
             raise StoreUnavailable(
                 f"neo4j-admin set-initial-password failed (exit {proc.returncode}): "
-                f"{(proc.stdout + proc.stderr).strip()[-1000:]}"
+                f"{(proc.stdout + proc.stderr).strip()[-1000:]}",
+                zh=f"neo4j-admin set-initial-password 失败（退出码 {proc.returncode}）："
+                f"{(proc.stdout + proc.stderr).strip()[-1000:]}",
             )
 
     def _launch(self) -> None:
@@ -533,14 +568,16 @@ class ManagedNeo4j:
             if self.cancel.is_set():
                 self.stop(timeout=30.0)
                 raise StoreUnavailable(
-                    f"interrupted while starting the managed Neo4j on {self.home}; it was stopped"
+                    f"interrupted while starting the managed Neo4j on {self.home}; it was stopped",
+                    zh=f"在 {self.home} 上启动托管 Neo4j 时被中断；已将其停止",
                 )
             due = self._progress("starting", t0, due)
             pid = self._running_pid()
             if pid is None:
                 raise StoreUnavailable(
                     f"managed Neo4j exited during start-up; see {self.console_log}:\n"
-                    + self._log_tail()
+                    + self._log_tail(),
+                    zh=f"托管 Neo4j 在启动过程中退出；见 {self.console_log}：\n" + self._log_tail(),
                 )
             try:
                 with GraphDatabase.driver(
@@ -551,7 +588,8 @@ class ManagedNeo4j:
             except AuthError as exc:
                 self.stop()
                 raise StoreUnavailable(
-                    f"managed Neo4j rejected the password in {self.password_path}: {exc}"
+                    f"managed Neo4j rejected the password in {self.password_path}: {exc}",
+                    zh=f"托管 Neo4j 拒绝了 {self.password_path} 中的密码：{exc}",
                 ) from exc
             except (DriverError, Neo4jError, OSError) as exc:
                 last = exc
@@ -559,7 +597,9 @@ class ManagedNeo4j:
         self.stop()
         raise StoreUnavailable(
             f"managed Neo4j did not answer on {self.uri} within {timeout:.0f}s ({last}); "
-            f"see {self.console_log}:\n" + self._log_tail()
+            f"see {self.console_log}:\n" + self._log_tail(),
+            zh=f"托管 Neo4j 在 {timeout:.0f} 秒内未在 {self.uri} 应答（{last}）；"
+            f"见 {self.console_log}：\n" + self._log_tail(),
         )
 
     def _log_tail(self, n: int = 20) -> str:
@@ -612,7 +652,8 @@ class ManagedNeo4j:
                 fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
             except BlockingIOError:
                 raise StoreUnavailable(
-                    f"another process is starting the managed Neo4j on {self.home}"
+                    f"another process is starting the managed Neo4j on {self.home}",
+                    zh=f"另一个进程正在 {self.home} 上启动托管 Neo4j",
                 ) from None
             yield
         finally:

@@ -402,7 +402,10 @@ class Neo4jStore:
         restrict: frozenset[str] | None = None,
     ) -> list[Hit]:
         if route not in ("summary", "chunk"):
-            raise InvalidInput(f"unknown route {route!r}; use summary or chunk")
+            raise InvalidInput(
+                f"unknown route {route!r}; use summary or chunk",
+                zh=f"未知检索路线 {route!r}，可用 summary 或 chunk",
+            )
         rows = await routes.rows(self.index, route, query, filters, exclude, limit, restrict, False)
         return [routes.hit(route, r) for r in rows]
 
@@ -565,11 +568,19 @@ class Neo4jStore:
         kind = None if rel_type is None else q.rel_type(rel_type)
         backward = backward or before is not None
         if after is not None and before is not None:
-            raise InvalidInput("neighbours pages forward (after) or backward (before), not both")
+            raise InvalidInput(
+                "neighbours pages forward (after) or backward (before), not both",
+                zh="neighbours 只能向前（after）或向后（before）翻页，不能同时两者",
+            )
         if direction not in ("out", "in", "both"):
-            raise InvalidInput(f"direction must be out, in or both (got {direction!r})")
+            raise InvalidInput(
+                f"direction must be out, in or both (got {direction!r})",
+                zh=f"direction 须为 out、in 或 both（收到 {direction!r}）",
+            )
         if limit_per_node < 0:
-            raise InvalidInput("limit_per_node must not be negative")
+            raise InvalidInput(
+                "limit_per_node must not be negative", zh="limit_per_node 不能为负数"
+            )
         unique = list(dict.fromkeys(node_ids))
         out: dict[str, list[Neighbour]] = {i: [] for i in unique}
         if not unique or limit_per_node == 0:
@@ -594,7 +605,7 @@ class Neo4jStore:
         self, max_nodes: int, max_relations: int, *, topics: bool = False
     ) -> GraphSnapshot:
         if max_nodes < 0 or max_relations < 0:
-            raise InvalidInput("graph caps must not be negative")
+            raise InvalidInput("graph caps must not be negative", zh="图的上限不能为负数")
 
         async def work(tx: AsyncManagedTransaction) -> GraphSnapshot:
             rows = await write.run(tx, self.space, q.GRAPH_NODES, cap=max_nodes + 1)
