@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -30,6 +31,18 @@ class Calls:
         if self.both is not None:
             self.both.wait()
         return [(item,) for item in items]
+
+
+def idle(pool: EnginePool[object]) -> None:
+    """Wait until no worker is inside a call (a settled future comes before the worker's
+    bookkeeping)."""
+    deadline = time.monotonic() + WAIT
+    while time.monotonic() < deadline:
+        with pool._wake:
+            if not pool._running:
+                return
+        time.sleep(0.001)
+    raise AssertionError("a worker stayed busy")
 
 
 def held(pool: EnginePool[object]) -> threading.Event:
@@ -115,6 +128,7 @@ def test_free_workers_split_the_queue_between_them() -> None:
     calls = Calls(threading.Barrier(2, timeout=WAIT))  # breaks unless two calls run at once
     pool: EnginePool[object] = EnginePool(2, object, name="t", batch=calls)
     pool.submit(lambda e: None, query=True).result(WAIT)  # started
+    idle(pool)  # else a worker still counted busy makes the other take the whole queue
     with pool._wake:  # every job is queued before a worker can take one
         futures = [pool.submit_batch([f"q{i}"], query=True) for i in range(6)]
     for f in futures:
