@@ -201,6 +201,41 @@ CATALOGUE: Mapping[str, Mapping[Locale, str]] = {
         "en": "mnemoql import: {path} is not UTF-8 text (byte {byte})",
         "zh": "mnemoql import：{path} 不是 UTF-8 文本（第 {byte} 字节）",
     },
+    "cli.import_bad_line": {
+        "en": "{path}:{line}: not a save input: {problems}",
+        "zh": "{path}:{line}：不是可保存的输入：{problems}",
+    },
+    "cli.import_not_json": {
+        "en": "not JSON at column {column} ({reason})",
+        "zh": "第 {column} 列起不是有效的 JSON（{reason}）",
+    },
+    "cli.import_not_object": {"en": "not a JSON object", "zh": "不是 JSON 对象"},
+    "cli.import_failed_line": {
+        "en": "{path}:{line}: {code}: {failure}",
+        "zh": "{path}:{line}：{code}：{failure}",
+    },
+    # a save input's field problems, by pydantic's error type (``input.other`` keeps pydantic's
+    # English for the kinds without a key of their own)
+    "input.problem": {"en": "{field}: {problem}", "zh": "{field}：{problem}"},
+    "input.sep": {"en": "; ", "zh": "；"},
+    "input.missing": {"en": "Field required", "zh": "缺少此字段"},
+    "input.extra_forbidden": {
+        "en": "not a field of a save input (fields: {fields})",
+        "zh": "不是保存输入的字段（可用字段：{fields}）",
+    },
+    "input.string_type": {"en": "Input should be a valid string", "zh": "应为字符串"},
+    "input.list_type": {"en": "Input should be a valid list", "zh": "应为列表"},
+    "input.bool_type": {"en": "Input should be a valid boolean", "zh": "应为布尔值"},
+    "input.bool_parsing": {
+        "en": "Input should be a valid boolean, unable to interpret input",
+        "zh": "应为布尔值（true / false）",
+    },
+    "input.dict_type": {"en": "Input should be a valid dictionary", "zh": "应为 JSON 对象"},
+    "input.model_type": {
+        "en": "Input should be a valid dictionary or instance of {class_name}",
+        "zh": "应为 JSON 对象（{class_name}）",
+    },
+    "input.other": {"en": "{detail}", "zh": "值无效：{detail}"},
     "cli.import_nothing_saved": {
         "en": "mnemoql import: nothing was saved; fix the line(s) above and run it again",
         "zh": "mnemoql import：未保存任何内容；请修正上面的行后重新运行",

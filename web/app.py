@@ -268,7 +268,10 @@ class MemoryGraphQL(GraphQL[RequestContext, None]):
 
         try:
             result = await within_deadline(
-                run, self.limits.query_timeout_s, self.limits.mutation_timeout_s
+                run,
+                self.limits.query_timeout_s,
+                self.limits.mutation_timeout_s,
+                locale=context.locale,
             )
             query = request_data.query
             ran = result.data is not None or any(e.path for e in result.errors or [])

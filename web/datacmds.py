@@ -54,7 +54,7 @@ async def import_file(settings: Settings, path: Path, concurrency: int, space: s
         print(message("cli.import_dump", settings.locale, path=path), file=sys.stderr)
         return 2
     try:
-        lines = read_lines(path)
+        lines = read_lines(path, settings.locale)
     except UnicodeDecodeError as exc:
         text = message("cli.import_not_utf8", settings.locale, path=path, byte=exc.start)
         print(text, file=sys.stderr)
@@ -70,11 +70,17 @@ async def import_file(settings: Settings, path: Path, concurrency: int, space: s
         async with httpx.AsyncClient() as client:
             memory = Memory(settings, store, build_providers(settings, client))
             bar = Progress(len(lines), label="lines")
-            summary = await save_lines(memory, lines, concurrency=concurrency, on_line=bar.advance)
+            summary = await save_lines(
+                memory, lines, concurrency=concurrency, on_line=bar.advance, locale=settings.locale
+            )
     finally:
         await store.close()
     for number, code, failure in summary.failed:
-        print(f"{path}:{number}: {code}: {failure}", file=sys.stderr)
+        said = message(
+            "cli.import_failed_line", settings.locale, path=path, line=number, code=code,
+            failure=failure,
+        )  # fmt: skip
+        print(said, file=sys.stderr)
     print(summary.text(path, settings.locale), file=sys.stderr)
     return 1 if summary.failed else 0
 

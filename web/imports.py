@@ -26,10 +26,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pydantic import ValidationError
+from pydantic_core import ErrorDetails
+
 from mnemoql.engine.errors import Forgotten, MnemoError
 from mnemoql.engine.ingest import SaveInput, parse_extraction
 from mnemoql.engine.memory import Memory
-from mnemoql.engine.messages import Locale, message
+from mnemoql.engine.messages import CATALOGUE, Locale, message
 
 KEY_PREFIX = "import:"
 MAX_SHOWN = 20  # bad lines reported before giving up
@@ -57,11 +60,12 @@ def resume_key(raw: dict[str, object], occurrence: int) -> str:
     return f"{KEY_PREFIX}{digest}" + (f"#{occurrence}" if occurrence > 1 else "")
 
 
-def read_lines(path: Path) -> list[Line]:
+def read_lines(path: Path, locale: Locale = "en") -> list[Line]:
     """Every non-blank line of ``path`` as a save input with its resume key.
 
     Raises:
-        BadLines: lines that are not JSON objects of save inputs (up to ``MAX_SHOWN``).
+        BadLines: lines that are not JSON objects of save inputs (up to ``MAX_SHOWN``), each
+            problem said in ``locale``.
         OSError / UnicodeDecodeError: the file cannot be read.
     """
     seen: Counter[str] = Counter()
@@ -74,11 +78,13 @@ def read_lines(path: Path) -> list[Line]:
             try:
                 raw = json.loads(text)
                 if not isinstance(raw, dict):
-                    raise ValueError("not a JSON object")
+                    raise _NotAnObject
                 item = _save_input(raw, seen)
-            except (ValueError, MnemoError) as exc:
-                detail = exc.message if isinstance(exc, MnemoError) else str(exc)
-                problems.append(f"{path}:{number}: not a save input: {_one_line(detail)}")
+            except (ValueError, ValidationError, MnemoError) as exc:
+                detail = _one_line(_problem(exc, locale))
+                problems.append(
+                    message("cli.import_bad_line", locale, path=path, line=number, problems=detail)
+                )
                 if len(problems) >= MAX_SHOWN:
                     break
                 continue
@@ -86,6 +92,39 @@ def read_lines(path: Path) -> list[Line]:
     if problems:
         raise BadLines(problems)
     return lines
+
+
+class _NotAnObject(ValueError):
+    pass
+
+
+def _problem(exc: Exception, locale: Locale) -> str:
+    """Why a line is not a save input, in ``locale``: pydantic's field errors one by one
+    (``field: problem``), never its multi-line dump with the input echoed back."""
+    if isinstance(exc, MnemoError):
+        return exc.text(locale)
+    if isinstance(exc, ValidationError):
+        said = [_field_problem(e, locale) for e in exc.errors(include_url=False)]
+        return message("input.sep", locale).join(said)
+    if isinstance(exc, json.JSONDecodeError):
+        return message("cli.import_not_json", locale, column=exc.colno, reason=exc.msg)
+    if isinstance(exc, _NotAnObject):
+        return message("cli.import_not_object", locale)
+    return str(exc)  # a validator's own ValueError: pydantic wraps those, so not expected
+
+
+def _field_problem(error: ErrorDetails, locale: Locale) -> str:
+    field = ".".join(str(part) for part in error["loc"]) or "line"
+    kind, ctx = error["type"], error.get("ctx") or {}
+    if kind == "extra_forbidden":
+        problem = message(f"input.{kind}", locale, fields=", ".join(SaveInput.model_fields))
+    elif kind == "model_type":
+        problem = message(f"input.{kind}", locale, class_name=ctx.get("class_name", "object"))
+    elif f"input.{kind}" in CATALOGUE:
+        problem = message(f"input.{kind}", locale)
+    else:
+        problem = message("input.other", locale, detail=error["msg"])
+    return message("input.problem", locale, field=field, problem=problem)
 
 
 def _save_input(raw: dict[str, object], seen: Counter[str]) -> SaveInput:
@@ -139,8 +178,10 @@ async def save_lines(
     *,
     concurrency: int = 4,
     on_line: Callable[[bool], None] | None = None,
+    locale: Locale = "en",
 ) -> Summary:
-    """Save every line (``concurrency`` at a time); ``on_line(ok)`` after each one."""
+    """Save every line (``concurrency`` at a time); ``on_line(ok)`` after each one; a failed
+    line's message in ``locale``."""
     summary = Summary(total=len(lines))
     gate = asyncio.Semaphore(max(1, concurrency))
 
@@ -153,7 +194,7 @@ async def save_lines(
                 summary.skipped += 1
                 summary.forgotten += 1
             except MnemoError as exc:
-                summary.failed.append((line.number, exc.code, _one_line(exc.message)))
+                summary.failed.append((line.number, exc.code, _one_line(exc.text(locale))))
                 ok = False
             else:
                 if outcome.result.replayed:

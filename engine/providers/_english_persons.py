@@ -243,6 +243,8 @@ def _surname_like(word: str, first: str) -> bool:
 # A bare article before a capitalised name: a thing ("a Subaru", "the Jetta", "the White
 # House"), not a person, unless a cue says otherwise.
 _BARE_ARTICLE = re.compile(r"\b(?:a|an|the)\s+$", re.IGNORECASE)
+# A possessive, perhaps with an adjective, before a lower-case word: "my favorite meta".
+_POSSESSIVE_BEFORE = re.compile(r"\b(?:my|your|his|her|our|their)\s+(?:[a-z]+\s+)?$", re.IGNORECASE)
 # An article or possessive, perhaps with an adjective, before a name: "a pink Barbie doll".
 _ARTICLE_BEFORE = re.compile(
     r"\b(?:a|an|the|my|your|his|her|our|their)\s+(?:[a-z]+\s+)?$", re.IGNORECASE
@@ -268,6 +270,11 @@ def _lower_case_names(text: str, found: set[str]) -> list[str]:
             continue
         if english.readings(k) or k in names.places:
             continue
+        before = text[: m.start()]
+        if (
+            _BARE_ARTICLE.search(before) or _POSSESSIVE_BEFORE.search(before)
+        ) and not _PERSON_CUE_BEFORE.search(before):
+            continue  # "a lotta", "my favorite meta": a thing; "my sister emma" is a person
         tail = _LOWER_SURNAME.match(text[m.end() :])
         name = m[0].capitalize()
         surname = name_key(tail[1]) if tail else ""

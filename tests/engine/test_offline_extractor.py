@@ -402,6 +402,11 @@ LABELLED_EN = [
     ("amy schumer was hilarious last night", ["Amy Schumer"], []),
     ("watching Priya kandasamy on stage tonight", ["Priya Kandasamy"], []),
     ("Hope youre doing well", [], []),
+    # a lower-case given name after an article or a possessive is a thing, unless a relation
+    # word says who ("my sister emma")
+    ("we watched a lotta videos today", [], []),
+    ("my favorite meta hero got nerfed again", [], []),
+    ("my sister emma got the sunglasses chloe is wearing", ["Emma", "Chloe"], []),
     ("ian connor is my favourite designer", ["Ian Connor"], []),  # not Connor again
     ("Marcus Do you remember the trip", ["Marcus"], []),  # the name ends at the stop word
     ("we drove a Subaru and a Chrysler to the lake", [], []),  # an article: things

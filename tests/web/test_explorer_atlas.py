@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from tests.web.conftest import record_screenshot
-from tests.web.served import Served, served
+from tests.web.served import ALICE, TOKENS, Served, served
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page, Request
@@ -138,10 +138,11 @@ def settle(page: Page) -> None:
     page.wait_for_function("() => !window.__atlas.layoutRunning")
 
 
-def node_id(service: Served, kind: str, name: str) -> str:
+def node_id(service: Served, kind: str, name: str, token: str | None = None) -> str:
     found = service.gql(
         f"query($n: String!) {{ {kind}(first: 1, where: {{ name: {{ eq: $n }} }}) "
         "{ edges { node { id } } } }",
+        token=token,
         n=name,
     )[kind]["edges"]
     assert found, name
@@ -334,3 +335,33 @@ def test_the_atlas_is_a_metrics_route(service: Served) -> None:
     httpx.get(f"{service.url}/atlas").raise_for_status()
     metrics = httpx.get(f"{service.url}/metrics").text
     assert 'route="/atlas"' in metrics
+
+
+def test_both_pages_send_the_token_and_word_a_refusal_their_way(browser: Browser, tmp_path: Path) -> None:
+    """The one request both pages make (auth.js ``postQuery``): without a token each says the
+    refusal its own way (the explorer with the code and a hint, the atlas the server's
+    message); with the saved token both draw the graph."""
+    with served(tmp_path / "data", tokens=TOKENS) as server:
+        server.gql(SAVE_MANY, token=ALICE, inputs=[saved_event(1, ["Ada Lovelace"], "London", "engines", "2025-01-10")])
+        context = browser.new_context(viewport={"width": 1280, "height": 800})
+        context.set_default_timeout(20_000)
+        try:
+            explorer = context.new_page()
+            explorer.goto(f"{server.url}/explorer")
+            explorer.wait_for_selector("#status[data-state=error]")
+            assert explorer.get_attribute("#status", "data-code") == "UNAUTHENTICATED"
+            said = explorer.inner_text("#status")
+            assert "[UNAUTHENTICATED]" in said and "Save a bearer token above" in said, said
+            atlas = context.new_page()
+            atlas.goto(f"{server.url}/atlas?q=Ada&page={PAGE}")
+            atlas.wait_for_selector("#status[data-state=error]")
+            refused = atlas.inner_text("#status")
+            assert refused.startswith("Could not load: ") and "token" in refused.lower(), refused
+            atlas.evaluate("(t) => window.mnemoqlAuth.setToken(t)", ALICE)
+            for pg in (explorer, atlas):
+                pg.reload()
+            explorer.wait_for_selector("body[data-state=ready]")
+            atlas.wait_for_selector("body[data-painted=true]")
+            assert node_id(server, "persons", "Ada Lovelace", ALICE) in drawn(atlas)
+        finally:
+            context.close()

@@ -1,10 +1,12 @@
 """Refusals in the reader's language, against a real ``mnemoql serve``: the edge's 413 (before
 the app reads the body), graphql-core's validation and parse errors, and the view's own 400,
-each with ``Accept-Language: zh`` and without; and the command line's import / export lines
+each with ``Accept-Language: zh`` and without, and a query's ``TIMEOUT`` and a websocket's
+``RATE_LIMITED``; and the command line's import / export lines (a bad line's problems too)
 with ``MNEMOQL_LOCALE=zh``."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -15,6 +17,7 @@ from typing import Any
 
 import httpx
 import pytest
+import websockets
 
 from mnemoql.engine.messages import CATALOGUE
 from mnemoql.schema.wording import zh_wording
@@ -99,3 +102,61 @@ def test_import_and_export_lines_follow_mnemoql_locale(tmp_path: Path) -> None:
         f"mnemoql import：{out} 是 `mnemoql export` 的记忆导出文件，不是待保存的行；"
         f"请用 `mnemoql restore {out}` 载入（到空的空间）"
     )
+
+
+def test_import_says_each_bad_line_in_the_locale(tmp_path: Path) -> None:
+    src = tmp_path / "bad.jsonl"
+    lines = ['{"content": "fine"}', '{"contnt": "x", "topic_path": 5}', "[1, 2]", "not json"]
+    src.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    zh = mnemoql("import", str(src), data_dir=tmp_path / "data", MNEMOQL_LOCALE="zh")
+    assert zh.returncode == 2, zh.stderr
+    said = zh.stderr.strip().splitlines()
+    assert said[0].startswith(f"{src}:2：不是可保存的输入：content：缺少此字段；topic_path：应为字符串；contnt：")
+    assert said[1:] == [
+        f"{src}:3：不是可保存的输入：不是 JSON 对象",
+        f"{src}:4：不是可保存的输入：第 1 列起不是有效的 JSON（Expecting value）",
+        CATALOGUE["cli.import_nothing_saved"]["zh"],
+    ]
+    # pydantic's English dump (and the input it echoes) is gone in both languages
+    en = mnemoql("import", str(src), data_dir=tmp_path / "data", MNEMOQL_LOCALE="en")
+    assert en.returncode == 2 and "validation error" not in en.stderr and "input_value" not in en.stderr
+    assert f"{src}:2: not a save input: content: Field required; topic_path: Input should be a valid string" in en.stderr
+
+
+def test_a_timeout_is_said_in_the_asked_language(tmp_path: Path) -> None:
+    env = {"MNEMOQL_LOCALE": "en", "MNEMOQL_LIMITS__QUERY_TIMEOUT_S": "0.000001"}
+    with served(tmp_path / "data", env=env) as s:
+        query = {"query": '{ search(query: "Berlin") { cursor } }'}
+        en = only_error(httpx.post(s.graphql, json=query, timeout=30))
+        zh = only_error(httpx.post(s.graphql, json=query, headers=ZH, timeout=30))
+    assert en["extensions"]["code"] == zh["extensions"]["code"] == "TIMEOUT"
+    assert en["message"] == en["extensions"]["en"] and en["message"].startswith("the request took longer")
+    assert zh["message"] == zh["extensions"]["zh"] == en["extensions"]["zh"]
+    assert zh["message"].startswith("请求超过 1e-06 秒，已停止")
+
+
+async def _three_subscriptions(s: Served, headers: dict[str, str]) -> list[dict[str, Any]]:
+    async with websockets.connect(
+        s.ws, subprotocols=[websockets.Subprotocol("graphql-transport-ws")],
+        additional_headers=headers, open_timeout=30,
+    ) as ws:  # fmt: skip
+        await ws.send(json.dumps({"type": "connection_init", "payload": {}}))
+        assert json.loads(await asyncio.wait_for(ws.recv(), 30))["type"] == "connection_ack"
+        for n in range(3):
+            payload = {"query": "subscription { memoryChanges { kind } }"}
+            await ws.send(json.dumps({"id": str(n), "type": "subscribe", "payload": payload}))
+        while True:
+            message = json.loads(await asyncio.wait_for(ws.recv(), 30))
+            if message["type"] == "error":
+                result: list[dict[str, Any]] = message["payload"]
+                return result
+
+
+async def test_a_websocket_rate_limit_is_said_in_the_asked_language(tmp_path: Path) -> None:
+    env = {"MNEMOQL_LOCALE": "en", "MNEMOQL_HTTP__MAX_SUBSCRIPTIONS_PER_CLIENT": "2"}
+    with served(tmp_path / "data", env=env) as s:
+        (en,) = await _three_subscriptions(s, {})
+        (zh,) = await _three_subscriptions(s, ZH)
+    assert en["extensions"]["code"] == zh["extensions"]["code"] == "RATE_LIMITED"
+    assert en["message"] == en["extensions"]["en"] and "MNEMOQL_HTTP__MAX_SUBSCRIPTIONS_PER_CLIENT" in en["message"]
+    assert zh["message"] == zh["extensions"]["zh"] == en["extensions"]["zh"] != en["message"]

@@ -56,16 +56,22 @@ def timeout_message(seconds: float, locale: Locale = "en") -> str:
     return message("timeout", locale, seconds=f"{seconds:g}")
 
 
-def timeout_result(seconds: float) -> ExecutionResult:
+def timeout_result(seconds: float, locale: Locale = "en") -> ExecutionResult:
+    """A ``TIMEOUT`` error whose message is in ``locale``; both languages in its extensions."""
     en, zh = timeout_message(seconds), timeout_message(seconds, "zh")
-    error = GraphQLError(en, extensions={"code": "TIMEOUT", "en": en, "zh": zh})
+    shown = zh if locale == "zh" else en
+    error = GraphQLError(shown, extensions={"code": "TIMEOUT", "en": en, "zh": zh})
     return ExecutionResult(data=None, errors=[error])
 
 
 async def within_deadline(
-    run: Callable[[], Awaitable[ExecutionResult]], query_s: float, mutation_s: float
+    run: Callable[[], Awaitable[ExecutionResult]],
+    query_s: float,
+    mutation_s: float,
+    locale: Locale = "en",
 ) -> ExecutionResult:
-    """``run()`` under the query deadline (a mutation's is moved by ``MutationDeadline``)."""
+    """``run()`` under the query deadline (a mutation's is moved by ``MutationDeadline``);
+    running out answers in ``locale`` (the request's language)."""
     timeout = asyncio.timeout(query_s)
     deadline = _Deadline(timeout, query_s, mutation_s)
     token = _CURRENT.set(deadline)
@@ -77,6 +83,6 @@ async def within_deadline(
             raise
         kind = "mutation" if deadline.mutation else "query"
         log.warning("a GraphQL %s ran out of time (%g s) and was cancelled", kind, deadline.seconds)
-        return timeout_result(deadline.seconds)
+        return timeout_result(deadline.seconds, locale)
     finally:
         _CURRENT.reset(token)

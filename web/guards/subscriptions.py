@@ -48,11 +48,12 @@ def _slots(
     return view.client_limits, client_key(socket.ws.scope, view.tokens, token_from_params(params))
 
 
-def _error(refused: Refusal) -> GraphQLError:
+def _error(refused: Refusal, context: RequestContext) -> GraphQLError:
+    """The refusal in the socket's language (its ``Accept-Language``, else ``MNEMOQL_LOCALE``),
+    both languages in the extensions."""
     extensions = {"code": "RATE_LIMITED", "retryAfter": refused.retry_after_s}
-    return GraphQLError(
-        refused.message, extensions={**extensions, "en": refused.message, "zh": refused.zh}
-    )
+    shown = refused.zh if context.locale == "zh" else refused.message
+    return GraphQLError(shown, extensions={**extensions, "en": refused.message, "zh": refused.zh})
 
 
 class LimitedTransportWSHandler(BaseGraphQLTransportWSHandler[RequestContext, None]):
@@ -66,9 +67,8 @@ class LimitedTransportWSHandler(BaseGraphQLTransportWSHandler[RequestContext, No
         refused = limits.open_subscription(key)
         if refused is not None:
             self.operations.pop(operation.id, None)
-            message: ErrorMessage = {
-                "id": operation.id, "type": "error", "payload": [_error(refused).formatted]
-            }  # fmt: skip
+            error = _error(refused, self.context).formatted
+            message: ErrorMessage = {"id": operation.id, "type": "error", "payload": [error]}
             await self.send_message(message)
             return
         try:
@@ -94,9 +94,8 @@ class LimitedWSHandler(BaseGraphQLWSHandler[RequestContext, None]):
         refused = limits.open_subscription(key)
         if refused is not None:
             self.tasks.pop(operation_id, None)
-            message: LegacyErrorMessage = {
-                "type": "error", "id": operation_id, "payload": _error(refused).formatted
-            }  # fmt: skip
+            error = _error(refused, self.context).formatted
+            message: LegacyErrorMessage = {"type": "error", "id": operation_id, "payload": error}
             await self.send_message(message)
             return
         try:

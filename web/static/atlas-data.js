@@ -43,16 +43,7 @@
     if (!/^\s*query\b/.test(query)) {
       return Promise.reject(new Error('the atlas only sends queries'));
     }
-    var headers = Object.assign(
-      { 'Content-Type': 'application/json', Accept: 'application/json' },
-      window.mnemoqlAuth.authHeaders()
-    );
-    return fetch('/graphql', {
-      method: 'POST',
-      headers: headers,
-      body: JSON.stringify({ query: query, variables: variables || {} }),
-      credentials: 'same-origin'
-    }).then(function (response) {
+    return window.mnemoqlAuth.postQuery(query, variables).then(function (response) {
       return response.json().then(
         function (body) {
           if (body && body.errors && body.errors.length) {

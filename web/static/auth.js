@@ -1,9 +1,11 @@
 /*
- * mnemoql: bearer-token handling shared by graphiql.html and explorer.html.
+ * mnemoql: bearer-token handling shared by graphiql.html, explorer.html and atlas.html.
  *
  * The token lives in localStorage under "mnemoql.token". When it is set, every
  * request the pages make to POST /graphql carries "Authorization: Bearer <token>"
- * (a value that already starts with "Bearer " is sent as it is).
+ * (a value that already starts with "Bearer " is sent as it is). postQuery(query,
+ * variables) is that request for the explorer and the atlas: it resolves to the fetch
+ * Response, and each page reads the body and words its errors in its own way.
  *
  * The page may contain a small form with these ids; they are wired up here:
  *   #token-form, #token-input, #token-save, #token-clear, #token-state
@@ -44,6 +46,19 @@
     return { Authorization: /^bearer\s+/i.test(token) ? token : 'Bearer ' + token };
   }
 
+  function postQuery(query, variables) {
+    var headers = Object.assign(
+      { 'Content-Type': 'application/json', Accept: 'application/json' },
+      authHeaders()
+    );
+    return fetch('/graphql', {
+      method: 'POST',
+      headers: headers,
+      body: JSON.stringify({ query: query, variables: variables || {} }),
+      credentials: 'same-origin'
+    });
+  }
+
   function showState() {
     var state = document.getElementById('token-state');
     if (state) {
@@ -76,7 +91,13 @@
     showState();
   }
 
-  window.mnemoqlAuth = { KEY: KEY, getToken: getToken, setToken: setToken, authHeaders: authHeaders };
+  window.mnemoqlAuth = {
+    KEY: KEY,
+    getToken: getToken,
+    setToken: setToken,
+    authHeaders: authHeaders,
+    postQuery: postQuery
+  };
 
   if (document.readyState === 'loading') {
     document.addEventListener('DOMContentLoaded', wire);

@@ -237,16 +237,7 @@
     if (!/^\s*query\b/.test(query)) {
       return Promise.reject(RequestError('the explorer only sends queries', 'READ_ONLY'));
     }
-    var headers = Object.assign(
-      { 'Content-Type': 'application/json', Accept: 'application/json' },
-      window.mnemoqlAuth.authHeaders()
-    );
-    return fetch('/graphql', {
-      method: 'POST',
-      headers: headers,
-      body: JSON.stringify({ query: query, variables: variables || {} }),
-      credentials: 'same-origin'
-    }).then(
+    return window.mnemoqlAuth.postQuery(query, variables).then(
       function (response) {
         return response.text().then(function (text) {
           var body = null;
