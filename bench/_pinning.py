@@ -154,8 +154,8 @@ def medians(cases: list[Case]) -> list[str]:
 def scaling_report(command: str, machine: str, setup: str, cases: list[Case], pin: bool) -> str:
     """The markdown report of ``bench.load --scaling``."""
     how = (
-        "server i under `taskset -c i`, the load generator (this Python process: the clients, "
-        "one asyncio loop) on the CPUs left, or unpinned when none are"
+        "server i under `taskset -c i`, the load generator (the clients: this Python process "
+        "on one asyncio loop, or the wrk processes) on the CPUs left, or unpinned when none are"
         if pin
         else "none (the scheduler places everything)"
     )

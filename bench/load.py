@@ -51,7 +51,7 @@ from typing import Any
 
 import httpx
 
-from bench import _pinning, _spy
+from bench import _pinning, _spy, _wrk
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
@@ -583,6 +583,7 @@ class Outcome:
     load_at_end: str
     tracebacks: int
     held: str  # the servers' threads' affinities, read back ("" unpinned)
+    wrk: list[_wrk.WrkResult] = field(default_factory=list)  # --generator wrk: one per server
 
     @property
     def ok(self) -> bool:
@@ -657,6 +658,22 @@ async def run_load(args: argparse.Namespace, processes: int, pin: bool) -> Outco
                     _spy.start_py_spy(args.py_spy, proc.pid, args.seconds) if args.py_spy else None
                 )
                 deadline = started + args.seconds
+                by_wrk = args.generator == "wrk"
+                wrk_run = (
+                    asyncio.to_thread(
+                        _wrk.run,
+                        bases,
+                        agent_tokens or [read_token],
+                        args.searchers,
+                        args.seconds,
+                        Path(tmp),
+                        _wrk.script(SEARCH, QUERIES, list(FRESH_WORDS)),
+                        args.seed,
+                        generator_cpus,
+                    )
+                    if by_wrk
+                    else None
+                )
                 searchers = (
                     follower(
                         i,
@@ -678,9 +695,16 @@ async def run_load(args: argparse.Namespace, processes: int, pin: bool) -> Outco
                         args.seed,
                         args.fresh_queries,
                     )
-                    for i in range(args.searchers)
+                    for i in range(0 if by_wrk else args.searchers)
                 )
+                wrks: list[_wrk.WrkResult] = []
+
+                async def generated() -> None:
+                    if wrk_run is not None:
+                        wrks.extend(await wrk_run)
+
                 await asyncio.gather(
+                    generated(),
                     *searchers,
                     *(
                         saver(
@@ -698,6 +722,14 @@ async def run_load(args: argparse.Namespace, processes: int, pin: bool) -> Outco
                 )
                 elapsed = time.monotonic() - started
                 cpu = CpuUse.now(*(p.pid for p in procs)) - cpu_at_start
+                if wrks:  # wrk's own CPU is the generator's; its duration is the load's
+                    cpu.clients_s += sum(w.cpu_s for w in wrks)
+                    elapsed = max(w.seconds for w in wrks)
+                    stats.answered["search"] += sum(w.answered for w in wrks)
+                    failed = sum(w.failed for w in wrks)
+                    if failed:
+                        stats.error(f"search (wrk): {failed} not answered (HTTP != 200 or errors)")
+                        stats.error_count += failed - 1
             held = "; ".join(
                 f"server {n}: {_pinning.thread_count(p.pid)} threads on CPUs "
                 f"{sorted(_pinning.thread_cpus(p.pid))}"
@@ -726,6 +758,7 @@ async def run_load(args: argparse.Namespace, processes: int, pin: bool) -> Outco
         load_average(),
         server_log.count("Traceback"),
         held if pin else "",
+        wrks,
     )
 
 
@@ -756,14 +789,17 @@ def pin_line(r: Outcome) -> str:
 
 def case(r: Outcome, k: int) -> _pinning.Case:
     lat = [x * 1000 for x in r.stats.latencies.get("search", [])]
+    p50, p95 = pct(lat, 50), pct(lat, 95)
+    if r.wrk:
+        p50, p95 = _wrk.merged_percentile(r.wrk, 50), _wrk.merged_percentile(r.wrk, 95)
     return _pinning.Case(
         r.processes,
         [c for c in r.server_cpus if c is not None],
         r.generator_cpus,
         r.elapsed,
         r.stats.answered["search"],
-        pct(lat, 50),
-        pct(lat, 95),
+        p50,
+        p95,
         r.stats.follow_ups,
         r.stats.follow_ups_ok,
         sum(n for what, n in r.stats.expected.items() if "cursor gone" in what),
@@ -795,7 +831,13 @@ async def scaling_async(args: argparse.Namespace) -> int:
         f"{args.searchers} searchers"
         + (f" x {args.follow_ups} follow-ups" if args.follow_ups else "")
         + f" + {args.savers} savers for {args.seconds:.0f} s, round robin; queries: "
-        + ("every text new" if args.fresh_queries else "fixed questions")
+        + ("every text new" if args.fresh_queries or args.generator == "wrk" else "fixed questions")
+        + (
+            "; load generator: wrk (one per server, 1 thread, searchers / processes connections"
+            ", searches only: `bench/_wrk.py`)"
+            if args.generator == "wrk"
+            else "; load generator: this Python process (httpx clients)"
+        )
     )
     report = _pinning.scaling_report(
         command_line(),
@@ -989,6 +1031,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--fresh-queries", action="store_true", help="make every search text new (no cache hits)"
     )
+    p.add_argument(
+        "--generator",
+        choices=["python", "wrk"],
+        default="python",
+        help="the searchers: httpx clients in this process, or wrk (C; fresh texts, searches "
+        "only, one wrk per server: bench/_wrk.py)",
+    )
     p.add_argument("--server-log", help="keep the server's output in this file")
     p.add_argument(
         "--py-spy",
@@ -1038,6 +1087,10 @@ def main(argv: list[str] | None = None) -> int:
         p.error("--pin needs taskset (util-linux)")
     if not 1 <= args.rounds <= 20:
         p.error("--rounds must be between 1 and 20")
+    if args.generator == "wrk" and not _wrk.available():
+        p.error("--generator wrk needs wrk (apt-get install wrk)")
+    if args.generator == "wrk" and args.follow_ups:
+        p.error("--generator wrk sends searches only: drop --follow-ups")
     if args.scaling and args.processes != 1:
         p.error("--scaling chooses the process counts itself: drop --processes")
     if not 0 <= args.follow_ups <= 20:

@@ -254,8 +254,9 @@ GRAPH_RELS = """
 MATCH (a)-[r]->(b) WHERE a.space = $space
 RETURN type(r) AS type, a.id AS a, b.id AS b, properties(r) AS props
 """
-# the space node's counters: one bump per save transaction, one per import (not data)
-_SPACE_COUNTERS = frozenset({"writes"})
+# the space node's counters: one bump per save transaction, one per import (not data), and
+# the topic change feed's bookkeeping (engine/store/neo4j/_changes.py)
+_SPACE_COUNTERS = frozenset({"writes", "topics_reload", "removals", "removals_floor"})
 _MARKS = frozenset(q.MARK_PROPERTY.values())  # a mark of 0 (the import's) = none (a save's)
 
 

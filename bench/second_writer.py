@@ -13,6 +13,10 @@ embedder (random unit vectors: the query embedding is not what is measured):
   (``Memory._catch_up``: the vector mirrors, the ANN indexes and the topic index);
 * **B** saves the same way.
 
+``--store neo4j`` runs the same rounds on a Neo4j space (``--neo4j-uri`` / ``--neo4j-user`` /
+``--neo4j-password``, by default ``MNEMOQL_TEST_NEO4J_*``): the corpus (with its topics) is
+exported from the embedded copy and imported into a fresh space, dropped at the end.
+
 Per round, driven by this process: B saves, then A saves (*after another writer's commit*),
 then A saves again (*alone*: nothing committed by anyone else since its last save). Both
 samples come from the same process in the same minute, so machine noise hits both alike. Then
@@ -29,11 +33,13 @@ import argparse
 import asyncio
 import hashlib
 import json
+import os
 import shutil
 import sqlite3
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -65,7 +71,9 @@ from mnemoql.engine.ingest import SaveInput
 from mnemoql.engine.memory import Memory
 from mnemoql.engine.providers.base import EmbedKind
 from mnemoql.engine.providers.factory import Providers, build_providers
+from mnemoql.engine.store.base import Store
 from mnemoql.engine.store.embedded import AnnSettings, EmbeddedStore
+from mnemoql.engine.store.neo4j.store import Neo4jStore
 
 ROOTS, CHILDREN = 20, 10  # 200 topics
 ROOT = Path(__file__).resolve().parents[1]
@@ -141,13 +149,50 @@ async def _open_close(db: Path) -> None:
 # ---------------------------------------------------------------- one writer process
 
 
-async def writer(db: Path, reload: bool, stop: str | None, name: str) -> None:
+def neo4j_store(space: str) -> Neo4jStore:
+    """The store of ``space`` on the server named by the environment (``MNEMOQL_TEST_NEO4J_*``,
+    set from the flags by ``run``)."""
+    return Neo4jStore(
+        os.environ["MNEMOQL_TEST_NEO4J_URI"],
+        os.environ.get("MNEMOQL_TEST_NEO4J_USER", "neo4j"),
+        os.environ["MNEMOQL_TEST_NEO4J_PASSWORD"],
+        space=space,
+    )
+
+
+async def neo4j_copy(source: Path, space: str) -> int:
+    """The embedded corpus (topics included) imported into a fresh Neo4j space."""
+    embedded = EmbeddedStore(source / "memory.db", ann=AnnSettings(mode="exact", prefetch=False))
+    await embedded.open()
+    try:
+        records = [r async for r in embedded.export_records(vectors=True)]
+    finally:
+        await embedded.close()
+    store = neo4j_store(space)
+    await store.open()
+    try:
+        await store.import_records(records)
+    finally:
+        await store.close()
+    return len(records)
+
+
+async def drop_space(space: str) -> None:
+    store = neo4j_store(space)
+    await store.open()
+    try:
+        await store.drop_space()
+    finally:
+        await store.close()
+
+
+async def writer(target: str, reload: bool, stop: str | None, name: str, backend: str) -> None:
     """A writing process: saves when told to (one JSON line back per save), or in a loop until
-    the ``stop`` file exists."""
-    settings = local_settings(db.parent)
+    the ``stop`` file exists. ``target``: the database file, or the Neo4j space."""
+    settings = local_settings(Path(target).parent if backend == "embedded" else Path("/tmp"))
     async with httpx.AsyncClient() as client:
         providers = build_providers(settings, client)
-        store = EmbeddedStore(db)
+        store: Store = EmbeddedStore(Path(target)) if backend == "embedded" else neo4j_store(target)
         await store.open()
         memory = Memory(settings, store, Providers(RandomEmbedder(), providers.extractor, None))
         if reload:  # the path before issue 30: no change feed, a full reload after each commit
@@ -197,10 +242,10 @@ async def writer(db: Path, reload: bool, stop: str | None, name: str) -> None:
 class Child:
     """A writer process driven over its stdin / stdout."""
 
-    def __init__(self, db: Path, name: str, *extra: str) -> None:
+    def __init__(self, db: Path | str, name: str, *extra: str) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "bench.second_writer", "--child", str(db), "--name", name,
-             *extra],
+             *extra, *BACKEND],
             cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
         )  # fmt: skip
         self.ready = float(self._line()["ready"])
@@ -242,16 +287,36 @@ def row(label: str, samples: list[dict[str, Any]], load: str) -> list[str]:
             f"{ms(c, 50):.1f}", load]  # fmt: skip
 
 
+BACKEND: list[str] = []  # the children's --store flag
+
+
 def run(args: argparse.Namespace) -> str:
     started, load_at_start = time.perf_counter(), load_average()
     source = corpus(args.size, args.seed)
     work = Path(args.work)
     shutil.rmtree(work, ignore_errors=True)
-    shutil.copytree(source, work)
-    db = work / "memory.db"
+    work.mkdir(parents=True)
+    db: Path | str
+    if args.store == "neo4j":
+        os.environ["MNEMOQL_TEST_NEO4J_URI"] = args.neo4j_uri
+        os.environ["MNEMOQL_TEST_NEO4J_USER"] = args.neo4j_user
+        os.environ["MNEMOQL_TEST_NEO4J_PASSWORD"] = args.neo4j_password
+        BACKEND[:] = ["--store", "neo4j"]
+        db = f"sw{uuid.uuid4().hex[:10]}"
+        t0 = time.perf_counter()
+        records = asyncio.run(neo4j_copy(source, db))
+        took = time.perf_counter() - t0
+        copied = f"- imported {records:,} records into Neo4j space `{db}` in {took:.0f} s"
+    else:
+        shutil.rmtree(work, ignore_errors=True)
+        shutil.copytree(source, work)
+        db = work / "memory.db"
+        copied = ""
     rows: list[list[str]] = []
     a, b = Child(db, "a"), Child(db, "b")
     notes = [f"- A opened and loaded its topic index in {a.ready:.1f} s, B in {b.ready:.1f} s"]
+    if copied:
+        notes.append(copied)
     try:
         for _ in range(args.warm):
             b.save(), a.save(), a.save()
@@ -271,7 +336,7 @@ def run(args: argparse.Namespace) -> str:
         stop = work / "stop"
         loop_b = subprocess.Popen(
             [sys.executable, "-m", "bench.second_writer", "--child", str(db), "--name", "b2",
-             "--stop", str(stop)],
+             "--stop", str(stop), *BACKEND],
             cwd=ROOT, stdout=subprocess.PIPE, text=True,
         )  # fmt: skip
         assert loop_b.stdout is not None
@@ -309,12 +374,15 @@ def run(args: argparse.Namespace) -> str:
             if child.proc.poll() is None:
                 child.proc.kill()
         shutil.rmtree(work, ignore_errors=True)
+        if args.store == "neo4j":
+            asyncio.run(drop_space(str(db)))
     head = (
-        "# Save latency with a second writing process (embedded store)\n\n"
+        f"# Save latency with a second writing process ({args.store} store)\n\n"
         f"Command: `{command_line()}`\n\n"
         f"Commit {git_rev()}; {machine_line(load_at_start)}; {args.size:,} events bound to "
-        f"{ROOTS * CHILDREN} topics (the `bench.search_latency` text-like corpus, ANN indexes "
-        f"on); {args.rounds} rounds after {args.warm} warm-up ones; offline extractor, stub "
+        f"{ROOTS * CHILDREN} topics (the `bench.search_latency` text-like corpus, "
+        f"{'ANN indexes on' if args.store == 'embedded' else 'imported into Neo4j'}); "
+        f"{args.rounds} rounds after {args.warm} warm-up ones; offline extractor, stub "
         f"embedder (no embedding time); medians and p95 of `Memory.save` in process A; wall "
         f"time {time.perf_counter() - started:.0f} s. The machine's 2 cores are shared with "
         "other work (the load average column): figures are noisy, read the medians.\n"
@@ -344,13 +412,17 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--name", default="a", help=argparse.SUPPRESS)
     p.add_argument("--reload", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--stop", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--store", choices=["embedded", "neo4j"], default="embedded")
+    p.add_argument("--neo4j-uri", default=os.environ.get("MNEMOQL_TEST_NEO4J_URI", ""))
+    p.add_argument("--neo4j-user", default=os.environ.get("MNEMOQL_TEST_NEO4J_USER", "neo4j"))
+    p.add_argument("--neo4j-password", default=os.environ.get("MNEMOQL_TEST_NEO4J_PASSWORD", ""))
     return p.parse_args(argv)
 
 
 def cli(argv: Sequence[str] | None = None) -> None:
     args = parse(argv)
     if args.child:
-        asyncio.run(writer(Path(args.child), args.reload, args.stop, args.name))
+        asyncio.run(writer(args.child, args.reload, args.stop, args.name, args.store))
         return
     publish(run(args), args.out, write=not args.no_write)
 

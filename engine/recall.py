@@ -48,7 +48,7 @@ THREAD_ROWS = 5_000
 @runtime_checkable
 class TopicFeed(Protocol):
     """A store that can tell what changed in its topic and date data since a mark (the
-    embedded store; Neo4j does not, and reloads)."""
+    embedded store and Neo4j; another store reloads)."""
 
     async def topic_changes(self, since: TopicMark | None) -> TopicChanges | None: ...
 

@@ -22,6 +22,14 @@ Persistence (``<database>.ann/``):
     its epoch is the database's; the keys of forgotten nodes are removed from it and every
     mirror row it lacks is added, so a crash, a stale copy or a copy made mid-write can cost a
     rebuild but never serves a vector the database does not hold.
+Bounded forget log:
+    ``ann_forgotten`` numbers its entries (``n``, counted in ``ann_state`` as
+    ``forgotten_n``) and keeps the newest ``FORGOTTEN_KEEP`` (pruned once it holds a quarter
+    more; ``forgotten_pruned`` is the highest number dropped). Whatever read the log at
+    position ``m`` (a process's mirrors, a saved mirror file or index) can follow it only
+    while ``m >= forgotten_pruned``: mirrors further behind load in full (``_load.advance``),
+    a saved index further behind serves as *stale* until a fresh build replaces it (its
+    candidates are rescored from the mirrors, where a forgotten node has no live row).
 """
 
 from __future__ import annotations
@@ -79,9 +87,12 @@ BATCH = 2048  # rows added per hold of a searched index's lock (searches wait at
 BUILD_BATCH = 65_536  # rows per add call while a fresh index is built (nothing searches it)
 LOCK_WAIT_S = 0.25  # a search that cannot get the index this fast scans exactly instead
 
+# forget records kept in ann_forgotten (at most a quarter more before the oldest are pruned)
+FORGOTTEN_KEEP = 50_000
+
 DDL = """
 CREATE TABLE IF NOT EXISTS ann_state (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS ann_forgotten (seq INTEGER PRIMARY KEY);
+CREATE TABLE IF NOT EXISTS ann_forgotten (seq INTEGER PRIMARY KEY, n INTEGER);
 """
 
 
@@ -124,6 +135,9 @@ def ensure_tables(conn: sqlite3.Connection) -> str:
     for statement in DDL.strip().split(";"):
         if statement.strip():
             conn.execute(statement)
+    if "n" not in {r[1] for r in conn.execute("PRAGMA table_info(ann_forgotten)")}:
+        conn.execute("ALTER TABLE ann_forgotten ADD COLUMN n INTEGER")  # older files: NULL
+    conn.execute("CREATE INDEX IF NOT EXISTS ann_forgotten_n ON ann_forgotten (n)")
     row = conn.execute("SELECT value FROM ann_state WHERE key = 'epoch'").fetchone()
     if row is not None:
         return str(row[0])
@@ -146,8 +160,44 @@ def new_epoch(conn: sqlite3.Connection) -> str:
 
 
 def record_forgotten(conn: sqlite3.Connection, seqs: list[int]) -> None:
-    """Inside the forget transaction: these keys must leave any saved index."""
-    conn.executemany("INSERT OR IGNORE INTO ann_forgotten (seq) VALUES (?)", [(s,) for s in seqs])
+    """Inside the forget transaction: these keys must leave any saved index. Each gets the
+    next log number (a seq forgotten again, after the next node was given it, moves up);
+    the oldest records go once the log holds a quarter more than ``FORGOTTEN_KEEP``."""
+    if not seqs:
+        return
+    last = _state_int(conn, "forgotten_n")
+    conn.executemany(
+        "INSERT INTO ann_forgotten (seq, n) VALUES (?, ?) "
+        "ON CONFLICT (seq) DO UPDATE SET n = excluded.n",
+        [(s, last + k + 1) for k, s in enumerate(seqs)],
+    )
+    last += len(seqs)
+    _set_state(conn, "forgotten_n", last)
+    keep = max(FORGOTTEN_KEEP, 1)
+    if int(conn.execute("SELECT COUNT(*) FROM ann_forgotten").fetchone()[0]) > keep + keep // 4:
+        horizon = last - keep
+        conn.execute("DELETE FROM ann_forgotten WHERE n IS NULL OR n <= ?", (horizon,))
+        # at least 1: records from before the numbering (NULL) are gone too
+        pruned = max(_state_int(conn, "forgotten_pruned"), horizon, 1)
+        _set_state(conn, "forgotten_pruned", pruned)
+
+
+def forgotten_mark(conn: sqlite3.Connection) -> tuple[int, int]:
+    """(the log's position: the number of its newest record, the highest number pruned)."""
+    return _state_int(conn, "forgotten_n"), _state_int(conn, "forgotten_pruned")
+
+
+def _state_int(conn: sqlite3.Connection, key: str) -> int:
+    row = conn.execute("SELECT value FROM ann_state WHERE key = ?", (key,)).fetchone()
+    return int(row[0]) if row is not None else 0
+
+
+def _set_state(conn: sqlite3.Connection, key: str, value: int) -> None:
+    conn.execute(
+        "INSERT INTO ann_state (key, value) VALUES (?, ?) "
+        "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        (key, str(value)),
+    )
 
 
 def forgotten(conn: sqlite3.Connection) -> npt.NDArray[np.uint64]:
@@ -207,11 +257,16 @@ class Hnsw:
         self.refill: list[int] = []
         self.source: tuple[Path, tuple[int, int, int]] | None = None  # the mapped file
         self.graph = dict(graph)
+        # every forget log record up to this number has left the index (or waits in
+        # ``removals``); ``behind``: the log was pruned past it, so a key may linger
+        self.forgotten = 0
+        self.behind = False
 
     @property
     def stale(self) -> bool:
-        """Built with other graph parameters than this version builds."""
-        return self.graph != GRAPH
+        """Built with other graph parameters than this version builds, or behind the pruned
+        forget log: it serves until a fresh build replaces it."""
+        return self.graph != GRAPH or self.behind
 
     def remove(self, keys: npt.NDArray[np.uint64]) -> None:
         """Remove ``keys`` (absent ones ignored), or note them while frozen; under ``lock``."""
@@ -334,6 +389,9 @@ class AnnIndexes:
         self.dir = file.with_name(file.name + ".ann")
         self._views = views
         self.epoch = ""  # the vector epoch of the mirrors' current vectors
+        # the forget log position the mirrors follow from (set after their drops reached the
+        # indexes): a fresh build starts from it
+        self.forgotten = 0
         self.builds = 0  # indexes built from scratch (tests count them)
         self._indexes: dict[Kind, Hnsw] = {}
         self._pending: set[Kind] = set()  # kinds with a background job queued or running
@@ -397,9 +455,10 @@ class AnnIndexes:
         behind."""
         latest = ensure_tables(conn)
         self.epoch = latest if epoch is None else epoch
+        self.forgotten, pruned = forgotten_mark(conn)
         if not self.enabled:
             return
-        saved = self._load_saved(forgotten(conn)) if self.settings.persist else {}
+        saved = self._load_saved(forgotten(conn), pruned) if self.settings.persist else {}
         gen = self._views()[0]
         for kind in KINDS:
             h = saved.get(kind)
@@ -481,6 +540,8 @@ class AnnIndexes:
         mirrors (by default the database's)."""
         latest = ensure_tables(conn)
         epoch = latest if epoch is None else epoch
+        position, pruned = forgotten_mark(conn)
+        self.forgotten = position
         gen = self._views()[0]
         if epoch != self.epoch:
             with self._guard:
@@ -496,6 +557,10 @@ class AnnIndexes:
                     continue
                 with h.lock:
                     h.remove(gone)
+                    if h.forgotten < pruned:
+                        h.behind = True  # records it never applied are gone: rebuilt
+                    else:
+                        h.forgotten = position
                     h.covered = _first_missing(h.index, view, kind, h.pending_removals())
                     h.generation = gen
         self.synced()
@@ -506,9 +571,11 @@ class AnnIndexes:
         """A fresh index of the current mirror; built again if the mirrors were reloaded
         meanwhile (another process wrote), so a queued build is never lost."""
         while not self._halt():
+            since = self.forgotten  # before the view: it holds at least these drops
             gen, view = self._view_of(kind)
             epoch = self.epoch
             h = Hnsw(kind, _new_index(view.dims, kind == "chunk"), gen, epoch)
+            h.forgotten = since
             self.builds += 1
             rows = matrix_rows(view, kind)
             add_rows(h, view, gen, rows, self.settings.build_threads, BUILD_BATCH, self._halt)
@@ -600,15 +667,21 @@ class AnnIndexes:
         graph = manifest.pop("graph", None)  # one graph for every file (session 9's manifests)
         for info in indexes.values():
             info.setdefault("graph", graph)
-        indexes[h.kind] = {"bytes": path.stat().st_size, "vectors": count, "graph": h.graph}
+        indexes[h.kind] = {
+            "bytes": path.stat().st_size,
+            "vectors": count,
+            "graph": h.graph,
+            "forgotten": h.forgotten,
+        }
         body = json.dumps(manifest, sort_keys=True)
         (self.dir / "manifest.json.tmp").write_text(body, "utf-8")
         os.replace(self.dir / "manifest.json.tmp", self.dir / "manifest.json")
 
-    def _load_saved(self, gone: npt.NDArray[np.uint64]) -> dict[Kind, Hnsw]:
+    def _load_saved(self, gone: npt.NDArray[np.uint64], pruned: int) -> dict[Kind, Hnsw]:
         """Saved indexes of this epoch, forgotten keys removed, ``covered`` at the first mirror
         row each lacks; those of other graph parameters (or of none named: files from before
-        the field) come stale, to serve until rebuilt."""
+        the field) or saved before the forget log's pruned records (``pruned``) come stale, to
+        serve until rebuilt."""
         manifest = self._manifest()
         if manifest.get("epoch") != self.epoch or not manifest.get("indexes"):
             return {}
@@ -633,6 +706,8 @@ class AnnIndexes:
             graph = _graph_of(manifest, info) or {}
             h = Hnsw(kind, index, gen, self.epoch, covered, frozen=True, graph=graph)
             h.removals.append(gone)
+            h.forgotten = self.forgotten
+            h.behind = int(info.get("forgotten", 0)) < pruned
             h.source = (path, _identity(path))
             out[kind] = h
         return out

@@ -51,6 +51,7 @@ from mnemoql.engine.store.embedded._ann import (
     AnnIndexes,
     AnnSettings,
     ensure_tables,
+    forgotten_mark,
     new_epoch,
     record_forgotten,
 )
@@ -135,6 +136,8 @@ class Database(OwnThread):
         # vector epoch ``epoch``: a catch-up reads only what changed since (``advance``)
         self.upto = 0
         self.epoch = ""
+        self.forgotten = 0  # the forget log's position the mirrors follow from (Loaded)
+        self._forgot: tuple[int, int] | None = None  # the log's position around our forget
         self.full_loads = 0  # mirrors loaded from SQLite in full (tests count them)
         self.rows_read = 0  # rows the last load or catch-up read from SQLite
         # PRAGMA data_version when the mirrors were last loaded: it changes only when another
@@ -218,7 +221,7 @@ class Database(OwnThread):
             self.caught_up += 1
 
     def _loaded(self) -> Loaded:
-        return Loaded(self.events, self.entities, self.upto, self.epoch)
+        return Loaded(self.events, self.entities, self.upto, self.epoch, forgotten=self.forgotten)
 
     def _advance(self) -> None:
         """Read only what another writer changed; a full reload when that cannot do (a new
@@ -231,12 +234,14 @@ class Database(OwnThread):
             self._load_mirrors()
             return
         self.events, self.upto, self.rows_read = got.events, got.upto, got.rows
+        self.forgotten = got.forgotten
         for label, view in got.entities.items():
             self.entities[label] = view
         for kind, seqs in got.dropped.items():
             self.ann.dropped(kind, seqs)
         for kind, rows in got.filled.items():
             self.ann.filled(kind, rows)
+        self.ann.forgotten = self.forgotten
         self.ann.synced(FOREIGN_INLINE_ROWS)
         self._maybe_write_files()
 
@@ -255,6 +260,7 @@ class Database(OwnThread):
             self.files.rows = -1
             return False
         self.events, self.upto, self.epoch = caught.events, caught.upto, caught.epoch
+        self.forgotten = caught.forgotten
         self.entities.update(caught.entities)
         self.rows_read = caught.rows
         self.generation += 1
@@ -300,6 +306,7 @@ class Database(OwnThread):
             got.epoch,
             got.rows,
         )
+        self.forgotten = got.forgotten
         self.entities.update(got.entities)
         self.generation += 1
         self.full_loads += 1
@@ -409,6 +416,7 @@ class Database(OwnThread):
         self.write_marks = (before, topic_mark(conn))
 
     def forget(self, event_id: str) -> list[str]:
+        self._forgot = None
         deleted = self._write(self._forget, event_id)
         ev = self.events
         rows = [r for r in (ev.row_of.get(i) for i in deleted) if r is not None and ev.live[r]]
@@ -420,6 +428,10 @@ class Database(OwnThread):
             if mine:
                 self.entities[label] = drop_entity_rows(view, mine)
                 self.ann.dropped(label, view.seqs[mine])
+        if self._forgot is not None and self._forgot[0] == self.forgotten:
+            # nothing recorded between the mirrors' position and this forget: they follow
+            # past it (else the next catch-up reads the records in between, as always)
+            self.forgotten = self.ann.forgotten = self._forgot[1]
         return deleted
 
     def _forget(self, conn: sqlite3.Connection, event_id: str) -> list[str]:
@@ -447,7 +459,9 @@ class Database(OwnThread):
             for row in (view.row_of.get(i) for i in deleted if i not in seq_of)
             if row is not None
         )
+        before = forgotten_mark(conn)[0]
         record_forgotten(conn, sorted(seqs))
+        self._forgot = (before, forgotten_mark(conn)[0])
         return deleted
 
     # ------------------------------------------------------------ meta, counts, idempotency

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from mnemoql.engine.models import ENTITY_LABELS, EntityLabel
+from mnemoql.engine.store.embedded._ann import forgotten_mark
 from mnemoql.engine.store.embedded._index import (
     F32,
     I64,
@@ -140,7 +141,8 @@ class Loaded:
     """Mirrors and what they hold: every node with ``seq <= upto`` of vector epoch ``epoch``
     (a forgotten one as a dead row). ``rows`` counts the rows read from SQLite (tests and
     benchmarks); ``dropped`` the seqs marked dead and ``filled`` the entity rows given a vector
-    in place, per ANN kind."""
+    in place, per ANN kind; ``forgotten`` the position of the forget log they follow from
+    (``_ann.forgotten_mark``)."""
 
     events: EventView
     entities: dict[EntityLabel, EntityView]
@@ -149,16 +151,17 @@ class Loaded:
     rows: int = 0
     dropped: dict[str, I64] = field(default_factory=dict)
     filled: dict[str, list[int]] = field(default_factory=dict)
+    forgotten: int = 0
 
 
 def load_all(conn: sqlite3.Connection, dims: int) -> Loaded:
     """Every mirror from the database, in one read snapshot."""
     with read_snapshot(conn):
-        epoch, upto = epoch_of(conn), max_seq(conn)
+        epoch, upto, (position, _) = epoch_of(conn), max_seq(conn), forgotten_mark(conn)
         events = load_events(conn, dims)
         entities = {label: load_entities(conn, label, dims) for label in ENTITY_LABELS}
     rows = events.n + events.nc + sum(v.n for v in entities.values())
-    return Loaded(events, entities, upto, epoch, rows)
+    return Loaded(events, entities, upto, epoch, rows, forgotten=position)
 
 
 def _reused(conn: sqlite3.Connection, upto: int, got: Loaded) -> bool:
@@ -254,9 +257,13 @@ def advance(conn: sqlite3.Connection, got: Loaded) -> Loaded | None:
     """The mirrors brought up to the database's committed state by reading only what changed
     since ``got.upto``: nodes above it (and their chunks) appended, nodes listed in
     ``ann_forgotten`` marked dead, entity vectors filled in. None when only a full load can
-    (the vector epoch changed: re-vectorize or restore; a forgotten seq was reused)."""
+    (the vector epoch changed: re-vectorize or restore; a forgotten seq was reused; the forget
+    log was pruned past ``got.forgotten``)."""
     dims = got.events.dims
     with read_snapshot(conn):
+        position, pruned = forgotten_mark(conn)
+        if got.forgotten < pruned:
+            return None
         if epoch_of(conn) != got.epoch or _reused(conn, got.upto, got):
             return None
         dead = np.asarray(
@@ -292,4 +299,6 @@ def advance(conn: sqlite3.Connection, got: Loaded) -> Loaded | None:
                 dropped[label] = gone
             if rows_filled:
                 filled[label] = rows_filled
-    return Loaded(events, entities, max(upto, got.upto), got.epoch, count, dropped, filled)
+    return Loaded(
+        events, entities, max(upto, got.upto), got.epoch, count, dropped, filled, position
+    )

@@ -71,6 +71,7 @@ class Snapshot:
     events: EventView
     ids: list[str]
     entities: dict[EntityLabel, tuple[list[str], npt.NDArray[Any], npt.NDArray[Any], Any]]
+    forgotten: int = 0  # the forget log's position the rows follow from (_ann.forgotten_mark)
 
     @property
     def rows(self) -> int:
@@ -273,7 +274,14 @@ class MirrorFiles:
                 _padded(has_vec, capacity(m)),
                 _padded(eseqs, capacity(m)),
             )
-        return Loaded(events, entities, int(manifest["upto"]), str(manifest["epoch"]))
+        # files from before the bounded forget log carry no position: 0, reloaded once pruned
+        return Loaded(
+            events,
+            entities,
+            int(manifest["upto"]),
+            str(manifest["epoch"]),
+            forgotten=int(manifest.get("forgotten", 0)),
+        )
 
     # ---- writing ----
 
@@ -331,7 +339,14 @@ class MirrorFiles:
             for label, view in got.entities.items()
         }
         return Snapshot(
-            secrets.token_hex(8), got.epoch, got.upto, ev.dims, ev, ev.ids[: ev.n], entities
+            secrets.token_hex(8),
+            got.epoch,
+            got.upto,
+            ev.dims,
+            ev,
+            ev.ids[: ev.n],
+            entities,
+            got.forgotten,
         )
 
     def _write_safely(self, snap: Snapshot) -> None:
@@ -377,6 +392,7 @@ class MirrorFiles:
             "epoch": snap.epoch,
             "dims": snap.dims,
             "upto": snap.upto,
+            "forgotten": snap.forgotten,
             "n": n,
             "nc": nc,
             "entities": {label: len(e[0]) for label, e in snap.entities.items()},

@@ -3,7 +3,9 @@
 
 The schema keeps a change clock and a removal log by triggers (``_schema.RECALL_DDL``); this
 module reads a mark and what changed since one, in one read snapshot, from indexed lookups
-only: bindings by ``stamp``, removals by ``stamp``, topics and events by ``seq``.
+only: bindings by ``stamp``, removals by ``stamp``, topics and events by ``seq``. The log is
+bounded (``_schema.RECALL_BOUND_DDL``): a mark older than its oldest kept entry gets None, and
+the caller reloads in full.
 """
 
 from __future__ import annotations
@@ -24,14 +26,23 @@ def topic_mark(conn: sqlite3.Connection) -> TopicMark:
     return TopicMark(int(row[0] or 0), int(row[1]), int(row[2]))
 
 
+def pruned_stamp(conn: sqlite3.Connection) -> int:
+    """The newest removal stamp the bounded log has dropped (0: it holds every removal)."""
+    row = conn.execute("SELECT pruned FROM recall_clock WHERE id = 1").fetchone()
+    return int(row[0] or 0) if row is not None else 0
+
+
 def topic_changes(conn: sqlite3.Connection, since: TopicMark | None) -> TopicChanges | None:
     """What changed since ``since`` (just the current mark when ``since`` is None); None when
-    the file went back behind the mark (another file put in its place: reload)."""
+    the file went back behind the mark (another file put in its place) or the removal log no
+    longer reaches back to it (pruned past the mark): reload."""
     with read_snapshot(conn):
         mark = topic_mark(conn)
         if since is None:
             return TopicChanges(mark)
         if mark.clock < since.clock or mark.topic_seq < since.topic_seq:
+            return None
+        if since.clock < pruned_stamp(conn):
             return None
         removed: list[Removed] = []
         lowest = since.seq

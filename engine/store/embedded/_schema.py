@@ -148,8 +148,10 @@ CREATE INDEX IF NOT EXISTS topic_bindings_event ON topic_bindings (event_id);
 # migration that adds ``topic_bindings.stamp`` to an older file.
 RECALL_DDL = """
 CREATE TABLE IF NOT EXISTS recall_clock (
-    id    INTEGER PRIMARY KEY CHECK (id = 1),
-    stamp INTEGER NOT NULL
+    id     INTEGER PRIMARY KEY CHECK (id = 1),
+    stamp  INTEGER NOT NULL,
+    pruned INTEGER NOT NULL DEFAULT 0,      -- RECALL_BOUND_DDL: the newest stamp pruned
+    keep   INTEGER NOT NULL DEFAULT 50000   -- removals kept (at most keep + keep / 4)
 );
 INSERT OR IGNORE INTO recall_clock (id, stamp) VALUES (1, 0);
 CREATE TABLE IF NOT EXISTS recall_removed (
@@ -182,6 +184,28 @@ CREATE TRIGGER IF NOT EXISTS events_removed AFTER DELETE ON nodes WHEN OLD.label
     UPDATE recall_clock SET stamp = stamp + 1 WHERE id = 1;
     INSERT INTO recall_removed (stamp, event_id, day, seq)
     VALUES ((SELECT stamp FROM recall_clock WHERE id = 1), OLD.id, OLD.create_date, OLD.seq);
+END;
+"""
+
+# The removal log is bounded: once it holds ``keep + keep / 4`` entries, the oldest are deleted
+# down to ``keep`` and ``pruned`` rises to the newest stamp deleted. A reader whose mark is
+# below ``pruned`` may have missed a removal and reloads in full (``_recall.topic_changes``);
+# one within the horizon catches up by rows as before. Rowids only grow (the newest entry is
+# never deleted), so the entry count is the rowid span: one b-tree end lookup per removal.
+# A trigger, like the log itself, so that every writer keeps it bounded. Run after the
+# migration that adds ``recall_clock.pruned`` and ``keep`` to an older file.
+RECALL_BOUND_DDL = """
+CREATE TRIGGER IF NOT EXISTS recall_removed_bound AFTER INSERT ON recall_removed
+WHEN NEW.rowid - (SELECT MIN(rowid) FROM recall_removed)
+    >= (SELECT keep + keep / 4 FROM recall_clock WHERE id = 1)
+BEGIN
+    UPDATE recall_clock SET pruned = MAX(pruned, (
+        SELECT stamp FROM recall_removed
+        WHERE rowid <= NEW.rowid - (SELECT MAX(keep, 1) FROM recall_clock WHERE id = 1)
+        ORDER BY rowid DESC LIMIT 1
+    )) WHERE id = 1;
+    DELETE FROM recall_removed
+    WHERE rowid <= NEW.rowid - (SELECT MAX(keep, 1) FROM recall_clock WHERE id = 1);
 END;
 """
 
@@ -240,6 +264,13 @@ def connect(path: str) -> sqlite3.Connection:
         if "stamp" not in {r[1] for r in conn.execute("PRAGMA table_info(topic_bindings)")}:
             conn.execute("ALTER TABLE topic_bindings ADD COLUMN stamp INTEGER NOT NULL DEFAULT 0")
         for statement in _statements(RECALL_DDL):
+            conn.execute(statement)
+        clock = {r[1] for r in conn.execute("PRAGMA table_info(recall_clock)")}
+        if "pruned" not in clock:
+            conn.execute("ALTER TABLE recall_clock ADD COLUMN pruned INTEGER NOT NULL DEFAULT 0")
+        if "keep" not in clock:
+            conn.execute("ALTER TABLE recall_clock ADD COLUMN keep INTEGER NOT NULL DEFAULT 50000")
+        for statement in _statements(RECALL_BOUND_DDL):
             conn.execute(statement)
         conn.execute(CATCH_UP_MARKS)
         conn.execute(f"PRAGMA user_version = {LAYOUT_VERSION}")

@@ -289,7 +289,7 @@ LOCK_SPACE: Final = f"""
 MERGE (s:{SPACE_LABEL} {{space: $space}})
 ON CREATE SET s.seq = 0, s.labelled = true, s.named = true
 SET s.seq = s.seq + $n, s.writes = coalesce(s.writes, 0) + 1
-RETURN s.seq - $n + 1 AS first
+RETURN s.seq - $n + 1 AS first, s.writes AS writes
 """
 # ``writes`` counts committed write transactions of the space, from every process: a store
 # compares it with its own count to notice writes made elsewhere (``changed_elsewhere``).
@@ -766,13 +766,16 @@ MATCH (p:Topic {space: $space, id: r.parent_id})
 MATCH (t:Topic {space: $space, id: r.id})
 MERGE (p)-[:SUBTOPIC]->(t)
 """
-# A rebinding refreshes time and profile and appends the new related paths (no duplicates).
+# A rebinding refreshes time and profile and appends the new related paths (no duplicates);
+# ``stamp``: the transaction's ``writes`` value, what another process's catch-up reads by
+# (``_changes``).
 BIND_TOPIC: Final = """
 MATCH (t:Topic {space: $space, id: $topic})
 UNWIND $ids AS id
 MATCH (e:Event {space: $space, id: id})
 MERGE (t)-[b:BINDS]->(e)
-SET b.timestamp = $timestamp, b.activation_weight = $activation,
+SET b.space = $space, b.stamp = $stamp,
+    b.timestamp = $timestamp, b.activation_weight = $activation,
     b.diffusion_weight = $diffusion, b.context_independence_weight = $independence,
     b.related_paths = coalesce(b.related_paths, [])
                       + [p IN $related WHERE NOT p IN coalesce(b.related_paths, [])]
@@ -833,8 +836,10 @@ WITH n, n.id AS id, labels(n)[0] AS label
 DETACH DELETE n
 RETURN id, label
 """
+REMOVAL_LABEL: Final = "MnemoTopicRemoval"  # the topic removal log (``_changes``)
 SPACE_LABELS: Final = (
     *NODE_LABELS, "EventSource", "MemoryMeta", RECORD_LABEL, SPACE_LABEL, TOPIC_LABEL,
+    REMOVAL_LABEL,
 )  # fmt: skip
 DROP_SPACE: Final = (
     "CALL () {"

@@ -87,7 +87,7 @@ BEGIN: Final = f"""
 MERGE (s:{q.SPACE_LABEL} {{space: $space}})
 ON CREATE SET s.seq = 0, s.labelled = true, s.named = true
 RETURN s.importing AS importing, EXISTS {{
-  MATCH (n:{"|".join(lbl for lbl in q.SPACE_LABELS if lbl != q.SPACE_LABEL)})
+  MATCH (n:{"|".join(lbl for lbl in q.SPACE_LABELS if lbl not in (q.SPACE_LABEL, q.REMOVAL_LABEL))})
   WHERE n.space = $space
 }} AS used
 """
@@ -101,6 +101,8 @@ FINISH: Final = (
     f"MATCH (s:{q.SPACE_LABEL} {{space: $space}}) WHERE s.importing = $token "
     "SET s.seq = $seq, s.writes = coalesce(s.writes, 0) + 1, "
     + ", ".join(f"s.{prop} = ${ID_PREFIX[lbl]}" for lbl, prop in q.MARK_PROPERTY.items())
+    # every process's topic index reloads after an import (its bindings carry no stamp)
+    + " SET s.topics_reload = s.writes"
     + " REMOVE s.importing, s.import_batches RETURN count(s) AS n"
 )
 IMPORT_META: Final = """

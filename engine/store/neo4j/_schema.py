@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 from neo4j.exceptions import ClientError
 
+from mnemoql.engine.store.neo4j import _changes as changes
 from mnemoql.engine.store.neo4j import _cypher as q
 from mnemoql.engine.store.neo4j import _lexical as lexical
 from mnemoql.engine.store.neo4j import _records as rec
@@ -42,7 +43,7 @@ class Schema:
         """Create the constraints and indexes that are missing."""
         # Constraints own an index of the same name, so one SHOW INDEXES sees both.
         existing = {r["name"] for r in await self.runner.run(q.SHOW_INDEXES)}
-        for name, statement in {**q.CONSTRAINTS, **q.INDEXES}.items():
+        for name, statement in {**q.CONSTRAINTS, **q.INDEXES, **changes.INDEXES}.items():
             if name not in existing:
                 await self.runner.schema(statement)
         if lexical.INDEX not in existing:  # Neo4j fills it from the nodes already there

@@ -34,6 +34,7 @@ from mnemoql.engine.models import (
     topic_id,
 )
 from mnemoql.engine.store import rules
+from mnemoql.engine.store.neo4j import _changes as changes
 from mnemoql.engine.store.neo4j import _cypher as q
 from mnemoql.engine.store.neo4j import _records as rec
 from mnemoql.engine.text import normalise_name
@@ -106,6 +107,7 @@ class SaveTx:
         self._next: dict[NodeLabel, int] = {}
         self._marks: dict[str, Any] | None = None
         self._seq = 0
+        self._stamp = 0  # the space's ``writes`` value of this transaction (``_changes``)
         self.space_size = 0  # the space's insertion counter after this save
 
     async def _q(self, query: str, **params: Any) -> list[dict[str, Any]]:
@@ -118,6 +120,7 @@ class SaveTx:
             new_nodes += len(plan.topic.node_paths())
         lock = await self._q(q.LOCK_SPACE, n=new_nodes)
         self._seq = int(lock[0]["first"])
+        self._stamp = int(lock[0]["writes"])
         self.space_size = self._seq + new_nodes - 1
         if plan.idempotency_key is not None:
             rows = await self._q(q.GET_RECORD, key=plan.idempotency_key)
@@ -134,7 +137,7 @@ class SaveTx:
         if plan.topic is not None:
             await write_topic(
                 self.tx, self.space, plan.topic, self.result.event_ids,
-                epoch_ms(plan.create_time), self._take_seq,
+                epoch_ms(plan.create_time), self._take_seq, self._stamp,
             )  # fmt: skip
         if plan.idempotency_key is not None:
             await self._q(
@@ -338,6 +341,7 @@ async def write_topic(
     event_ids: Sequence[str],
     timestamp: int,
     take_seq: Callable[[], int],
+    stamp: int,
 ) -> None:
     """Topic nodes along the path and the related paths (with SUBTOPIC links), then one BINDS
     per event; NotFound if an id is not an event of the space."""
@@ -355,7 +359,7 @@ async def write_topic(
     found = await run(
         tx, space, q.BIND_TOPIC, topic=topic_id(draft.path), ids=ids, timestamp=timestamp,
         activation=float(draft.activation), diffusion=float(draft.diffusion),
-        independence=float(draft.context_independence), related=list(draft.related),
+        independence=float(draft.context_independence), related=list(draft.related), stamp=stamp,
     )  # fmt: skip
     if int(found[0]["bound"]) != len(ids):
         known = {r["id"] for r in await run(tx, space, q.EVENT_IDS, ids=ids)}
@@ -375,7 +379,8 @@ async def bind_topic(
     draft.check()
     lock = await run(tx, space, q.LOCK_SPACE, n=len(draft.node_paths()))
     seq = iter(range(int(lock[0]["first"]), 1 << 62))
-    await write_topic(tx, space, draft, event_ids, timestamp, lambda: next(seq))
+    stamp = int(lock[0]["writes"])
+    await write_topic(tx, space, draft, event_ids, timestamp, lambda: next(seq), stamp)
 
 
 # ---------------------------------------------------------------- revectorize, forget
@@ -415,6 +420,7 @@ async def forget(tx: AsyncManagedTransaction, space: str, event_id: str) -> list
     if not rows:
         raise NotFound(f"no event with id {event_id!r}", zh=f"事件不存在：{event_id}", id=event_id)
     touched = list(dict.fromkeys([*rows[0]["adjacent"], *rows[0]["attitude_ends"]]))
+    await changes.log_removal(tx, space, event_id, changes.KEEP)
     for statement in q.FORGET_DELETE:
         await run(tx, space, statement, id=event_id)
     pruned = await run(tx, space, q.FORGET_PRUNE, ids=touched)

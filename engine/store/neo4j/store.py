@@ -73,6 +73,7 @@ from mnemoql.engine.models import (
 )
 from mnemoql.engine.redact import mask_url
 from mnemoql.engine.store import rules
+from mnemoql.engine.store.neo4j import _changes as changes
 from mnemoql.engine.store.neo4j import _cypher as q
 from mnemoql.engine.store.neo4j import _dump as dump
 from mnemoql.engine.store.neo4j import _lexical as lexical
@@ -85,6 +86,7 @@ from mnemoql.engine.store.neo4j._sessions import DROP_ALL as DROP_STATE
 from mnemoql.engine.store.neo4j._sessions import Neo4jState
 from mnemoql.engine.store.window import window_route_by_parts
 from mnemoql.engine.text import normalise_name
+from mnemoql.engine.topics.changes import TopicChanges, TopicMark
 
 __all__ = ["Neo4jStore"]
 
@@ -665,6 +667,16 @@ class Neo4jStore:
     async def event_dates(self) -> list[tuple[str, str]]:
         rows = await self._run(q.EVENT_DATES)
         return [(r["id"], r["day"]) for r in rows]
+
+    async def topic_changes(self, since: TopicMark | None) -> TopicChanges | None:
+        """What another process changed in the topic and date data since ``since`` (None:
+        reload in full; ``_changes``)."""
+        return await self._read(lambda tx: changes.topic_changes(tx, self.space, since))
+
+    def last_write_marks(self) -> tuple[TopicMark, TopicMark] | None:
+        """None: this process's own writes are read again by the next catch-up (a few rows;
+        Neo4j has no snapshot to read the marks around a write in)."""
+        return None
 
     async def bind_topic(self, draft: TopicDraft, event_ids: Sequence[str], timestamp: int) -> None:
         draft.check()
