@@ -132,6 +132,9 @@ AS_DOCUMENTS: dict[str, float] = {
     "records_lexical_weight": 0.0,
     "records_coverage_weight": 0.1,
     "records_speaker_weight": 0.0,
+    "records_followup_lexical_weight": 0.0,
+    "records_followup_speaker_weight": 0.0,
+    "records_followup_neighbour_share": 0.0,
 }
 
 
@@ -147,6 +150,7 @@ def tune(bench: Bench) -> None:
         for knob, value in AS_DOCUMENTS.items():
             setattr(bench.memory.retriever, knob, value)
         bench.memory.retriever.records_window_weight = 0.0
+        bench.memory.retriever.records_followup_window_weight = 0.0
 
 
 def log(msg: str) -> None:

@@ -83,6 +83,8 @@ _SPLIT_TERMS = re.compile(r"[,，、;；]")
 WINDOW_SEEDS = 20
 # How many of the chunk route's best hits decide whether a search ranks records.
 RECORD_VOTES = 10
+# How many of a session's latest events tell a search asked again (a follow-up) from a new one.
+FOLLOWUP_RECENT = 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,6 +245,12 @@ class Retriever:
         self.records_speaker_weight = rw.speaker_weight
         self.records_window_weight = rw.window_weight
         self.records_neighbour_share = rw.neighbour_share
+        # A follow-up (the search's next page, or the same question again in its session)
+        # ranks records with these (docs/followups.md, "How a follow-up ranks").
+        self.records_followup_window_weight = rw.followup_window_weight
+        self.records_followup_neighbour_share = rw.followup_neighbour_share
+        self.records_followup_speaker_weight = rw.followup_speaker_weight
+        self.records_followup_lexical_weight = rw.followup_lexical_weight
 
     # ---- public operations ----
 
@@ -291,7 +299,9 @@ class Retriever:
             filters = Filters(tuple(groups), date_from, date_to)
             quota = min(PER_CALL, CHAIN_LIMIT)
             excluded = session.excluded
-            ranked = await self._rank(query, vector, filters, excluded, quota, None)
+            ranked = await self._rank(
+                query, vector, filters, excluded, quota, None, given=session.delivered_ids
+            )
             out = await self._deliver(
                 "search", session, ranked, query, vector, filters, None, asked=asked
             )
@@ -332,6 +342,7 @@ class Retriever:
                 session.excluded,
                 min(PER_CALL, CHAIN_LIMIT),
                 None,
+                followup=True,
             )
             out = await self._deliver(
                 "search",
@@ -510,8 +521,15 @@ class Retriever:
         excluded: frozenset[str],
         quota: int,
         restrict: frozenset[str] | None,
+        *,
+        followup: bool = False,
+        given: Sequence[str] = (),
     ) -> Ranked:
-        """Pick up to ``quota`` events, with explanations, best-chunk ranges and the events."""
+        """Pick up to ``quota`` events, with explanations, best-chunk ranges and the events.
+
+        ``followup``: the search continues one (its cursor's next page); ``given``: what the
+        session was given so far, so a search asked again in it ranks as a follow-up when
+        some of that is evidence this query ranks (``_asked_again``)."""
         if restrict is not None:
             restrict = restrict - excluded
             if not restrict:
@@ -536,7 +554,9 @@ class Retriever:
                 query, filters, excluded, ROUTE_LIMIT, restrict
             )
         summary_hits, chunk_hits = pool.summary, pool.chunk
-        w = self.record_weights() if records else self.document_weights()
+        if records and not followup and given and vector is not None and self._followups_differ():
+            followup = await self._asked_again(vector, filters, given, chunk_hits)
+        w = self.record_weights(followup) if records else self.document_weights()
         window_hits = await self._window(
             (pool.summary, pool.chunk, lexical_hits), vector, filters, excluded, restrict, w.window
         )
@@ -619,9 +639,19 @@ class Retriever:
             self.summary_weight, self.lexical_weight, self.coverage_weight, self.window_weight
         )
 
-    def record_weights(self) -> RouteWeights:
+    def record_weights(self, followup: bool = False) -> RouteWeights:
         """The fusion weights when the routes found positional records (conversation turns,
-        book scenes: docs/DECISIONS.md, "Records ranking")."""
+        book scenes: docs/DECISIONS.md, "Records ranking"); ``followup``: for a search that
+        continues one (docs/followups.md, "How a follow-up ranks")."""
+        if followup:
+            return RouteWeights(
+                self.records_summary_weight,
+                self.records_followup_lexical_weight,
+                self.records_coverage_weight,
+                self.records_followup_window_weight,
+                self.records_followup_speaker_weight,
+                self.records_followup_neighbour_share,
+            )
         return RouteWeights(
             self.records_summary_weight,
             self.records_lexical_weight,
@@ -630,6 +660,37 @@ class Retriever:
             self.records_speaker_weight,
             self.records_neighbour_share,
         )
+
+    def _followups_differ(self) -> bool:
+        """Whether a follow-up ranks records otherwise than a first call (else there is
+        nothing to tell apart, and no store read for it)."""
+        return (
+            self.records_followup_window_weight,
+            self.records_followup_neighbour_share,
+            self.records_followup_speaker_weight,
+            self.records_followup_lexical_weight,
+        ) != (
+            self.records_window_weight,
+            self.records_neighbour_share,
+            self.records_speaker_weight,
+            self.records_lexical_weight,
+        )
+
+    async def _asked_again(
+        self, vector: Vector, filters: Filters, given: Sequence[str], chunk_hits: Sequence[Hit]
+    ) -> bool:
+        """Whether a search without a cursor continues an earlier one of its session: some of
+        the session's last ``FOLLOWUP_RECENT`` events would rank in this query's chunk route
+        (the route's top ``ROUTE_LIMIT`` with nothing excluded). A new question in a session
+        that was given other evidence ranks as a first call."""
+        recent = frozenset(given[-FOLLOWUP_RECENT:])
+        hits = await self.store.route("chunk", vector, filters, frozenset(), len(recent), recent)
+        if not hits:
+            return False
+        if len(chunk_hits) < ROUTE_LIMIT:  # the route held every event that passes
+            return True
+        cutoff = chunk_hits[-1].score
+        return any(h.score >= cutoff for h in hits)
 
     async def _with_events(self, events: dict[str, Event], hits: Sequence[Hit]) -> dict[str, Event]:
         """``events`` plus the events of ``hits`` it lacks (read with their vectors)."""

@@ -196,3 +196,34 @@ def test_a_neighbour_share_lifts_the_turn_after_a_strong_one() -> None:
         "x_ch2_e0",
         "t_ch1_e1",
     ]
+
+
+async def _weights_seen(tmp_path: Path, **retrieval: Any) -> list[bool]:
+    """Whether each of three searches ranked as a follow-up: the question, the same question
+    again (other words) in its session, then a question in a new session (a new question in a
+    used session: tests/store/test_contract_followups.py)."""
+    async with running(offline_settings(tmp_path, retrieval=retrieval)) as api:
+        await _seed(api, CHAT)
+        r = api.app.state.memory.retriever
+        seen: list[bool] = []
+        weights = r.record_weights
+
+        def spy(followup: bool = False) -> Any:
+            seen.append(followup)
+            return weights(followup)
+
+        r.record_weights = spy
+        await api.gql(SEARCH, q=QUESTION, s="f")
+        await api.gql(SEARCH, q=QUESTION + " Tell me again.", s="f")
+        await api.gql(SEARCH, q="What was on sale at the market?", s="g")
+    return seen
+
+
+async def test_a_question_asked_again_ranks_as_a_follow_up_by_default(tmp_path: Path) -> None:
+    # the follow-up weights differ from the first call's by default (docs/followups.md)
+    assert await _weights_seen(tmp_path) == [False, True, False]
+
+
+async def test_follow_ups_weighted_as_first_calls_rank_as_first_calls(tmp_path: Path) -> None:
+    same = {"followup_window_weight": 1.0, "followup_neighbour_share": 0.0}
+    assert await _weights_seen(tmp_path, records=same) == [False, False, False]
