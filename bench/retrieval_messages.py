@@ -110,6 +110,8 @@ KNOBS = (
     "records_followup_neighbour_share",
     "records_followup_speaker_weight",
     "records_followup_lexical_weight",
+    "records_followup_summary_weight",
+    "records_person_weight",
 )
 
 
@@ -137,6 +139,8 @@ class Variant:
     records_followup_neighbour_share: float | None = None
     records_followup_speaker_weight: float | None = None
     records_followup_lexical_weight: float | None = None
+    records_followup_summary_weight: float | None = None
+    records_person_weight: float | None = None
 
     def apply(self, r: Retriever) -> dict[str, Any]:
         """Set this variant's knobs; returns the old values (for ``restore``)."""
@@ -237,6 +241,9 @@ VARIANTS: list[Variant] = [
         records_followup_neighbour_share=0.4,
         records_followup_lexical_weight=1.0,
     ),
+    Variant("follow-ups: summary 0.5", records_followup_summary_weight=0.5),
+    Variant("person route off", records_person_weight=0.0),
+    Variant("person route 2", records_person_weight=2.0),
     Variant(
         "follow-ups: window off, neighbour share 0.4, lexical 2",
         records_followup_window_weight=0.0,

@@ -55,7 +55,7 @@ from mnemoql.engine.retrieval.evidence import (
 )
 from mnemoql.engine.retrieval.nearby import parse_position, pick_neighbours, position_of
 from mnemoql.engine.retrieval.quotes import QuoteBudget, best_chunk, shown_summary
-from mnemoql.engine.retrieval.speakers import asker_role, role_lines, role_of
+from mnemoql.engine.retrieval.speakers import asker_role, named_people, role_lines, role_of
 from mnemoql.engine.retrieval.terms import coverage, is_cjk_term, query_terms
 from mnemoql.engine.sessions import Session, SessionStore
 from mnemoql.engine.store.base import Store
@@ -98,6 +98,7 @@ class RouteWeights:
     window: float
     speaker: float = 0.0
     neighbours: float = 0.0
+    person: float = 0.0
 
 
 def _adjacent(event_id: str) -> list[str]:
@@ -245,12 +246,15 @@ class Retriever:
         self.records_speaker_weight = rw.speaker_weight
         self.records_window_weight = rw.window_weight
         self.records_neighbour_share = rw.neighbour_share
+        # The person route: messages of and about a Person the question names.
+        self.records_person_weight = rw.person_weight
         # A follow-up (the search's next page, or the same question again in its session)
         # ranks records with these (docs/followups.md, "How a follow-up ranks").
         self.records_followup_window_weight = rw.followup_window_weight
         self.records_followup_neighbour_share = rw.followup_neighbour_share
         self.records_followup_speaker_weight = rw.followup_speaker_weight
         self.records_followup_lexical_weight = rw.followup_lexical_weight
+        self.records_followup_summary_weight = rw.followup_summary_weight
 
     # ---- public operations ----
 
@@ -560,7 +564,12 @@ class Retriever:
         window_hits = await self._window(
             (pool.summary, pool.chunk, lexical_hits), vector, filters, excluded, restrict, w.window
         )
-        events = await self._with_events(pool.events, [*lexical_hits, *window_hits])
+        person_hits = (
+            await self._person_route(query, vector, filters, excluded, restrict)
+            if records and query and w.person > 0
+            else []
+        )
+        events = await self._with_events(pool.events, [*lexical_hits, *window_hits, *person_hits])
         if not events:
             return Ranked([], {})
         terms = query_terms(query or "")
@@ -571,6 +580,7 @@ class Retriever:
             "chunk": [h.event_id for h in chunk_hits if h.event_id in events],
             "lexical": [h.event_id for h in lexical_hits if h.event_id in events],
             "window": [h.event_id for h in window_hits if h.event_id in events],
+            "person": [h.event_id for h in person_hits if h.event_id in events],
         }
 
         def fuse(speaker_ids: Sequence[str] = ()) -> list[scoring.Scored]:
@@ -586,6 +596,8 @@ class Retriever:
                 summary_weight=w.summary,
                 speaker_ids=speaker_ids,
                 speaker_weight=w.speaker,
+                person_ids=routes["person"],
+                person_weight=w.person,
             )
 
         fused = fuse()
@@ -645,12 +657,13 @@ class Retriever:
         continues one (docs/followups.md, "How a follow-up ranks")."""
         if followup:
             return RouteWeights(
-                self.records_summary_weight,
+                self.records_followup_summary_weight,
                 self.records_followup_lexical_weight,
                 self.records_coverage_weight,
                 self.records_followup_window_weight,
                 self.records_followup_speaker_weight,
                 self.records_followup_neighbour_share,
+                self.records_person_weight,
             )
         return RouteWeights(
             self.records_summary_weight,
@@ -659,6 +672,7 @@ class Retriever:
             self.records_window_weight,
             self.records_speaker_weight,
             self.records_neighbour_share,
+            self.records_person_weight,
         )
 
     def _followups_differ(self) -> bool:
@@ -669,11 +683,13 @@ class Retriever:
             self.records_followup_neighbour_share,
             self.records_followup_speaker_weight,
             self.records_followup_lexical_weight,
+            self.records_followup_summary_weight,
         ) != (
             self.records_window_weight,
             self.records_neighbour_share,
             self.records_speaker_weight,
             self.records_lexical_weight,
+            self.records_summary_weight,
         )
 
     async def _asked_again(
@@ -691,6 +707,30 @@ class Retriever:
             return True
         cutoff = chunk_hits[-1].score
         return any(h.score >= cutoff for h in hits)
+
+    async def _person_route(
+        self,
+        query: str,
+        vector: Vector,
+        filters: Filters,
+        excluded: frozenset[str],
+        restrict: frozenset[str] | None,
+    ) -> list[Hit]:
+        """The person route (issue #25, "who in the question"): the events adjacent to a
+        Person the query names (a named speaker's own messages, PARTICIPATED_IN, and the
+        messages that mention them), ranked by the chunk route under the search's filters
+        plus that entity filter; empty when the query names no Person the memory knows."""
+        found: set[str] = set()
+        for name in named_people(query):
+            found |= await self.store.resolve_terms(normalise_name(name))
+        if not found:
+            return []
+        nodes = await self.store.get_nodes(sorted(found))
+        people = frozenset(n.id for n in nodes if isinstance(n, Entity) and n.label == "Person")
+        if not people:
+            return []
+        theirs = Filters((people, *filters.groups), filters.date_from, filters.date_to)
+        return await self.store.route("chunk", vector, theirs, excluded, ROUTE_LIMIT, restrict)
 
     async def _with_events(self, events: dict[str, Event], hits: Sequence[Hit]) -> dict[str, Event]:
         """``events`` plus the events of ``hits`` it lacks (read with their vectors)."""
