@@ -112,6 +112,7 @@ KNOBS = (
     "records_followup_lexical_weight",
     "records_followup_summary_weight",
     "records_person_weight",
+    "records_dated_weight",
 )
 
 
@@ -141,6 +142,7 @@ class Variant:
     records_followup_lexical_weight: float | None = None
     records_followup_summary_weight: float | None = None
     records_person_weight: float | None = None
+    records_dated_weight: float | None = None
 
     def apply(self, r: Retriever) -> dict[str, Any]:
         """Set this variant's knobs; returns the old values (for ``restore``)."""
@@ -244,6 +246,11 @@ VARIANTS: list[Variant] = [
     Variant("follow-ups: summary 0.5", records_followup_summary_weight=0.5),
     Variant("person route off", records_person_weight=0.0),
     Variant("person route 2", records_person_weight=2.0),
+    Variant("dated route off", records_dated_weight=0.0),
+    Variant("dated route 1", records_dated_weight=1.0),
+    Variant(
+        "person and dated routes off", records_person_weight=0.0, records_dated_weight=0.0
+    ),
     Variant(
         "follow-ups: window off, neighbour share 0.4, lexical 2",
         records_followup_window_weight=0.0,

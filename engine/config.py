@@ -215,6 +215,11 @@ class RecordWeights(BaseModel):
     # turns about them) as one more RRF list (0: off; docs/followups.md, "Who in the question").
     # On the tune half it fires on 2 of 20 questions and loses nothing (1 and 2 alike).
     person_weight: float = Field(default=1.0, ge=0.0, le=4.0)
+    # The dated route: a "when" question ("When did I ...", "how many days ago", 什么时候)
+    # ranks the candidates that state a day (engine/dates.find_days) as one more RRF list
+    # (0: off; docs/followups.md, "When in the question"). On the tune half it fires on 3 of
+    # 20 questions and loses nothing (0.5 and 1 alike).
+    dated_weight: float = Field(default=0.5, ge=0.0, le=4.0)
     # Follow-ups (docs/followups.md, "How a follow-up ranks"): a search that continues one
     # (``search(cursor:)``, or the same question again in a session already given evidence
     # this query ranks) takes these instead of the four above. The window route lifts a first

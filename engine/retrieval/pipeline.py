@@ -26,6 +26,7 @@ import numpy as np
 
 from mnemoql.engine.config import RecordWeights
 from mnemoql.engine.cursors import Asked, CursorState, CursorStore
+from mnemoql.engine.dates import find_days
 from mnemoql.engine.errors import ConceptNotOffered, CursorError, InvalidInput, out_of_range
 from mnemoql.engine.meta import check_vectors
 from mnemoql.engine.models import (
@@ -55,7 +56,13 @@ from mnemoql.engine.retrieval.evidence import (
 )
 from mnemoql.engine.retrieval.nearby import parse_position, pick_neighbours, position_of
 from mnemoql.engine.retrieval.quotes import QuoteBudget, best_chunk, shown_summary
-from mnemoql.engine.retrieval.speakers import asker_role, named_people, role_lines, role_of
+from mnemoql.engine.retrieval.speakers import (
+    asker_role,
+    asks_when,
+    named_people,
+    role_lines,
+    role_of,
+)
 from mnemoql.engine.retrieval.terms import coverage, is_cjk_term, query_terms
 from mnemoql.engine.sessions import Session, SessionStore
 from mnemoql.engine.store.base import Store
@@ -99,6 +106,7 @@ class RouteWeights:
     speaker: float = 0.0
     neighbours: float = 0.0
     person: float = 0.0
+    dated: float = 0.0
 
 
 def _adjacent(event_id: str) -> list[str]:
@@ -248,6 +256,8 @@ class Retriever:
         self.records_neighbour_share = rw.neighbour_share
         # The person route: messages of and about a Person the question names.
         self.records_person_weight = rw.person_weight
+        # The dated route: for a "when" question, the candidates that state a day.
+        self.records_dated_weight = rw.dated_weight
         # A follow-up (the search's next page, or the same question again in its session)
         # ranks records with these (docs/followups.md, "How a follow-up ranks").
         self.records_followup_window_weight = rw.followup_window_weight
@@ -583,7 +593,9 @@ class Retriever:
             "person": [h.event_id for h in person_hits if h.event_id in events],
         }
 
-        def fuse(speaker_ids: Sequence[str] = ()) -> list[scoring.Scored]:
+        def fuse(
+            speaker_ids: Sequence[str] = (), dated_ids: Sequence[str] = ()
+        ) -> list[scoring.Scored]:
             return scoring.fuse(
                 routes["summary"],
                 routes["chunk"],
@@ -598,13 +610,23 @@ class Retriever:
                 speaker_weight=w.speaker,
                 person_ids=routes["person"],
                 person_weight=w.person,
+                dated_ids=dated_ids,
+                dated_weight=w.dated,
             )
 
         fused = fuse()
         role = asker_role(query or "") if records and w.speaker > 0 else None
-        if role is not None:
-            # the speaker route: the asker's own turns, in the order of the other routes
-            fused = fuse([s.id for s in fused if role_of(events[s.id].content) == role])
+        when = records and w.dated > 0 and asks_when(query or "")
+        if role is not None or when:
+            # the speaker route: the asker's own turns; the dated route: for a "when"
+            # question, the turns that state a day; both in the order of the other routes
+            today = self.today()
+            fused = fuse(
+                [s.id for s in fused if role_of(events[s.id].content) == role] if role else (),
+                [s.id for s in fused if find_days(events[s.id].content[:4000], today)]
+                if when
+                else (),
+            )
         if records:
             fused = scoring.share_with_neighbours(fused, w.neighbours, _adjacent)
         distinct = scoring.dedup_by_hash(fused, lambda s: events[s.id].content_hash)
@@ -664,6 +686,7 @@ class Retriever:
                 self.records_followup_speaker_weight,
                 self.records_followup_neighbour_share,
                 self.records_person_weight,
+                self.records_dated_weight,
             )
         return RouteWeights(
             self.records_summary_weight,
@@ -673,6 +696,7 @@ class Retriever:
             self.records_speaker_weight,
             self.records_neighbour_share,
             self.records_person_weight,
+            self.records_dated_weight,
         )
 
     def _followups_differ(self) -> bool:

@@ -93,3 +93,17 @@ def named_people(query: str) -> list[str]:
         for part in parts:
             out.setdefault(part, None)
     return list(out)[:MAX_NAMES]
+
+
+# A question that asks when (the day, the date, how long ago), English and Chinese.
+_WHEN = re.compile(
+    r"\bwhen\b|\b(?:what|which)\s+(?:day|date|days|dates|month|year|week|weekend|time of year)\b"
+    r"|\bhow\s+(?:long\s+ago|many\s+(?:days|weeks|months|years))\b|\bago\b"
+    r"|什么时候|哪天|哪一天|几号|几月|哪年|多久|多长时间",
+    re.IGNORECASE,
+)
+
+
+def asks_when(query: str) -> bool:
+    """Whether a question asks when something happened (or how long ago, or before what)."""
+    return _WHEN.search(query) is not None

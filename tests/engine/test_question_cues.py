@@ -1,8 +1,8 @@
-"""The names a question may hold, for the person route (engine/retrieval/speakers.py)."""
+"""What a question names and asks, for the person and dated routes (engine/retrieval/speakers.py)."""
 
 from __future__ import annotations
 
-from mnemoql.engine.retrieval.speakers import MAX_NAMES, named_people
+from mnemoql.engine.retrieval.speakers import MAX_NAMES, asks_when, named_people
 
 
 def test_a_capitalised_name_is_read_and_the_question_word_is_not() -> None:
@@ -22,3 +22,19 @@ def test_first_person_and_lowercase_questions_name_nobody() -> None:
 def test_at_most_max_names_are_looked_up() -> None:
     names = named_people("Did Anna, Boris, Carla, Dmitri and Elena meet Frank?")
     assert names == ["Anna", "Boris", "Carla", "Dmitri"] and len(names) == MAX_NAMES
+
+
+def test_a_question_that_asks_when() -> None:
+    for q in (
+        "When did Melanie paint a sunrise?",
+        "How many days ago did I buy a smoker?",
+        "What day of the week did I meet Juan?",
+        "How long ago did I move?",
+        "我什么时候去的日本？",
+    ):
+        assert asks_when(q), q
+
+
+def test_a_question_that_does_not_ask_when() -> None:
+    for q in ("How long was I in Japan for?", "What did I buy?", "Where did I go?"):
+        assert not asks_when(q), q
