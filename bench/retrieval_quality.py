@@ -192,8 +192,12 @@ def passage_texts(content: str, ex: Extraction) -> list[str]:
 
 
 def page_chars(page: EvidencePage) -> int:
-    """What the model reads of the evidence itself: summaries plus quote texts."""
-    return sum(len(i.summary) + (len(i.quote.text) if i.quote else 0) for i in page.items)
+    """What the model reads of the evidence itself: the summaries as the page shows them
+    (``EvidenceItem.shown``: trimmed, empty when the quote holds it) plus quote texts."""
+    return sum(
+        len(i.summary if i.shown is None else i.shown) + (len(i.quote.text) if i.quote else 0)
+        for i in page.items
+    )
 
 
 @dataclass
