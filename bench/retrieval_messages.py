@@ -106,6 +106,13 @@ KNOBS = (
     "records_speaker_weight",
     "records_neighbour_share",
     "records_window_weight",
+    "records_followup_window_weight",
+    "records_followup_neighbour_share",
+    "records_followup_speaker_weight",
+    "records_followup_lexical_weight",
+    "records_followup_summary_weight",
+    "records_person_weight",
+    "records_dated_weight",
 )
 
 
@@ -129,6 +136,13 @@ class Variant:
     records_speaker_weight: float | None = None
     records_neighbour_share: float | None = None
     records_window_weight: float | None = None
+    records_followup_window_weight: float | None = None
+    records_followup_neighbour_share: float | None = None
+    records_followup_speaker_weight: float | None = None
+    records_followup_lexical_weight: float | None = None
+    records_followup_summary_weight: float | None = None
+    records_person_weight: float | None = None
+    records_dated_weight: float | None = None
 
     def apply(self, r: Retriever) -> dict[str, Any]:
         """Set this variant's knobs; returns the old values (for ``restore``)."""
@@ -142,39 +156,106 @@ class Variant:
 
 
 DEFAULTS = Variant("defaults")
+# The follow-up knobs set to the first call's defaults (RecordWeights): every call ranks alike.
+FOLLOWUPS_AS_FIRST: dict[str, float] = {
+    "records_followup_window_weight": 1.0,
+    "records_followup_neighbour_share": 0.0,
+    "records_followup_speaker_weight": 0.5,
+    "records_followup_lexical_weight": 1.5,
+}
+_FOLLOWED = ("window_weight", "neighbour_share", "speaker_weight", "lexical_weight")
+
+
+def every_call(name: str, **knobs: Any) -> Variant:
+    """A variant whose records weights hold for every call: the follow-up knobs
+    (``records_followup_*``) take the same values as the first call's."""
+    for k in _FOLLOWED:
+        if f"records_{k}" in knobs:
+            knobs.setdefault(f"records_followup_{k}", knobs[f"records_{k}"])
+    return Variant(name, **knobs)
+
+
 VARIANTS: list[Variant] = [
     DEFAULTS,
-    Variant(
+    every_call(
         "records ranked as documents (before #25), window on",
         **AS_DOCUMENTS,
         records_window_weight=1.0,
+        records_neighbour_share=0.0,
     ),
-    Variant(
+    every_call(
         "records ranked as documents (before #25), window off",
         **AS_DOCUMENTS,
         records_window_weight=0.0,
+        records_neighbour_share=0.0,
     ),
-    Variant("window off", records_window_weight=0.0),
-    Variant("window 0.5", records_window_weight=0.5),
+    every_call("window off", records_window_weight=0.0),
+    every_call("window 0.5", records_window_weight=0.5),
     Variant("window span 2", window_span=2),
     Variant("window alpha 1", window_alpha=1.0),
-    Variant("speaker route off", records_speaker_weight=0.0),
-    Variant("speaker route 1", records_speaker_weight=1.0),
-    Variant("lexical 1", records_lexical_weight=1.0),
-    Variant(
+    every_call("speaker route off", records_speaker_weight=0.0),
+    every_call("speaker route 1", records_speaker_weight=1.0),
+    every_call("lexical 1", records_lexical_weight=1.0),
+    every_call(
         "lexical 1, speaker off, window off (plain RRF shape)",
         records_lexical_weight=1.0,
         records_speaker_weight=0.0,
         records_window_weight=0.0,
+        records_neighbour_share=0.0,
     ),
     Variant("summary 0.25", records_summary_weight=0.25),
     Variant("coverage 0.1", records_coverage_weight=0.1),
     Variant("MMR lambda 1 (no diversity)", mmr_lambda=1.0),
-    Variant("neighbour share 0.2", records_neighbour_share=0.2),
-    Variant(
+    every_call("neighbour share 0.2", records_neighbour_share=0.2),
+    every_call(
         "neighbour share 0.4, window off",
         records_neighbour_share=0.4,
         records_window_weight=0.0,
+    ),
+    # follow-ups (2nd+ search of a question in its session) ranked otherwise; call 1 as defaults
+    Variant("follow-ups as call 1", **FOLLOWUPS_AS_FIRST),
+    Variant("follow-ups: window off", records_followup_window_weight=0.0),
+    Variant("follow-ups: window 0.5", records_followup_window_weight=0.5),
+    Variant(
+        "follow-ups: window off, neighbour share 0.2",
+        records_followup_window_weight=0.0,
+        records_followup_neighbour_share=0.2,
+    ),
+    Variant(
+        "follow-ups: window off, neighbour share 0.4",
+        records_followup_window_weight=0.0,
+        records_followup_neighbour_share=0.4,
+    ),
+    Variant(
+        "follow-ups: window off, neighbour share 0.6",
+        records_followup_window_weight=0.0,
+        records_followup_neighbour_share=0.6,
+    ),
+    Variant(
+        "follow-ups: window off, neighbour share 0.4, speaker off",
+        records_followup_window_weight=0.0,
+        records_followup_neighbour_share=0.4,
+        records_followup_speaker_weight=0.0,
+    ),
+    Variant(
+        "follow-ups: window off, neighbour share 0.4, lexical 1",
+        records_followup_window_weight=0.0,
+        records_followup_neighbour_share=0.4,
+        records_followup_lexical_weight=1.0,
+    ),
+    Variant("follow-ups: summary 0.5", records_followup_summary_weight=0.5),
+    Variant("person route off", records_person_weight=0.0),
+    Variant("person route 2", records_person_weight=2.0),
+    Variant("dated route off", records_dated_weight=0.0),
+    Variant("dated route 1", records_dated_weight=1.0),
+    Variant(
+        "person and dated routes off", records_person_weight=0.0, records_dated_weight=0.0
+    ),
+    Variant(
+        "follow-ups: window off, neighbour share 0.4, lexical 2",
+        records_followup_window_weight=0.0,
+        records_followup_neighbour_share=0.4,
+        records_followup_lexical_weight=2.0,
     ),
 ]
 

@@ -132,6 +132,9 @@ AS_DOCUMENTS: dict[str, float] = {
     "records_lexical_weight": 0.0,
     "records_coverage_weight": 0.1,
     "records_speaker_weight": 0.0,
+    "records_followup_lexical_weight": 0.0,
+    "records_followup_speaker_weight": 0.0,
+    "records_followup_neighbour_share": 0.0,
 }
 
 
@@ -147,6 +150,7 @@ def tune(bench: Bench) -> None:
         for knob, value in AS_DOCUMENTS.items():
             setattr(bench.memory.retriever, knob, value)
         bench.memory.retriever.records_window_weight = 0.0
+        bench.memory.retriever.records_followup_window_weight = 0.0
 
 
 def log(msg: str) -> None:
@@ -188,8 +192,12 @@ def passage_texts(content: str, ex: Extraction) -> list[str]:
 
 
 def page_chars(page: EvidencePage) -> int:
-    """What the model reads of the evidence itself: summaries plus quote texts."""
-    return sum(len(i.summary) + (len(i.quote.text) if i.quote else 0) for i in page.items)
+    """What the model reads of the evidence itself: the summaries as the page shows them
+    (``EvidenceItem.shown``: trimmed, empty when the quote holds it) plus quote texts."""
+    return sum(
+        len(i.summary if i.shown is None else i.shown) + (len(i.quote.text) if i.quote else 0)
+        for i in page.items
+    )
 
 
 @dataclass

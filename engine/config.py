@@ -210,6 +210,28 @@ class RecordWeights(BaseModel):
     window_weight: float = Field(default=1.0, ge=0.0, le=4.0)
     # A record's score gains this share of its best adjacent record's (0: off).
     neighbour_share: float = Field(default=0.0, ge=0.0, le=1.0)
+    # The person route: a question naming a Person the memory knows ("What did Caroline
+    # research?") ranks the messages that mention them (a named speaker's own turns and the
+    # turns about them) as one more RRF list (0: off; docs/followups.md, "Who in the question").
+    # On the tune half it fires on 2 of 20 questions and loses nothing (1 and 2 alike).
+    person_weight: float = Field(default=1.0, ge=0.0, le=4.0)
+    # The dated route: a "when" question ("When did I ...", "how many days ago", 什么时候)
+    # ranks the candidates that state a day (engine/dates.find_days) as one more RRF list
+    # (0: off; docs/followups.md, "When in the question"). On the tune half it fires on 3 of
+    # 20 questions and loses nothing (0.5 and 1 alike).
+    dated_weight: float = Field(default=0.5, ge=0.0, le=4.0)
+    # Follow-ups (docs/followups.md, "How a follow-up ranks"): a search that continues one
+    # (``search(cursor:)``, or the same question again in a session already given evidence
+    # this query ranks) takes these instead of the four above. The window route lifts a first
+    # page; once its best records are given, their neighbours crowd the next pages, while a
+    # share of a remaining match's score lifts the short reply beside it. Chosen on the
+    # message bench's tune half: five searches 0.833 turn recall (0.808 ranked as call 1),
+    # call 1 unchanged (docs/followups.md, "How a follow-up ranks").
+    followup_window_weight: float = Field(default=0.0, ge=0.0, le=4.0)
+    followup_neighbour_share: float = Field(default=0.4, ge=0.0, le=1.0)
+    followup_speaker_weight: float = Field(default=0.5, ge=0.0, le=4.0)
+    followup_lexical_weight: float = Field(default=1.5, ge=0.0, le=4.0)
+    followup_summary_weight: float = Field(default=0.0, ge=0.0, le=4.0)
 
 
 class RetrievalSettings(BaseModel):

@@ -26,6 +26,7 @@ import numpy as np
 
 from mnemoql.engine.config import RecordWeights
 from mnemoql.engine.cursors import Asked, CursorState, CursorStore
+from mnemoql.engine.dates import find_days
 from mnemoql.engine.errors import ConceptNotOffered, CursorError, InvalidInput, out_of_range
 from mnemoql.engine.meta import check_vectors
 from mnemoql.engine.models import (
@@ -55,7 +56,13 @@ from mnemoql.engine.retrieval.evidence import (
 )
 from mnemoql.engine.retrieval.nearby import parse_position, pick_neighbours, position_of
 from mnemoql.engine.retrieval.quotes import QuoteBudget, best_chunk, shown_summary
-from mnemoql.engine.retrieval.speakers import asker_role, role_lines, role_of
+from mnemoql.engine.retrieval.speakers import (
+    asker_role,
+    asks_when,
+    named_people,
+    role_lines,
+    role_of,
+)
 from mnemoql.engine.retrieval.terms import coverage, is_cjk_term, query_terms
 from mnemoql.engine.sessions import Session, SessionStore
 from mnemoql.engine.store.base import Store
@@ -83,6 +90,8 @@ _SPLIT_TERMS = re.compile(r"[,，、;；]")
 WINDOW_SEEDS = 20
 # How many of the chunk route's best hits decide whether a search ranks records.
 RECORD_VOTES = 10
+# How many of a session's latest events tell a search asked again (a follow-up) from a new one.
+FOLLOWUP_RECENT = 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +105,8 @@ class RouteWeights:
     window: float
     speaker: float = 0.0
     neighbours: float = 0.0
+    person: float = 0.0
+    dated: float = 0.0
 
 
 def _adjacent(event_id: str) -> list[str]:
@@ -243,6 +254,17 @@ class Retriever:
         self.records_speaker_weight = rw.speaker_weight
         self.records_window_weight = rw.window_weight
         self.records_neighbour_share = rw.neighbour_share
+        # The person route: messages of and about a Person the question names.
+        self.records_person_weight = rw.person_weight
+        # The dated route: for a "when" question, the candidates that state a day.
+        self.records_dated_weight = rw.dated_weight
+        # A follow-up (the search's next page, or the same question again in its session)
+        # ranks records with these (docs/followups.md, "How a follow-up ranks").
+        self.records_followup_window_weight = rw.followup_window_weight
+        self.records_followup_neighbour_share = rw.followup_neighbour_share
+        self.records_followup_speaker_weight = rw.followup_speaker_weight
+        self.records_followup_lexical_weight = rw.followup_lexical_weight
+        self.records_followup_summary_weight = rw.followup_summary_weight
 
     # ---- public operations ----
 
@@ -291,7 +313,9 @@ class Retriever:
             filters = Filters(tuple(groups), date_from, date_to)
             quota = min(PER_CALL, CHAIN_LIMIT)
             excluded = session.excluded
-            ranked = await self._rank(query, vector, filters, excluded, quota, None)
+            ranked = await self._rank(
+                query, vector, filters, excluded, quota, None, given=session.delivered_ids
+            )
             out = await self._deliver(
                 "search", session, ranked, query, vector, filters, None, asked=asked
             )
@@ -332,6 +356,7 @@ class Retriever:
                 session.excluded,
                 min(PER_CALL, CHAIN_LIMIT),
                 None,
+                followup=True,
             )
             out = await self._deliver(
                 "search",
@@ -510,8 +535,15 @@ class Retriever:
         excluded: frozenset[str],
         quota: int,
         restrict: frozenset[str] | None,
+        *,
+        followup: bool = False,
+        given: Sequence[str] = (),
     ) -> Ranked:
-        """Pick up to ``quota`` events, with explanations, best-chunk ranges and the events."""
+        """Pick up to ``quota`` events, with explanations, best-chunk ranges and the events.
+
+        ``followup``: the search continues one (its cursor's next page); ``given``: what the
+        session was given so far, so a search asked again in it ranks as a follow-up when
+        some of that is evidence this query ranks (``_asked_again``)."""
         if restrict is not None:
             restrict = restrict - excluded
             if not restrict:
@@ -536,11 +568,18 @@ class Retriever:
                 query, filters, excluded, ROUTE_LIMIT, restrict
             )
         summary_hits, chunk_hits = pool.summary, pool.chunk
-        w = self.record_weights() if records else self.document_weights()
+        if records and not followup and given and vector is not None and self._followups_differ():
+            followup = await self._asked_again(vector, filters, given, chunk_hits)
+        w = self.record_weights(followup) if records else self.document_weights()
         window_hits = await self._window(
             (pool.summary, pool.chunk, lexical_hits), vector, filters, excluded, restrict, w.window
         )
-        events = await self._with_events(pool.events, [*lexical_hits, *window_hits])
+        person_hits = (
+            await self._person_route(query, vector, filters, excluded, restrict)
+            if records and query and w.person > 0
+            else []
+        )
+        events = await self._with_events(pool.events, [*lexical_hits, *window_hits, *person_hits])
         if not events:
             return Ranked([], {})
         terms = query_terms(query or "")
@@ -551,9 +590,12 @@ class Retriever:
             "chunk": [h.event_id for h in chunk_hits if h.event_id in events],
             "lexical": [h.event_id for h in lexical_hits if h.event_id in events],
             "window": [h.event_id for h in window_hits if h.event_id in events],
+            "person": [h.event_id for h in person_hits if h.event_id in events],
         }
 
-        def fuse(speaker_ids: Sequence[str] = ()) -> list[scoring.Scored]:
+        def fuse(
+            speaker_ids: Sequence[str] = (), dated_ids: Sequence[str] = ()
+        ) -> list[scoring.Scored]:
             return scoring.fuse(
                 routes["summary"],
                 routes["chunk"],
@@ -566,13 +608,25 @@ class Retriever:
                 summary_weight=w.summary,
                 speaker_ids=speaker_ids,
                 speaker_weight=w.speaker,
+                person_ids=routes["person"],
+                person_weight=w.person,
+                dated_ids=dated_ids,
+                dated_weight=w.dated,
             )
 
         fused = fuse()
         role = asker_role(query or "") if records and w.speaker > 0 else None
-        if role is not None:
-            # the speaker route: the asker's own turns, in the order of the other routes
-            fused = fuse([s.id for s in fused if role_of(events[s.id].content) == role])
+        when = records and w.dated > 0 and asks_when(query or "")
+        if role is not None or when:
+            # the speaker route: the asker's own turns; the dated route: for a "when"
+            # question, the turns that state a day; both in the order of the other routes
+            today = self.today()
+            fused = fuse(
+                [s.id for s in fused if role_of(events[s.id].content) == role] if role else (),
+                [s.id for s in fused if find_days(events[s.id].content[:4000], today)]
+                if when
+                else (),
+            )
         if records:
             fused = scoring.share_with_neighbours(fused, w.neighbours, _adjacent)
         distinct = scoring.dedup_by_hash(fused, lambda s: events[s.id].content_hash)
@@ -619,9 +673,21 @@ class Retriever:
             self.summary_weight, self.lexical_weight, self.coverage_weight, self.window_weight
         )
 
-    def record_weights(self) -> RouteWeights:
+    def record_weights(self, followup: bool = False) -> RouteWeights:
         """The fusion weights when the routes found positional records (conversation turns,
-        book scenes: docs/DECISIONS.md, "Records ranking")."""
+        book scenes: docs/DECISIONS.md, "Records ranking"); ``followup``: for a search that
+        continues one (docs/followups.md, "How a follow-up ranks")."""
+        if followup:
+            return RouteWeights(
+                self.records_followup_summary_weight,
+                self.records_followup_lexical_weight,
+                self.records_coverage_weight,
+                self.records_followup_window_weight,
+                self.records_followup_speaker_weight,
+                self.records_followup_neighbour_share,
+                self.records_person_weight,
+                self.records_dated_weight,
+            )
         return RouteWeights(
             self.records_summary_weight,
             self.records_lexical_weight,
@@ -629,7 +695,66 @@ class Retriever:
             self.records_window_weight,
             self.records_speaker_weight,
             self.records_neighbour_share,
+            self.records_person_weight,
+            self.records_dated_weight,
         )
+
+    def _followups_differ(self) -> bool:
+        """Whether a follow-up ranks records otherwise than a first call (else there is
+        nothing to tell apart, and no store read for it)."""
+        return (
+            self.records_followup_window_weight,
+            self.records_followup_neighbour_share,
+            self.records_followup_speaker_weight,
+            self.records_followup_lexical_weight,
+            self.records_followup_summary_weight,
+        ) != (
+            self.records_window_weight,
+            self.records_neighbour_share,
+            self.records_speaker_weight,
+            self.records_lexical_weight,
+            self.records_summary_weight,
+        )
+
+    async def _asked_again(
+        self, vector: Vector, filters: Filters, given: Sequence[str], chunk_hits: Sequence[Hit]
+    ) -> bool:
+        """Whether a search without a cursor continues an earlier one of its session: some of
+        the session's last ``FOLLOWUP_RECENT`` events would rank in this query's chunk route
+        (the route's top ``ROUTE_LIMIT`` with nothing excluded). A new question in a session
+        that was given other evidence ranks as a first call."""
+        recent = frozenset(given[-FOLLOWUP_RECENT:])
+        hits = await self.store.route("chunk", vector, filters, frozenset(), len(recent), recent)
+        if not hits:
+            return False
+        if len(chunk_hits) < ROUTE_LIMIT:  # the route held every event that passes
+            return True
+        cutoff = chunk_hits[-1].score
+        return any(h.score >= cutoff for h in hits)
+
+    async def _person_route(
+        self,
+        query: str,
+        vector: Vector,
+        filters: Filters,
+        excluded: frozenset[str],
+        restrict: frozenset[str] | None,
+    ) -> list[Hit]:
+        """The person route (issue #25, "who in the question"): the events adjacent to a
+        Person the query names (a named speaker's own messages, PARTICIPATED_IN, and the
+        messages that mention them), ranked by the chunk route under the search's filters
+        plus that entity filter; empty when the query names no Person the memory knows."""
+        found: set[str] = set()
+        for name in named_people(query):
+            found |= await self.store.resolve_terms(normalise_name(name))
+        if not found:
+            return []
+        nodes = await self.store.get_nodes(sorted(found))
+        people = frozenset(n.id for n in nodes if isinstance(n, Entity) and n.label == "Person")
+        if not people:
+            return []
+        theirs = Filters((people, *filters.groups), filters.date_from, filters.date_to)
+        return await self.store.route("chunk", vector, theirs, excluded, ROUTE_LIMIT, restrict)
 
     async def _with_events(self, events: dict[str, Event], hits: Sequence[Hit]) -> dict[str, Event]:
         """``events`` plus the events of ``hits`` it lacks (read with their vectors)."""

@@ -115,6 +115,10 @@ def fuse(
     summary_weight: float = 1.0,
     speaker_ids: Sequence[str] = (),
     speaker_weight: float = 0.0,
+    person_ids: Sequence[str] = (),
+    person_weight: float = 0.0,
+    dated_ids: Sequence[str] = (),
+    dated_weight: float = 0.0,
 ) -> list[Scored]:
     """Score the union of the routes: ``rrf + weight * coverage``.
 
@@ -131,6 +135,12 @@ def fuse(
         summary_weight: The summary route's weight in the RRF sum.
         speaker_ids: Speaker-route ids (the asker's own turns), best first; empty when off.
         speaker_weight: The speaker route's weight in the RRF sum.
+        person_ids: Person-route ids (messages of or about a person the query names), best
+            first; empty when off or no known person is named.
+        person_weight: The person route's weight in the RRF sum.
+        dated_ids: Dated-route ids (for a "when" question, the candidates that state a day),
+            best first; empty when off or the question does not ask when.
+        dated_weight: The dated route's weight in the RRF sum.
 
     Returns:
         Candidates by score descending, ties by id ascending.
@@ -138,9 +148,17 @@ def fuse(
     by_summary, by_chunk = _ranks(summary_ids), _ranks(chunk_ids)
     by_lexical, by_window = _ranks(lexical_ids), _ranks(window_ids)
     fused = rrf(
-        (summary_ids, chunk_ids, lexical_ids, window_ids, speaker_ids),
+        (summary_ids, chunk_ids, lexical_ids, window_ids, speaker_ids, person_ids, dated_ids),
         k,
-        (summary_weight, 1.0, lexical_weight, window_weight, speaker_weight),
+        (
+            summary_weight,
+            1.0,
+            lexical_weight,
+            window_weight,
+            speaker_weight,
+            person_weight,
+            dated_weight,
+        ),
     )
     scored = [
         Scored(

@@ -9,6 +9,12 @@ plain top four are the assistant's long, wordy replies (docs/DECISIONS.md, "Reco
 ``asker_role`` reads the question; ``role_of`` reads a message's speaker line. Both answer
 ``"user"``, ``"assistant"`` or None (no speaker line, a named speaker, a question in the third
 person): the speaker route then stays out of the ranking.
+
+A question in the third person may name a speaker ("What did Caroline research?"): since
+issue #11 a named speaker is a Person the message MENTIONS. ``named_people`` gives the names a
+question may hold (capitalised words and pairs of them, English); the person route
+(``Retriever._person_route``) keeps those the memory knows as Persons and ranks their
+messages and mentions.
 """
 
 from __future__ import annotations
@@ -60,3 +66,44 @@ def asker_role(query: str) -> Role | None:
     if _FIRST_PERSON.search(query):
         return "user"
     return None
+
+
+# A capitalised word, or two in a row ("Mary Ann"), with an optional possessive ("Alex's").
+_NAME = re.compile(r"\b([A-Z][a-z]+(?:[ -][A-Z][a-z]+)?)(?:'s|’s)?\b")
+# How many names of one question are looked up (each is a store lookup).
+MAX_NAMES = 4
+# Capitalised words that open a question or sentence and are not names.
+_NOT_NAMES_TEXT = """
+    what who whom whose when where why how which did do does is are was were can could would
+    will should have has had the a an and but or if so please tell remind give list in on at
+    for from with to my our your his her their this that these those there
+"""
+_NOT_NAMES = frozenset(_NOT_NAMES_TEXT.split())
+
+
+def named_people(query: str) -> list[str]:
+    """The capitalised words of ``query`` (pairs first, then each word of a pair), in order,
+    at most ``MAX_NAMES``: the names to look up as Persons. Lowercase names and CJK names are
+    not read (the question's words are not all looked up: one store read per name)."""
+    out: dict[str, None] = {}
+    for m in _NAME.finditer(query):
+        parts = [p for p in re.split(r"[ -]", m.group(1)) if p.lower() not in _NOT_NAMES]
+        if len(parts) == 2:
+            out.setdefault(m.group(1), None)
+        for part in parts:
+            out.setdefault(part, None)
+    return list(out)[:MAX_NAMES]
+
+
+# A question that asks when (the day, the date, how long ago), English and Chinese.
+_WHEN = re.compile(
+    r"\bwhen\b|\b(?:what|which)\s+(?:day|date|days|dates|month|year|week|weekend|time of year)\b"
+    r"|\bhow\s+(?:long\s+ago|many\s+(?:days|weeks|months|years))\b|\bago\b"
+    r"|什么时候|哪天|哪一天|几号|几月|哪年|多久|多长时间",
+    re.IGNORECASE,
+)
+
+
+def asks_when(query: str) -> bool:
+    """Whether a question asks when something happened (or how long ago, or before what)."""
+    return _WHEN.search(query) is not None

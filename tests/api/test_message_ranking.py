@@ -196,3 +196,77 @@ def test_a_neighbour_share_lifts_the_turn_after_a_strong_one() -> None:
         "x_ch2_e0",
         "t_ch1_e1",
     ]
+
+
+async def _weights_seen(tmp_path: Path, **retrieval: Any) -> list[bool]:
+    """Whether each of three searches ranked as a follow-up: the question, the same question
+    again (other words) in its session, then a question in a new session (a new question in a
+    used session: tests/store/test_contract_followups.py)."""
+    async with running(offline_settings(tmp_path, retrieval=retrieval)) as api:
+        await _seed(api, CHAT)
+        r = api.app.state.memory.retriever
+        seen: list[bool] = []
+        weights = r.record_weights
+
+        def spy(followup: bool = False) -> Any:
+            seen.append(followup)
+            return weights(followup)
+
+        r.record_weights = spy
+        await api.gql(SEARCH, q=QUESTION, s="f")
+        await api.gql(SEARCH, q=QUESTION + " Tell me again.", s="f")
+        await api.gql(SEARCH, q="What was on sale at the market?", s="g")
+    return seen
+
+
+async def test_a_question_asked_again_ranks_as_a_follow_up_by_default(tmp_path: Path) -> None:
+    # the follow-up weights differ from the first call's by default (docs/followups.md)
+    assert await _weights_seen(tmp_path) == [False, True, False]
+
+
+async def test_follow_ups_weighted_as_first_calls_rank_as_first_calls(tmp_path: Path) -> None:
+    same = {"followup_window_weight": 1.0, "followup_neighbour_share": 0.0}
+    assert await _weights_seen(tmp_path, records=same) == [False, False, False]
+
+
+# A "when" question: the turn that states the day shares none of its words but "I".
+WHEN_CHAT = [
+    "User: I finally signed up for the pottery class I told you about, the pottery class at "
+    "the community centre.",
+    "Assistant: A pottery class is a lovely hobby; your first pottery class will be messy and fun.",
+    "User: It was on March 3rd, and I loved it.",
+]
+SALES = [
+    f"User: The {thing} was on sale at the market."
+    for thing in ("bread", "coffee", "cheese", "honey", "tea", "jam", "rice", "soap")
+]
+
+
+async def _when_ids(tmp_path: Path, question: str, dated: float) -> list[str]:
+    settings = offline_settings(tmp_path, retrieval={"records": {"dated_weight": dated}})
+    async with running(settings) as api:
+        for i, text in enumerate(WHEN_CHAT):
+            await api.gql(SAVE, input={"content": text, "id": f"talk_ch1_e{i}"})
+        for i, text in enumerate(SALES):
+            await api.gql(SAVE, input={"content": text, "id": f"talk_ch{i + 2}_e0"})
+        page = await api.gql(SEARCH, q=question, s="w")
+    return [i["eventId"] for i in page["search"]["items"]]
+
+
+WHEN_Q = "When did I go to my first pottery class?"
+
+
+async def test_a_when_question_ranks_the_turn_that_states_the_day_first(tmp_path: Path) -> None:
+    assert (await _when_ids(tmp_path, WHEN_Q, 2.0))[0] == "talk_ch1_e2"
+
+
+async def test_without_the_dated_route_the_day_ranks_below_the_wordy_turns(
+    tmp_path: Path,
+) -> None:
+    ids = await _when_ids(tmp_path, WHEN_Q, 0.0)
+    assert ids.index("talk_ch1_e2") == 2
+
+
+async def test_the_dated_route_leaves_other_questions_alone(tmp_path: Path) -> None:
+    ids = await _when_ids(tmp_path, "What did I think of my first pottery class?", 2.0)
+    assert ids.index("talk_ch1_e2") > 0
