@@ -73,6 +73,8 @@ async def run(args: argparse.Namespace) -> None:
                 for i, (text, _) in enumerate(qs[: args.profile]):
                     await memory.search(SearchRequest(query=text), f"{args.tag}-prof-{i}")
                 prof.disable()
+                if args.dump:
+                    prof.dump_stats(args.dump)
                 stats = pstats.Stats(prof, stream=sys.stdout).sort_stats("cumulative")
                 stats.print_stats(args.lines)
                 stats.sort_stats("tottime").print_stats(args.lines)
@@ -95,6 +97,7 @@ def cli(argv: Sequence[str] | None = None) -> None:
     p.add_argument("--out", default="/tmp/search_pages.jsonl")
     p.add_argument("--profile", type=int, default=0, help="cProfile this many searches")
     p.add_argument("--tag", default=f"pages{os.getpid()}", help="session name prefix")
+    p.add_argument("--dump", default="", help="with --profile: also write the stats here")
     p.add_argument("--lines", type=int, default=45)
     asyncio.run(run(p.parse_args(argv)))
 

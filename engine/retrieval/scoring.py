@@ -301,7 +301,8 @@ class Redundancy:
         """``redundancy_matrix(...)[i]``."""
         cos = np.clip(self._unit @ self._unit[i], 0.0, 1.0)
         inter = self._incidence @ self._incidence[i]
-        return np.maximum(cos, _overlap(inter, self._sizes, float(self._sizes[i])))
+        out: _Matrix = np.maximum(cos, _overlap(inter, self._sizes, float(self._sizes[i])))
+        return out
 
 
 def mmr(
