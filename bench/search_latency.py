@@ -870,7 +870,9 @@ async def one_size(args: argparse.Namespace, size: int, rows: list[list[str]]) -
                 memory,
                 stub,
                 pick_queries(rng, store, args.queries + WARM_UP, vectors),
-                f"n{size}",
+                # sessions of this run alone: the cached memory keeps every run's sessions
+                # for their TTL, and a rerun within it would search without what it was given
+                f"n{size}-{time.time_ns()}",
             )
             db = store._database
             indexed = [k for k in ("summary", "chunk") if db.ann.index(k, db.generation)]

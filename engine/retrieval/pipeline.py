@@ -48,6 +48,7 @@ from mnemoql.engine.retrieval.evidence import (
     ConceptRef,
     EvidenceItem,
     EvidencePage,
+    Excerpt,
     Note,
     NoteCode,
     Operation,
@@ -55,7 +56,7 @@ from mnemoql.engine.retrieval.evidence import (
     shared_concepts,
 )
 from mnemoql.engine.retrieval.nearby import parse_position, pick_neighbours, position_of
-from mnemoql.engine.retrieval.quotes import QuoteBudget, best_chunk, shown_summary
+from mnemoql.engine.retrieval.quotes import QuoteBudget, QuoteResult, best_chunk, shown_summary
 from mnemoql.engine.retrieval.speakers import (
     asker_role,
     asks_when,
@@ -814,6 +815,33 @@ class Retriever:
             for i, mine in rows.items()
         }
 
+    async def _quotes(
+        self,
+        picked: Sequence[str],
+        events: Mapping[str, Event],
+        best: Mapping[str, tuple[int, int]],
+        query: str | None,
+        vector: Vector | None,
+        session: Session,
+    ) -> tuple[list[QuoteResult], list[Excerpt]]:
+        """Each picked event's quote, in order, under one budget (the region of its best
+        chunk, read here when the ranking did not say which one was best), and the excerpts
+        they deliver."""
+        budget = QuoteBudget(query_terms(query or ""), lookup=session.excerpt_lookup)
+        need_local = [
+            i for i in picked if vector is not None and (i not in best or best[i][0] >= 32000)
+        ]
+        local_chunks = (
+            await self.store.get_chunks(need_local, with_vectors=True) if need_local else {}
+        )
+        quotes = []
+        for event_id in picked:
+            region = best.get(event_id)
+            if vector is not None and (region is None or region[0] >= 32000):
+                region = best_chunk(local_chunks.get(event_id, []), vector)
+            quotes.append(budget.take(event_id, events[event_id].content, region))
+        return quotes, budget.pending
+
     async def _deliver(
         self,
         operation: Operation,
@@ -832,21 +860,16 @@ class Retriever:
         if missing:
             events.update((e.id, e) for e in await self.store.get_events(missing))
         picked = [i for i in ranked.picked if i in events]
-        concepts = await self._concepts(picked, ranked.concepts)
-        budget = QuoteBudget(query_terms(query or ""), lookup=session.excerpt_lookup)
-        need_local = [
-            i for i in picked if vector is not None and (i not in best or best[i][0] >= 32000)
-        ]
-        local_chunks = (
-            await self.store.get_chunks(need_local, with_vectors=True) if need_local else {}
-        )
+        # the concepts' store reads run while the quotes are cut (the same results either way)
+        concepts_read = asyncio.ensure_future(self._concepts(picked, ranked.concepts))
+        try:
+            quotes, excerpts = await self._quotes(picked, events, best, query, vector, session)
+            concepts = await concepts_read
+        finally:
+            concepts_read.cancel()  # a no-op once it is done; else nothing waits for it
         items: list[EvidenceItem] = []
-        for event_id in picked:
+        for event_id, quote in zip(picked, quotes, strict=True):
             ev = events[event_id]
-            region = best.get(event_id)
-            if vector is not None and (region is None or region[0] >= 32000):
-                region = best_chunk(local_chunks.get(event_id, []), vector)
-            quote = budget.take(event_id, ev.content, region)
             notes = list(quote.notes)
             if not ev.has_chunks:
                 notes.append(Note(NoteCode.LEGACY_NO_CHUNKS))
@@ -900,7 +923,7 @@ class Retriever:
             search_again=operation == "search" and query is not None and ranked.more,
         )
         if items:
-            self.sessions.commit(session.id, [i.event_id for i in items], budget.pending)
+            self.sessions.commit(session.id, [i.event_id for i in items], excerpts)
         return Outcome(page, {i: explain[i] for i in picked if i in explain}, session.id)
 
 

@@ -221,47 +221,61 @@ def dedup_by_hash(ranked: Iterable[T], hash_of: Callable[[T], str | None]) -> li
     return kept
 
 
+def unit_rows(vectors: Sequence[npt.ArrayLike | None]) -> _Matrix:
+    """The vectors as unit rows (float64); a missing or zero vector is a zero row, so its
+    cosine with everything is 0.
+
+    Raises:
+        ValueError: When the vectors do not share one dimension.
+    """
+    present = [i for i, v in enumerate(vectors) if v is not None]
+    if not present:
+        return np.zeros((len(vectors), 0), dtype=np.float64)
+    rows = [np.asarray(vectors[i], dtype=np.float64).ravel() for i in present]
+    if len({r.shape[0] for r in rows}) > 1:
+        raise ValueError("MMR vectors must share one dimension")
+    mat = np.zeros((len(vectors), rows[0].shape[0]), dtype=np.float64)
+    mat[present] = rows
+    norms = np.linalg.norm(mat, axis=1)
+    nonzero = norms > 0
+    mat[nonzero] /= norms[nonzero, None]
+    return mat
+
+
 def cosine_matrix(vectors: Sequence[npt.ArrayLike | None]) -> _Matrix:
     """Pairwise raw cosine; a missing or zero vector has cosine 0 with everything.
 
     Raises:
         ValueError: When the vectors do not share one dimension.
     """
-    n = len(vectors)
-    present = [i for i, v in enumerate(vectors) if v is not None]
-    out = np.zeros((n, n), dtype=np.float64)
-    if not present:
-        return out
-    rows = [np.asarray(vectors[i], dtype=np.float64).ravel() for i in present]
-    if len({r.shape[0] for r in rows}) > 1:
-        raise ValueError("MMR vectors must share one dimension")
-    mat = np.stack(rows)
-    norms = np.linalg.norm(mat, axis=1)
-    nonzero = norms > 0
-    mat[nonzero] /= norms[nonzero, None]
-    mat[~nonzero] = 0.0
-    idx = np.asarray(present)
-    out[np.ix_(idx, idx)] = mat @ mat.T
+    mat = unit_rows(vectors)
+    out: _Matrix = mat @ mat.T
+    return out
+
+
+def _incidence(hash_sets: Sequence[Set[str]]) -> _Matrix:
+    """One 0/1 row per set over the union of the sets' hashes."""
+    vocab: dict[str, int] = {}
+    for hashes in hash_sets:
+        for h in hashes:
+            vocab.setdefault(h, len(vocab))
+    incidence = np.zeros((len(hash_sets), len(vocab)), dtype=np.float64)
+    for i, hashes in enumerate(hash_sets):
+        incidence[i, [vocab[h] for h in hashes]] = 1.0
+    return incidence
+
+
+def _overlap(inter: _Matrix, sizes: _Matrix, other: _Matrix | float) -> _Matrix:
+    smaller = np.minimum(sizes, other)
+    out: _Matrix = np.divide(inter, smaller, out=np.zeros_like(inter), where=smaller > 0)
     return out
 
 
 def overlap_matrix(hash_sets: Sequence[Set[str]]) -> _Matrix:
     """Pairwise overlap coefficient ``|A∩B| / min(|A|,|B|)``; 0 when either set is empty."""
-    n = len(hash_sets)
-    vocab: dict[str, int] = {}
-    for hashes in hash_sets:
-        for h in hashes:
-            vocab.setdefault(h, len(vocab))
-    if not vocab:
-        return np.zeros((n, n), dtype=np.float64)
-    incidence = np.zeros((n, len(vocab)), dtype=np.float64)
-    for i, hashes in enumerate(hash_sets):
-        incidence[i, [vocab[h] for h in hashes]] = 1.0
-    inter = incidence @ incidence.T
+    incidence = _incidence(hash_sets)
     sizes = incidence.sum(axis=1)
-    smaller = np.minimum(sizes[:, None], sizes[None, :])
-    out: _Matrix = np.divide(inter, smaller, out=np.zeros_like(inter), where=smaller > 0)
-    return out
+    return _overlap(incidence @ incidence.T, sizes[:, None], sizes[None, :])
 
 
 def redundancy_matrix(
@@ -270,6 +284,25 @@ def redundancy_matrix(
     """``max(clip(raw cosine, 0, 1), chunk-hash overlap)`` for every pair."""
     cos = np.clip(cosine_matrix(vectors), 0.0, 1.0)
     return np.maximum(cos, overlap_matrix(hash_sets))
+
+
+class Redundancy:
+    """``redundancy_matrix`` one row at a time: MMR reads only the rows of its picks (a
+    handful), so the whole pool-by-pool matrix is never built."""
+
+    def __init__(
+        self, vectors: Sequence[npt.ArrayLike | None], hash_sets: Sequence[Set[str]]
+    ) -> None:
+        self._unit = unit_rows(vectors)
+        self._incidence = _incidence(hash_sets)
+        self._sizes = self._incidence.sum(axis=1)
+
+    def row(self, i: int) -> _Matrix:
+        """``redundancy_matrix(...)[i]``."""
+        cos = np.clip(self._unit @ self._unit[i], 0.0, 1.0)
+        inter = self._incidence @ self._incidence[i]
+        out: _Matrix = np.maximum(cos, _overlap(inter, self._sizes, float(self._sizes[i])))
+        return out
 
 
 def mmr(
@@ -301,7 +334,7 @@ def mmr(
     scores = np.array([s.score for s in pool], dtype=np.float64)
     top = scores.max()
     rel = scores / top if top > 0 else np.zeros(n)
-    red = redundancy_matrix(
+    red = Redundancy(
         [vectors.get(s.id) for s in pool], [chunk_hashes.get(s.id, frozenset()) for s in pool]
     )
     max_red = np.zeros(n)
@@ -314,5 +347,5 @@ def mmr(
         i = min(tied, key=lambda j: (-pool[j].score, pool[j].id))
         picks.append(MmrPick(pool[i], step, float(rel[i]), float(max_red[i]), float(best_value)))
         open_[i] = False
-        max_red = np.maximum(max_red, red[i])
+        max_red = np.maximum(max_red, red.row(i))
     return picks

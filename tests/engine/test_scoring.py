@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from mnemoql.engine.retrieval.scoring import (
+    Redundancy,
     Scored,
     dedup_by_hash,
     fuse,
@@ -73,6 +74,20 @@ def test_redundancy_is_max_of_clipped_cosine_and_overlap() -> None:
     assert red[0, 2] == pytest.approx(0.6)  # cosine
     assert red[2, 3] == 0.0  # a missing vector counts as cosine 0
     assert red[1, 3] == pytest.approx(1.0)
+
+
+def test_redundancy_rows_are_the_matrix_rows() -> None:
+    # MMR reads rows one pick at a time; each must be the pairwise matrix's row
+    rng = np.random.default_rng(3)
+    vecs: list[np.ndarray | None] = [rng.normal(size=8).astype(np.float32) for _ in range(30)]
+    vecs[4], vecs[9] = None, np.zeros(8, dtype=np.float32)
+    hashes = [{str(h) for h in rng.integers(0, 12, int(rng.integers(0, 4)))} for _ in range(30)]
+    red = Redundancy(vecs, hashes)
+    full = redundancy_matrix(vecs, hashes)
+    for i in range(30):
+        np.testing.assert_allclose(red.row(i), full[i], rtol=0, atol=1e-12)
+    none = Redundancy([None, None], [set(), set()])
+    assert none.row(1).tolist() == [0.0, 0.0]
 
 
 def test_mmr_prefers_a_diverse_event_over_a_near_duplicate() -> None:

@@ -1,0 +1,106 @@
+"""The pages Memory.search delivers for the latency bench's queries, written as JSON lines, so
+two checkouts can be compared page for page (a speed-up must not change a result); with
+``--profile N``, cProfile N of those searches instead and print where their time goes.
+
+    python -m bench.search_pages --size 100000 --out /tmp/pages_branch.jsonl
+    cd ../main && python -m bench.search_pages --size 100000 --out /tmp/pages_main.jsonl
+    cmp /tmp/pages_main.jsonl /tmp/pages_branch.jsonl
+
+It opens the cached corpus of ``bench.search_latency`` (build it with that bench first) and
+asks the same held-out queries, with the ANN route on, each in its own session.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import dataclasses
+import json
+import os
+import pstats
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import httpx
+import numpy as np
+
+from bench.search_latency import (
+    VECTOR_MODELS,
+    WARM_UP,
+    StubEmbedder,
+    ann_settings,
+    corpus_path,
+    local_settings,
+    pick_queries,
+)
+from mnemoql.engine.memory import Memory
+from mnemoql.engine.providers.factory import Providers, build_providers
+from mnemoql.engine.retrieval.evidence import EvidencePage
+from mnemoql.engine.retrieval.pipeline import SearchRequest
+from mnemoql.engine.store.embedded import EmbeddedStore
+
+
+def page_record(page: EvidencePage) -> dict[str, Any]:
+    """Everything a page delivers but its cursor token (random per call)."""
+    out = dataclasses.asdict(page)
+    out.pop("cursor", None)
+    return out
+
+
+async def run(args: argparse.Namespace) -> None:
+    path = corpus_path(args.vectors, args.seed, args.size)
+    vectors = VECTOR_MODELS[args.vectors]()
+    store = EmbeddedStore(path / "memory.db", ann=ann_settings())
+    stub = StubEmbedder()
+    settings = local_settings(path)
+    async with httpx.AsyncClient() as client:
+        providers = build_providers(settings, client)
+        await store.open()
+        try:
+            memory = Memory(settings, store, Providers(stub, providers.extractor, None))
+            # the bench's held-out queries (same seed as bench.search_latency)
+            rng = np.random.default_rng(args.seed + args.size)
+            qs = pick_queries(rng, store, args.queries + WARM_UP, vectors)
+            for text, vec in qs:
+                stub.vectors[text] = vec
+            if args.profile:
+                for i, (text, _) in enumerate(qs[:WARM_UP]):
+                    await memory.search(SearchRequest(query=text), f"{args.tag}-warm-{i}")
+                prof = cProfile.Profile()
+                prof.enable()
+                for i, (text, _) in enumerate(qs[: args.profile]):
+                    await memory.search(SearchRequest(query=text), f"{args.tag}-prof-{i}")
+                prof.disable()
+                if args.dump:
+                    prof.dump_stats(args.dump)
+                stats = pstats.Stats(prof, stream=sys.stdout).sort_stats("cumulative")
+                stats.print_stats(args.lines)
+                stats.sort_stats("tottime").print_stats(args.lines)
+                return
+            with open(args.out, "w", encoding="utf-8") as f:
+                for i, (text, _) in enumerate(qs):
+                    found = await memory.search(SearchRequest(query=text), f"{args.tag}-pages-{i}")
+                    line = {"query": text, "page": page_record(found.page)}
+                    f.write(json.dumps(line, ensure_ascii=False, sort_keys=True) + "\n")
+        finally:
+            await store.close()
+
+
+def cli(argv: Sequence[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--size", type=int, default=100_000)
+    p.add_argument("--queries", type=int, default=400)
+    p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--vectors", default="text-like", choices=sorted(VECTOR_MODELS))
+    p.add_argument("--out", default="/tmp/search_pages.jsonl")
+    p.add_argument("--profile", type=int, default=0, help="cProfile this many searches")
+    p.add_argument("--tag", default=f"pages{os.getpid()}", help="session name prefix")
+    p.add_argument("--dump", default="", help="with --profile: also write the stats here")
+    p.add_argument("--lines", type=int, default=45)
+    asyncio.run(run(p.parse_args(argv)))
+
+
+if __name__ == "__main__":
+    cli()
