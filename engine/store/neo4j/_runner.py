@@ -79,9 +79,7 @@ class Runner:
             auth=(self.user, self._password),
             connection_timeout=self._timeout,
             connection_acquisition_timeout=self._timeout * 6,
-            # the driver's own default: 20 writers of one space can take longer than 10 s of
-            # deadlock retries on a loaded machine (seen in CI: DeadlockDetected surfaced)
-            max_transaction_retry_time=30.0,
+            max_transaction_retry_time=10.0,
             notifications_min_severity="WARNING",
             # "property key does not exist" on optional properties (embedding_zero, description)
             notifications_disabled_classifications=["UNRECOGNIZED"],
