@@ -123,7 +123,9 @@ def copy_memory(src: EmbeddedStore, dst: Path) -> None:
     for f in src.file.parent.iterdir():
         target = dst / f.name
         if f.is_dir():
-            shutil.copytree(f, target)
+            # a file being written is a *.tmp renamed into place when complete: a copy taken
+            # meanwhile could see it vanish (seen in CI), and it is no part of the index yet
+            shutil.copytree(f, target, ignore=shutil.ignore_patterns("*.tmp"))
         else:
             shutil.copy2(f, target)
 
