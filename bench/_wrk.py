@@ -90,10 +90,13 @@ class WrkResult:
 
 
 def script(query: str, queries: list[str], words: list[str]) -> str:
-    """The Lua script; texts are JSON strings (valid Lua literals: no \\u escapes)."""
+    """The Lua script. Each text is held already escaped for the JSON body it is pasted into
+    (a quote, a backslash, a control character), written as a Lua literal: ``json.dumps`` of
+    that fragment, which has no ``\\u`` escape left (Lua 5.1 has none)."""
 
     def lua_list(xs: list[str]) -> str:
-        return "{" + ", ".join(json.dumps(x, ensure_ascii=False) for x in xs) + "}"
+        fragments = (json.dumps(x, ensure_ascii=False)[1:-1] for x in xs)
+        return "{" + ", ".join(json.dumps(f, ensure_ascii=False) for f in fragments) + "}"
 
     return SCRIPT % {
         # the query as a JSON string literal inside the body, itself a Lua string

@@ -387,6 +387,15 @@ async def describe_models(base: str, token: str) -> str:
     )
 
 
+async def same_events(base: str, token: str, n: int) -> None:
+    headers = {"Authorization": f"Bearer {token}"}
+    async with httpx.AsyncClient(base_url=base, headers=headers, timeout=60.0) as c:
+        body = (await c.post("/graphql", json={"query": EVENTS})).json()
+    found = body["data"]["events"]["totalCount"]
+    if found != n:
+        raise RuntimeError(f"{base} sees {found} events, not the {n} seeded")
+
+
 async def seed_memory(base: str, token: str, n: int) -> None:
     rng = random.Random(1)
     headers = {"Authorization": f"Bearer {token}"}
@@ -628,14 +637,24 @@ async def run_load(args: argparse.Namespace, processes: int, pin: bool) -> Outco
     load_at_start = load_average()
     with tempfile.TemporaryDirectory(prefix="mnemoql-load-") as tmp:
         data, log = Path(tmp) / "data", Path(tmp) / "server.log"
-        before = copy_memory(Path(args.data_from), data) if args.data_from else 0
+        # diagnostics: --own-data gives each server its own copy (nothing shared between them),
+        # --own-sessions its own directory whose space database is a symlink to the first's
+        # (the database shared, each session file ``<db>-sessions`` its own)
+        apart = args.own_data or args.own_sessions
+        datas = [data.with_name(f"data-{n}") if apart else data for n in range(processes)]
+        for d in dict.fromkeys(datas if args.own_data else datas[:1]):
+            before = copy_memory(Path(args.data_from), d) if args.data_from else 0
+        for d in datas[1:] if args.own_sessions else []:
+            d.mkdir(parents=True)
+            db = f"memory-{SPACE}.db"
+            (d / db).symlink_to(datas[0] / db)
         ports = [free_port() for _ in range(processes)]
         bases = [f"http://{HOST}:{port}" for port in ports]
         base = bases[0]
         logs = [log.with_name(f"server-{n}.log") for n in range(processes)]
         procs = [
-            start_server(data, port, env, lg, cpu)
-            for port, lg, cpu in zip(ports, logs, server_cpus, strict=True)
+            start_server(d, port, env, lg, cpu)
+            for d, port, lg, cpu in zip(datas, ports, logs, server_cpus, strict=True)
         ]
         proc = procs[0]
         try:
@@ -643,7 +662,10 @@ async def run_load(args: argparse.Namespace, processes: int, pin: bool) -> Outco
             for b, p in zip(bases, procs, strict=True):
                 await wait_ready(b, p)
             ready_s = time.monotonic() - t0
-            await seed_memory(base, write_token, SEEDS)
+            for b in bases if args.own_data else [base]:
+                await seed_memory(b, write_token, SEEDS)
+            for b in bases if args.own_sessions else []:  # the symlink held: all see the seeds
+                await same_events(b, read_token, SEEDS)
             model = await describe_models(base, read_token)
             print(
                 f"{processes} server(s) ready in {ready_s:.1f} s; {SEEDS} seed saves; "
@@ -664,7 +686,7 @@ async def run_load(args: argparse.Namespace, processes: int, pin: bool) -> Outco
                         _wrk.run,
                         bases,
                         agent_tokens or [read_token],
-                        args.searchers,
+                        args.searchers * (processes if args.per_server else 1),
                         args.seconds,
                         Path(tmp),
                         _wrk.script(SEARCH, QUERIES, list(FRESH_WORDS)),
@@ -826,15 +848,29 @@ async def scaling_async(args: argparse.Namespace) -> int:
             cases.append(case(results[-1], k))
     first = results[0]
     setup = (
-        f"N independent `mnemoql serve` processes over a fresh copy of the same data ({SEEDS} "
-        f"seed saves, same seeds), embedded store, `--embedder {args.embedder}` ({first.model}); "
+        (
+            "N independent `mnemoql serve` processes, **each over its own copy** of the data "
+            "(`--own-data`: a diagnostic, they share no file; "
+            if args.own_data
+            else "N independent `mnemoql serve` processes over one space database, **each with "
+            "its own session file** (`--own-sessions`: a diagnostic; "
+            if args.own_sessions
+            else "N independent `mnemoql serve` processes over a fresh copy of the same data ("
+        )
+        + f"{SEEDS} seed saves, same seeds), embedded store, `--embedder {args.embedder}` "
+        f"({first.model}); "
         f"{args.searchers} searchers"
         + (f" x {args.follow_ups} follow-ups" if args.follow_ups else "")
         + f" + {args.savers} savers for {args.seconds:.0f} s, round robin; queries: "
         + ("every text new" if args.fresh_queries or args.generator == "wrk" else "fixed questions")
         + (
-            "; load generator: wrk (one per server, 1 thread, searchers / processes connections"
-            ", searches only: `bench/_wrk.py`)"
+            "; load generator: wrk (one per server, 1 thread, "
+            + (
+                "searchers connections each"
+                if args.per_server
+                else "searchers / processes connections"
+            )
+            + ", searches only: `bench/_wrk.py`)"
             if args.generator == "wrk"
             else "; load generator: this Python process (httpx clients)"
         )
@@ -1038,6 +1074,24 @@ def main(argv: list[str] | None = None) -> int:
         help="the searchers: httpx clients in this process, or wrk (C; fresh texts, searches "
         "only, one wrk per server: bench/_wrk.py)",
     )
+    p.add_argument(
+        "--per-server",
+        action="store_true",
+        help="with --generator wrk: --searchers connections to each server (the same queue "
+        "depth per process whatever their count), not --searchers in all",
+    )
+    p.add_argument(
+        "--own-data",
+        action="store_true",
+        help="a diagnostic, not the deployment: each server its own copy of the data (and its "
+        "own session file), so the processes share nothing; needs --savers 0",
+    )
+    p.add_argument(
+        "--own-sessions",
+        action="store_true",
+        help="a diagnostic: the servers share the space's database (a symlink) but each has "
+        "its own session file",
+    )
     p.add_argument("--server-log", help="keep the server's output in this file")
     p.add_argument(
         "--py-spy",
@@ -1089,6 +1143,12 @@ def main(argv: list[str] | None = None) -> int:
         p.error("--rounds must be between 1 and 20")
     if args.generator == "wrk" and not _wrk.available():
         p.error("--generator wrk needs wrk (apt-get install wrk)")
+    if args.own_data and args.own_sessions:
+        p.error("--own-data already gives each server its own session file")
+    if args.own_data and args.savers:
+        p.error("--own-data needs --savers 0 (the check reads one server's memory)")
+    if args.per_server and args.generator != "wrk":
+        p.error("--per-server needs --generator wrk")
     if args.generator == "wrk" and args.follow_ups:
         p.error("--generator wrk sends searches only: drop --follow-ups")
     if args.scaling and args.processes != 1:

@@ -18,6 +18,7 @@ from zoneinfo import ZoneInfo
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic_core import ErrorDetails
 
 from mnemoql.engine import checks
 from mnemoql.engine.binding import TopicChoice, choose_topic
@@ -30,7 +31,13 @@ from mnemoql.engine.errors import (
     InvalidInput,
     MnemoError,
 )
-from mnemoql.engine.messages import DEFAULT_LOCALE, Locale, message, template
+from mnemoql.engine.messages import (
+    CATALOGUE,
+    DEFAULT_LOCALE,
+    Locale,
+    message,
+    template,
+)
 from mnemoql.engine.meta import check_vectors
 from mnemoql.engine.models import (
     CALLER_ID,
@@ -465,7 +472,7 @@ def _single_event(ex: Extraction) -> Extraction:
     try:
         return ex.model_copy(update={"events": [merged], "attitudes": attitudes})
     except ValidationError as exc:  # pragma: no cover - the inputs were valid already
-        raise ExtractionInvalid(str(exc), zh=f"提取结果无效：{exc}") from exc
+        raise refused_extraction(exc.errors(include_url=False)) from exc
 
 
 def describe(result: SaveResult, locale: Locale = DEFAULT_LOCALE) -> str:
@@ -488,19 +495,51 @@ def describe(result: SaveResult, locale: Locale = DEFAULT_LOCALE) -> str:
 
 
 def parse_extraction(data: Any) -> Extraction:
-    """Validate a client-sent extraction with SPEC's wording on failure; unknown fields are
-    refused (relations are stated inside events and attitudes, never beside them)."""
+    """Validate a client-sent extraction with SPEC's wording on failure, its details in both
+    languages; unknown fields are refused (relations are stated inside events and attitudes,
+    never beside them)."""
     if unknown := checks.unknown_extraction_fields(data):
         shown = ", ".join(checks.clip(f, 60) for f in unknown[:5])
-        reason = (
-            f"unknown field(s) {shown}: events hold their relations (participants, locations, "
-            "concepts) and attitudes link persons to persons or concepts"
-        )
-        raise ExtractionInvalid(f"invalid extraction: {reason}", zh=f"提取结果无效：{reason}")
+        en, zh = (message("extraction.unknown_fields", lc, fields=shown) for lc in ("en", "zh"))
+        raise _invalid(en, zh)
     try:
         return Extraction.model_validate(data)
     except ValidationError as exc:
-        reason = "; ".join(e["msg"] for e in exc.errors())
-        raise ExtractionInvalid(
-            f"invalid extraction: {reason}", zh=f"提取结果无效：{reason}"
-        ) from exc
+        raise refused_extraction(exc.errors(include_url=False)) from exc
+
+
+def refused_extraction(errors: Sequence[ErrorDetails]) -> ExtractionInvalid:
+    """EXTRACTION_INVALID for pydantic's errors of an extraction (``loc`` from the
+    extraction's root), each ``field: problem`` in both languages."""
+    return _invalid(_problems(errors, "en"), _problems(errors, "zh"))
+
+
+def _invalid(en: str, zh: str) -> ExtractionInvalid:
+    """EXTRACTION_INVALID with its reason in each language."""
+    return ExtractionInvalid(
+        message("extraction.invalid", "en", reason=en),
+        zh=message("extraction.invalid", "zh", reason=zh),
+    )
+
+
+def _problems(errors: Sequence[ErrorDetails], locale: Locale) -> str:
+    """Each error as ``field: problem`` in ``locale``: the model's own checks by their type
+    (``extraction.<name>``), field types as a save input's (``input.<type>``)."""
+    said = []
+    for error in errors:
+        kind, ctx = error["type"], error.get("ctx") or {}
+        if (name := kind.removeprefix("extraction_")) != kind and f"extraction.{name}" in CATALOGUE:
+            values = {k: template(f"extraction.kind.{v}", locale) if k == "kind" else v
+                      for k, v in ctx.items()}  # fmt: skip
+            problem = message(f"extraction.{name}", locale, **values)
+        elif kind == "model_type":
+            problem = message("input.model_type", locale, class_name=ctx.get("class_name", ""))
+        elif f"input.{kind}" in CATALOGUE and kind != "extra_forbidden":
+            problem = message(f"input.{kind}", locale)
+        else:
+            problem = message("input.other", locale, detail=error["msg"])
+        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error["loc"])
+        field = where.removeprefix(".")
+        said.append(message("input.problem", locale, field=field, problem=problem) if field
+                    else problem)  # fmt: skip
+    return message("input.sep", locale).join(said)

@@ -236,6 +236,43 @@ CATALOGUE: Mapping[str, Mapping[Locale, str]] = {
         "zh": "应为 JSON 对象（{class_name}）",
     },
     "input.other": {"en": "{detail}", "zh": "值无效：{detail}"},
+    # ---- an extraction a client sent (engine.ingest.parse_extraction): EXTRACTION_INVALID;
+    # ``extraction.<name>`` words the model's checks (``prompts.extraction``, error types
+    # ``extraction_<name>``), field type problems use the ``input.*`` keys above ----
+    "extraction.invalid": {"en": "invalid extraction: {reason}", "zh": "提取结果无效：{reason}"},
+    "extraction.unknown_fields": {
+        "en": "unknown field(s) {fields}: events hold their relations (participants, "
+        "locations, concepts) and attitudes link persons to persons or concepts",
+        "zh": "未知字段 {fields}：关系写在事件之内（participants、locations、concepts），"
+        "attitudes 把人物连到人物或概念",
+    },
+    "extraction.events_empty": {"en": "events must not be empty", "zh": "events 不能为空"},
+    "extraction.empty_ref": {"en": "a {kind} has an empty ref", "zh": "有{kind}的 ref 为空"},
+    "extraction.ref_twice": {"en": "ref {ref} is used twice", "zh": "ref {ref} 用了两次"},
+    "extraction.empty_summary": {
+        "en": "event {ref} has an empty summary",
+        "zh": "事件 {ref} 的 summary 为空",
+    },
+    "extraction.unknown_ref": {
+        "en": "{event} refers to unknown {kind} ref {ref}",
+        "zh": "事件 {event} 引用了不存在的{kind} ref {ref}",
+    },
+    "extraction.attitude_unknown_ref": {
+        "en": "attitude refers to unknown {kind} ref {ref}",
+        "zh": "attitude 引用了不存在的{kind} ref {ref}",
+    },
+    "extraction.attitude_target": {
+        "en": "attitude target {ref} is not a person or concept ref",
+        "zh": "attitude 的 target {ref} 不是人物或概念的 ref",
+    },
+    "extraction.empty_name": {
+        "en": "{kind} {ref} has an empty name",
+        "zh": "{kind} {ref} 的 name 为空",
+    },
+    "extraction.kind.event": {"en": "event", "zh": "事件"},
+    "extraction.kind.person": {"en": "person", "zh": "人物"},
+    "extraction.kind.concept": {"en": "concept", "zh": "概念"},
+    "extraction.kind.location": {"en": "location", "zh": "地点"},
     "cli.import_nothing_saved": {
         "en": "mnemoql import: nothing was saved; fix the line(s) above and run it again",
         "zh": "mnemoql import：未保存任何内容；请修正上面的行后重新运行",

@@ -18,6 +18,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 
 PROMPT_VERSION = "extraction-v2"
 
@@ -168,7 +169,7 @@ class Extraction(_Loose):
     @model_validator(mode="after")
     def _refs_resolve(self) -> Extraction:
         if not self.events:
-            raise ValueError("events must not be empty")
+            raise _problem("events_empty", "events must not be empty")
         refs: dict[str, str] = {}
         for kind, items in (
             ("event", self.events),
@@ -178,13 +179,13 @@ class Extraction(_Loose):
         ):
             for item in items:
                 if not item.ref.strip():
-                    raise ValueError(f"a {kind} has an empty ref")
+                    raise _problem("empty_ref", "a {kind} has an empty ref", kind=kind)
                 if item.ref in refs:
-                    raise ValueError(f"ref {item.ref!r} is used twice")
+                    raise _problem("ref_twice", "ref {ref} is used twice", ref=repr(item.ref))
                 refs[item.ref] = kind
         for ev in self.events:
             if not ev.summary.strip():
-                raise ValueError(f"event {ev.ref} has an empty summary")
+                raise _problem("empty_summary", "event {ref} has an empty summary", ref=ev.ref)
             for p in ev.participants:
                 _expect(refs, p.person, "person", ev.ref)
             for loc in ev.locations:
@@ -198,16 +199,40 @@ class Extraction(_Loose):
         ):
             for item in items:
                 if not item.name.strip():
-                    raise ValueError(f"{name} {item.ref} has an empty name")
+                    raise _problem(
+                        "empty_name", "{kind} {ref} has an empty name", kind=name, ref=item.ref
+                    )
         for att in self.attitudes:
-            _expect(refs, att.person, "person", "attitude")
+            _expect(refs, att.person, "person", None)
             if refs.get(att.target) not in {"person", "concept"}:
-                raise ValueError(f"attitude target {att.target!r} is not a person or concept ref")
+                raise _problem(
+                    "attitude_target",
+                    "attitude target {ref} is not a person or concept ref",
+                    ref=repr(att.target),
+                )
             if att.event is not None:
-                _expect(refs, att.event, "event", "attitude")
+                _expect(refs, att.event, "event", None)
         return self
 
 
-def _expect(refs: dict[str, str], ref: str, kind: str, where: str) -> None:
-    if refs.get(ref) != kind:
-        raise ValueError(f"{where} refers to unknown {kind} ref {ref!r}")
+def _expect(refs: dict[str, str], ref: str, kind: str, event: str | None) -> None:
+    """``ref`` names a ``kind`` of this extraction; ``event``: the event that names it (None:
+    an attitude)."""
+    if refs.get(ref) == kind:
+        return
+    if event is None:
+        raise _problem(
+            "attitude_unknown_ref", "attitude refers to unknown {kind} ref {ref}",
+            kind=kind, ref=repr(ref),
+        )  # fmt: skip
+    raise _problem(
+        "unknown_ref", "{event} refers to unknown {kind} ref {ref}",
+        event=event, kind=kind, ref=repr(ref),
+    )  # fmt: skip
+
+
+def _problem(name: str, english: str, /, **values: str) -> PydanticCustomError:
+    """A validation error of type ``extraction_<name>`` with ``values`` as its context. Its
+    wording in both languages is ``engine.messages``' ``extraction.<name>``; ``english`` is
+    the same template, pydantic's message (what a model is told when it answered badly)."""
+    return PydanticCustomError(f"extraction_{name}", english, values)

@@ -35,12 +35,24 @@ async def replicas(tmp_path: object) -> AsyncIterator[tuple[Neo4jStore, Neo4jSto
 
 
 async def test_a_session_carries_its_bookmarks_to_another_replica(
-    replicas: tuple[Neo4jStore, Neo4jStore],
+    replicas: tuple[Neo4jStore, Neo4jStore], tmp_path: object
 ) -> None:
     a, b = replicas
+    # Any transaction of a's driver, even one that changes nothing (the state's schema, made
+    # on its first call), replaces a's bookmark with the database's latest: another writer of
+    # the server (a bench, another test) would then make it differ from ``written``. So the
+    # state makes its schema first, and a writer of another space commits in between.
+    await a.session_state(DEFAULT_BUDGET).get("s", "nobody", time.time())
     await a.runner.run("MERGE (m:MnemoSpace {space: $space}) SET m.probe = 1", writable=True)
     written = set(await a.runner.driver.execute_query_bookmark_manager.get_bookmarks())
     assert written
+    other = make(tmp_path, f"t{uuid.uuid4().hex[:12]}")
+    await other.open()
+    try:
+        await other.runner.run("MERGE (m:MnemoSpace {space: $space})", writable=True)
+    finally:
+        await other.drop_space()
+        await other.close()
     await SessionStore(state=a.session_state(DEFAULT_BUDGET)).touch("agent")  # after a save
     await b.session_state(DEFAULT_BUDGET).get("s", "agent", time.time())  # a call on b loads it
     # b's next reads wait for what the session's writes on a committed (a causal cluster read);

@@ -276,8 +276,7 @@ def parse(model: type[M], arguments: dict[str, Any] | None) -> M:
 def _coded(exc: ValidationError) -> InvalidInput | ExtractionInvalid:
     errors = exc.errors(include_url=False)
     if all(e["loc"][:1] == ("extraction",) for e in errors):
-        reason = "; ".join(f"{_where(e['loc'][1:])}{e['msg']}" for e in errors)
-        return ExtractionInvalid(f"invalid extraction: {reason}", zh=f"提取结果无效：{reason}")
+        return ingest.refused_extraction([{**e, "loc": e["loc"][1:]} for e in errors])
     first = errors[0]
     field = ".".join(str(p) for p in first["loc"]) or "arguments"
     problems = "; ".join(f"{_where(e['loc'])}{e['msg']}" for e in errors)

@@ -48,25 +48,26 @@ MATCH (s:{q.SPACE_LABEL} {{space: $space}})
 RETURN coalesce(s.writes, 0) AS clock, coalesce(s.seq, 0) AS seq,
        coalesce(s.topics_reload, 0) AS reload
 """
-# Inside the forget's transaction, after LOCK_SPACE and before the event is deleted.
+# Inside the forget's transaction, after LOCK_SPACE and before the event is deleted. ``$n`` and
+# ``$stamp`` come from LOCK_SPACE's row: the space node takes values here, never an expression
+# that reads it again (that deadlocks against the writers queued on the lock; LOCK_SPACE).
 LOG_REMOVAL: Final = f"""
 MATCH (s:{q.SPACE_LABEL} {{space: $space}})
 MATCH (e:Event {{space: $space, id: $id}})
 OPTIONAL MATCH (t:Topic)-[:BINDS]->(e)
 WITH s, e, [p IN collect(t.path) WHERE p IS NOT NULL] AS paths
-SET s.removals = coalesce(s.removals, 0) + 1
-CREATE (:{REMOVAL_LABEL} {{space: $space, n: s.removals, stamp: s.writes, event_id: e.id,
+SET s.removals = $n
+CREATE (:{REMOVAL_LABEL} {{space: $space, n: $n, stamp: $stamp, event_id: e.id,
                           paths: paths, day: coalesce(e.create_date, '')}})
 """
+# Drops the records up to ``$horizon`` and raises ``topics_reload`` (``$reload``, the space's
+# value) to the newest of them: a reader whose mark is older reloads in full.
 PRUNE_REMOVALS: Final = f"""
 MATCH (s:{q.SPACE_LABEL} {{space: $space}})
-WHERE s.removals - coalesce(s.removals_floor, 0) > $keep + $keep / 4
-WITH s, s.removals - $keep AS horizon
-MATCH (r:{REMOVAL_LABEL}) WHERE r.space = $space AND r.n <= horizon
-WITH s, horizon, max(r.stamp) AS newest, collect(r) AS gone
-SET s.removals_floor = horizon,
-    s.topics_reload = CASE WHEN newest > coalesce(s.topics_reload, 0)
-                           THEN newest ELSE coalesce(s.topics_reload, 0) END
+OPTIONAL MATCH (r:{REMOVAL_LABEL}) WHERE r.space = $space AND r.n <= $horizon
+WITH s, max(r.stamp) AS newest, collect(r) AS gone
+SET s.removals_floor = $horizon,
+    s.topics_reload = CASE WHEN newest > $reload THEN newest ELSE $reload END
 FOREACH (r IN gone | DELETE r)
 RETURN size(gone) AS pruned
 """
@@ -99,10 +100,22 @@ async def run(
     return [dict(zip(r.keys(), r, strict=True)) async for r in result]
 
 
-async def log_removal(tx: AsyncManagedTransaction, space: str, event_id: str, keep: int) -> None:
-    """Record the event's removal (and its bindings'), then prune the log past its horizon."""
-    await run(tx, space, LOG_REMOVAL, id=event_id)
-    await run(tx, space, PRUNE_REMOVALS, keep=max(keep, 1))
+async def log_removal(
+    tx: AsyncManagedTransaction,
+    space: str,
+    event_id: str,
+    keep: int,
+    stamp: int,
+    state: dict[str, Any],
+) -> None:
+    """Record the event's removal (and its bindings'), then prune the log past its horizon
+    once it holds a quarter more than ``keep``. ``stamp`` and ``state`` are LOCK_SPACE's."""
+    n = int(state.get("removals") or 0) + 1
+    await run(tx, space, LOG_REMOVAL, id=event_id, n=n, stamp=stamp)
+    keep = max(keep, 1)
+    if n - int(state.get("removals_floor") or 0) > keep + keep // 4:
+        reload = int(state.get("topics_reload") or 0)
+        await run(tx, space, PRUNE_REMOVALS, horizon=n - keep, reload=reload)
 
 
 async def _mark(tx: AsyncManagedTransaction, space: str) -> tuple[TopicMark, int]:

@@ -283,38 +283,41 @@ EVENTS_WITH_HASH: Final = (
 
 # ---------------------------------------------------------------- writes
 
+# The id high-water marks live on the space node: ``last_<prefix>`` is the highest N ever
+# allocated (or restored) for that prefix; the allocator counts on from it, so a forgotten id
+# is never handed out again. A space written before marks existed has none: the allocator then
+# starts from the highest id present (MAX_NUM). Read (LOCK_SPACE's ``state``) and raised
+# (SET_MARKS) under the lock.
+MARK_PROPERTY: Final[dict[NodeLabel, str]] = {
+    lbl: f"last_{ID_PREFIX[lbl]}" for lbl in NODE_LABELS
+}
+_SPACE_STATE: Final = ", ".join(
+    [f"{ID_PREFIX[lbl]}: s.{prop}" for lbl, prop in MARK_PROPERTY.items()]
+    + [".removals", ".removals_floor", ".topics_reload"]
+)
 # Locks the space for the rest of the transaction (writers queue here, across processes) and
-# reserves ``$n`` insertion numbers; returns the first.
+# reserves ``$n`` insertion numbers; returns the first, and ``state``: the counters the
+# transaction may raise (the id marks by prefix, and ``_changes``' removal log). After this
+# statement a transaction writes the space node only with values computed from ``state``
+# (``SET s += $map``), never with an expression that reads the node again
+# (``SET s.x = s.x + 1``): Neo4j 5.26 reports such a second read-modify-write of the locked
+# node as DeadlockDetected against every writer queued here (20 concurrent saves: ~30 retries
+# a round, and failures under load once the driver's retry window ran out).
 LOCK_SPACE: Final = f"""
 MERGE (s:{SPACE_LABEL} {{space: $space}})
 ON CREATE SET s.seq = 0, s.labelled = true, s.named = true
 SET s.seq = s.seq + $n, s.writes = coalesce(s.writes, 0) + 1
-RETURN s.seq - $n + 1 AS first, s.writes AS writes
+RETURN s.seq - $n + 1 AS first, s.writes AS writes, s {{{_SPACE_STATE}}} AS state
 """
 # ``writes`` counts committed write transactions of the space, from every process: a store
 # compares it with its own count to notice writes made elsewhere (``changed_elsewhere``).
 GET_WRITES: Final = f"MATCH (s:{SPACE_LABEL} {{space: $space}}) RETURN s.writes AS n"
-# The id high-water marks live on the space node: ``last_<prefix>`` is the highest N ever
-# allocated (or restored) for that prefix; the allocator counts on from it, so a forgotten id
-# is never handed out again. A space written before marks existed has none: the allocator then
-# starts from the highest id present (MAX_NUM). Read and written under LOCK_SPACE.
-MARK_PROPERTY: Final[dict[NodeLabel, str]] = {
-    lbl: f"last_{ID_PREFIX[lbl]}" for lbl in NODE_LABELS
-}
 GET_MARKS: Final = (
     f"MATCH (s:{SPACE_LABEL} {{space: $space}}) RETURN "
     + ", ".join(f"s.{prop} AS {ID_PREFIX[lbl]}" for lbl, prop in MARK_PROPERTY.items())
 )
-SET_MARKS: Final = (
-    f"MATCH (s:{SPACE_LABEL} {{space: $space}}) SET "
-    + ", ".join(
-        f"s.{prop} = CASE WHEN ${ID_PREFIX[lbl]} IS NULL THEN s.{prop} "
-        f"WHEN s.{prop} IS NULL OR s.{prop} < ${ID_PREFIX[lbl]} THEN ${ID_PREFIX[lbl]} "
-        f"ELSE s.{prop} END"
-        for lbl, prop in MARK_PROPERTY.items()
-    )
-    + " RETURN count(s) AS n"
-)
+# ``$marks``: ``last_<prefix>`` -> the raised mark, only for the marks this save raised.
+SET_MARKS: Final = f"MATCH (s:{SPACE_LABEL} {{space: $space}}) SET s += $marks"
 ENSURE_META: Final = f"""
 MERGE (m:MemoryMeta {{space: $space, key: 'embedding'}})
 ON CREATE SET m.model = $model, m.dimensions = $dims, m.updated_at = $at, m.schema_version = $v

@@ -58,6 +58,7 @@ class Runner:
         self.space = space
         self._timeout = connection_timeout
         self._driver: AsyncDriver | None = None
+        self.retries = 0  # write transactions re-run by the driver (see ``write``)
 
     @property
     def driver(self) -> AsyncDriver:
@@ -154,10 +155,20 @@ class Runner:
         )
 
     async def write(self, fn: TxFn[T]) -> T:
-        """``fn`` as one write transaction; any exception rolls everything back."""
+        """``fn`` as one write transaction; any exception rolls everything back. Each re-run
+        after a transient failure (a deadlock, a leader switch) counts in ``retries``."""
+        attempts = 0
+
+        async def attempt(tx: AsyncManagedTransaction) -> T:
+            nonlocal attempts
+            attempts += 1
+            if attempts > 1:
+                self.retries += 1
+            return await fn(tx)
+
         try:
             async with self._session() as session:
-                return await session.execute_write(fn)
+                return await session.execute_write(attempt)
         except UNREACHABLE as exc:
             raise self.unavailable(exc) from exc
 

@@ -105,7 +105,7 @@ class SaveTx:
         self.result = SaveResult(event_ids=[], created={}, merged=[], refs={})
         self.labels: dict[str, NodeLabel] = {}
         self._next: dict[NodeLabel, int] = {}
-        self._marks: dict[str, Any] | None = None
+        self._marks: dict[str, Any] = {}  # the space's id marks by prefix, read under its lock
         self._seq = 0
         self._stamp = 0  # the space's ``writes`` value of this transaction (``_changes``)
         self.space_size = 0  # the space's insertion counter after this save
@@ -121,6 +121,7 @@ class SaveTx:
         lock = await self._q(q.LOCK_SPACE, n=new_nodes)
         self._seq = int(lock[0]["first"])
         self._stamp = int(lock[0]["writes"])
+        self._marks = lock[0]["state"]
         self.space_size = self._seq + new_nodes - 1
         if plan.idempotency_key is not None:
             rows = await self._q(q.GET_RECORD, key=plan.idempotency_key)
@@ -150,8 +151,6 @@ class SaveTx:
 
     async def _take(self, label: NodeLabel) -> tuple[str, int]:
         if label not in self._next:
-            if self._marks is None:
-                self._marks = (await self._q(q.GET_MARKS))[0]
             mark = self._marks.get(ID_PREFIX[label])
             if mark is None:  # a space from before the marks: count on from the highest id
                 mark = (await self._q(q.MAX_NUM[label]))[0]["m"]
@@ -161,10 +160,14 @@ class SaveTx:
         return f"{ID_PREFIX[label]}_{n}", n
 
     async def _record_marks(self) -> None:
-        """Raise the high-water marks to the ids this save took."""
-        if self._next:
-            taken = {ID_PREFIX[lbl]: n - 1 for lbl, n in self._next.items()}
-            await self._q(q.SET_MARKS, **{p: taken.get(p) for p in ID_PREFIX.values()})
+        """Raise the high-water marks to the ids this save took (as values: ``q.LOCK_SPACE``)."""
+        raised = {
+            q.MARK_PROPERTY[lbl]: n - 1
+            for lbl, n in self._next.items()
+            if n - 1 > int(self._marks.get(ID_PREFIX[lbl]) or 0)
+        }
+        if raised:
+            await self._q(q.SET_MARKS, marks=raised)
 
     def _take_seq(self) -> int:
         self._seq += 1
@@ -415,12 +418,14 @@ async def replace_vectors(tx: AsyncManagedTransaction, space: str, vectors: Vect
 async def forget(tx: AsyncManagedTransaction, space: str, event_id: str) -> list[str]:
     """Delete the event, its chunks and the attitudes stated in it, then every entity it
     touched that no longer relates to any event; [event id, pruned ids by label then id]."""
-    await run(tx, space, q.LOCK_SPACE, n=0)
+    lock = await run(tx, space, q.LOCK_SPACE, n=0)
     rows = await run(tx, space, q.FORGET_TOUCHED, id=event_id)
     if not rows:
         raise NotFound(f"no event with id {event_id!r}", zh=f"事件不存在：{event_id}", id=event_id)
     touched = list(dict.fromkeys([*rows[0]["adjacent"], *rows[0]["attitude_ends"]]))
-    await changes.log_removal(tx, space, event_id, changes.KEEP)
+    await changes.log_removal(
+        tx, space, event_id, changes.KEEP, int(lock[0]["writes"]), lock[0]["state"]
+    )
     for statement in q.FORGET_DELETE:
         await run(tx, space, statement, id=event_id)
     pruned = await run(tx, space, q.FORGET_PRUNE, ids=touched)
