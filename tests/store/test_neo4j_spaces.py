@@ -20,7 +20,7 @@ import pytest
 
 from mnemoql.engine.models import EMPTY_FILTERS, MemoryMeta, RouteName, VectorSet
 from mnemoql.engine.store.neo4j import _cypher as q
-from mnemoql.engine.store.neo4j._routes import INDEX_STATE_TTL
+from mnemoql.engine.store.neo4j._routes import INDEX_MAX_FETCH, INDEX_STATE_TTL
 from mnemoql.engine.store.neo4j.store import Neo4jStore
 from tests.store import factory_neo4j
 from tests.store._builders import event, plan
@@ -180,12 +180,17 @@ async def test_the_shared_index_fetch_grows_with_its_crowding(
 ) -> None:
     target, exact, _, dims = crowded
     shared = await make(target.space, space_indexes=False)  # as while its own index populates
-    # a fetch the shared index can still answer at this crowding (> 9): 40 x 10 x 9 < 4,000
-    # (INDEX_MAX_FETCH); the default x 15 would skip the index, which the end of this test checks
-    shared.index_overfetch = 10
     # the database may be shared with other test runs that write meanwhile: the fetch follows
     # the crowding at the time of the query, between the two counts
     before = (await shared._run(q.SPACE_SIZE))[0]["total"]
+    # a fetch the shared index can still answer at this crowding (> 9): 40 x 10 x 9 < 4,000
+    # (INDEX_MAX_FETCH); the default x 15 would skip the index, which the end of this test checks.
+    # A database that other runs filled further gets a smaller over-fetch, with room for their
+    # writes during the query, so that the first fetch still fits.
+    await shared.route("summary", np.ones(dims, np.float32), EMPTY_FILTERS, frozenset(), LIMIT)
+    room = INDEX_MAX_FETCH * shared.index.space_size // (2 * LIMIT * before)
+    shared.index_overfetch = min(10, room)
+    assert shared.index_overfetch >= 1, f"the shared database holds {before} events: too crowded"
     seen = await routes_match_exact(shared, exact, dims, seed=4)
     used = index_queries(seen)
     assert used and {p["index"] for p in used} <= set(q.GLOBAL_ROUTE_INDEXES)
