@@ -332,11 +332,14 @@ def _order(scores: F32, rows: I64, ids: list[str], limit: int) -> list[int]:
     k = min(limit, n)
     if k <= 0:
         return []
-    cand: list[int] | range = range(n)
+    cand: list[int] = list(range(n))
     if n > k:
         cut = np.partition(scores, n - k)[n - k]
         cand = np.flatnonzero(scores >= cut).tolist()
-    return sorted(cand, key=lambda i: (-float(scores[i]), ids[int(rows[i])]))[:k]
+    # Python floats and ints once, not a numpy scalar per comparison
+    score, row = scores[cand].tolist(), rows[cand].tolist()
+    keyed = sorted(range(len(cand)), key=lambda j: (-score[j], ids[row[j]]))
+    return [cand[j] for j in keyed[:k]]
 
 
 def _chunk_score(view: EventView, query: F32, rows: I64, limit: int) -> Scored:
@@ -356,19 +359,21 @@ def _chunk_score(view: EventView, query: F32, rows: I64, limit: int) -> Scored:
     chunk_rows = np.repeat(lo - offsets, lens) + np.arange(int(lens.sum()))
     cscores = _dot(view.cvecs, chunk_rows, query)
     best = np.maximum.reduceat(cscores, offsets)
-    hits: list[Hit] = []
-    for i in _order(best, rows, view.ids, limit):
-        start = int(offsets[i])
-        c = int(chunk_rows[start + int(np.argmax(cscores[start : start + int(lens[i])]))])
-        hits.append(
-            Hit(
-                view.ids[int(rows[i])],
-                float(best[i]),
-                int(view.cidx[c]),
-                int(view.cstart[c]),
-                int(view.cend[c]),
-            )
+    picked = np.asarray(_order(best, rows, view.ids, limit), dtype=np.int64)
+    # each picked event's first chunk at its best score (np.argmax's choice), all at once
+    tops = np.flatnonzero(cscores == np.repeat(best, lens))
+    c = chunk_rows[tops[np.searchsorted(tops, offsets[picked])]]
+    hits = [
+        Hit(view.ids[r], s, i, a, b)
+        for r, s, i, a, b in zip(
+            rows[picked].tolist(),
+            best[picked].tolist(),
+            view.cidx[c].tolist(),
+            view.cstart[c].tolist(),
+            view.cend[c].tolist(),
+            strict=True,
         )
+    ]
     return Scored(rows, best, hits)
 
 
