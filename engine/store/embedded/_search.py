@@ -169,7 +169,10 @@ def _adaptive(
                                fetch, limit)  # fmt: skip
 
         # the other index searched on the side thread meanwhile (usearch drops the GIL)
-        later = [side.submit(fetched, r) for r in routes[1:]] if side is not None else []
+        try:
+            later = [side.submit(fetched, r) for r in routes[1:]] if side is not None else []
+        except RuntimeError:  # the store is closing under this search: all of it here
+            later = []
         got = [fetched(routes[0]), *(f.result() for f in later)]
         got += [fetched(r) for r in routes[1 + len(later) :]]
         if any(g is None for g in got):

@@ -253,14 +253,15 @@ class EmbeddedStore:
             raise
         self._writer, self._db = writer, db
         self._reading, self._reader = reading, reader
+        workers = max(1, min(4, os.cpu_count() or 1))
         self._compute = ThreadPoolExecutor(
-            max_workers=max(1, min(4, os.cpu_count() or 1)),
-            thread_name_prefix=f"mnemoql-vec-{self.space}",
+            max_workers=workers, thread_name_prefix=f"mnemoql-vec-{self.space}"
         )
-        # a search's second index query, beside its first on a compute thread (``pool_hits``);
-        # its own thread, so it never waits behind the compute pool's queue (nor deadlocks it)
+        # a search's second index query, beside its first on a compute thread (``pool_hits``):
+        # threads of their own, so it never waits behind the compute pool's queue (nor
+        # deadlocks it), as many as the compute threads that may ask at once
         self._side = ThreadPoolExecutor(
-            max_workers=1, thread_name_prefix=f"mnemoql-ann-{self.space}"
+            max_workers=workers, thread_name_prefix=f"mnemoql-ann-{self.space}"
         )
 
     async def close(self) -> None:
