@@ -261,7 +261,7 @@ class RoutePool:
     events: dict[str, Event]
     chunk_hashes: dict[str, frozenset[str]]
     # (concept id, name) of each event's MENTIONS by concept id, when the store read them on
-    # the way (Neo4j); None leaves them to the delivery step.
+    # the way (both stores do); None leaves them to the delivery step.
     concepts: dict[str, tuple[tuple[str, str], ...]] | None = None
     # BM25 over chunk texts and summaries (``Store.lexical_route``); empty when not asked for.
     lexical: list[Hit] = field(default_factory=list)

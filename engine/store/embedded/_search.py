@@ -21,6 +21,7 @@
 
 from __future__ import annotations
 
+from concurrent.futures import Executor
 from dataclasses import dataclass
 
 import numpy as np
@@ -105,9 +106,11 @@ def pool_hits(
     restrict: frozenset[str] | None,
     allowed: frozenset[str] | None,
     limit: int,
+    side: Executor | None = None,
 ) -> tuple[list[Hit], list[Hit]]:
     """Both routes' top ``limit`` events, as ``route_hits`` gives them, except that when both
-    come from their indexes each route rescores the union of both indexes' candidates.
+    come from their indexes each route rescores the union of both indexes' candidates (the
+    chunk index searched on ``side``, a thread that only ever runs such searches, meanwhile).
 
     Why: an HNSW graph has regions a search does not reach (at 1M text-like events, 8 of 200
     queries lost one of their exact top-4 events that way, some ranked first or second by the
@@ -123,7 +126,7 @@ def pool_hits(
             "chunk", view, query, subset, limit
         )
     routes: tuple[RouteName, RouteName] = ("summary", "chunk")
-    both = _adaptive(routes, view, generation, ann, query, filters, exclude, mask, limit)
+    both = _adaptive(routes, view, generation, ann, query, filters, exclude, mask, limit, side=side)
     if both is not None:
         return both[0], both[1]
     # at most one index answered: that route alone (adaptive), the exact scan for the other
@@ -147,24 +150,34 @@ def _adaptive(
     mask: Mask | None,
     limit: int,
     union: bool = True,
+    side: Executor | None = None,
 ) -> list[list[Hit]] | None:
     """The routes' pages from their indexes' candidates (each route rescoring the union of
     all of them when ``union``), fetched ``first_overfetch`` x the page and grown by
-    ``GROWTH`` up to ``overfetch`` x while a page is unstable (module docstring). None when
-    any route's index cannot answer (the caller scans exactly)."""
+    ``GROWTH`` up to ``overfetch`` x while a page is unstable (module docstring); the routes
+    after the first search their indexes on ``side`` while the first searches its own. None
+    when any route's index cannot answer (the caller scans exactly)."""
     if ann is None or not ann.enabled:
         return None
     most = max(1, ann.settings.overfetch)
     per = min(max(1, ann.settings.first_overfetch), most)
     while True:
         fetch = limit * per + len(exclude)
-        found: list[Fetched] = []
-        for route in routes:
-            got = _candidates(route, view, generation, ann, query, filters, exclude, mask, fetch,
-                              limit)  # fmt: skip
-            if got is None:
-                return None
-            found.append(got)
+
+        def fetched(route: RouteName, fetch: int = fetch) -> Fetched | None:
+            return _candidates(route, view, generation, ann, query, filters, exclude, mask,
+                               fetch, limit)  # fmt: skip
+
+        # the other index searched on the side thread meanwhile (usearch drops the GIL)
+        try:
+            later = [side.submit(fetched, r) for r in routes[1:]] if side is not None else []
+        except RuntimeError:  # the store is closing under this search: all of it here
+            later = []
+        got = [fetched(routes[0]), *(f.result() for f in later)]
+        got += [fetched(r) for r in routes[1 + len(later) :]]
+        if any(g is None for g in got):
+            return None
+        found = [g for g in got if g is not None]
         pool = np.union1d(found[0].rows, found[1].rows) if union and len(found) == 2 else None
         scored = [
             _score(route, view, query, got.rows if pool is None else pool, limit)
@@ -322,11 +335,14 @@ def _order(scores: F32, rows: I64, ids: list[str], limit: int) -> list[int]:
     k = min(limit, n)
     if k <= 0:
         return []
-    cand: list[int] | range = range(n)
+    cand: list[int] = list(range(n))
     if n > k:
         cut = np.partition(scores, n - k)[n - k]
         cand = np.flatnonzero(scores >= cut).tolist()
-    return sorted(cand, key=lambda i: (-float(scores[i]), ids[int(rows[i])]))[:k]
+    # Python floats and ints once, not a numpy scalar per comparison
+    score, row = scores[cand].tolist(), rows[cand].tolist()
+    keyed = sorted(range(len(cand)), key=lambda j: (-score[j], ids[row[j]]))
+    return [cand[j] for j in keyed[:k]]
 
 
 def _chunk_score(view: EventView, query: F32, rows: I64, limit: int) -> Scored:
@@ -346,19 +362,21 @@ def _chunk_score(view: EventView, query: F32, rows: I64, limit: int) -> Scored:
     chunk_rows = np.repeat(lo - offsets, lens) + np.arange(int(lens.sum()))
     cscores = _dot(view.cvecs, chunk_rows, query)
     best = np.maximum.reduceat(cscores, offsets)
-    hits: list[Hit] = []
-    for i in _order(best, rows, view.ids, limit):
-        start = int(offsets[i])
-        c = int(chunk_rows[start + int(np.argmax(cscores[start : start + int(lens[i])]))])
-        hits.append(
-            Hit(
-                view.ids[int(rows[i])],
-                float(best[i]),
-                int(view.cidx[c]),
-                int(view.cstart[c]),
-                int(view.cend[c]),
-            )
+    picked = np.asarray(_order(best, rows, view.ids, limit), dtype=np.int64)
+    # each picked event's first chunk at its best score (np.argmax's choice), all at once
+    tops = np.flatnonzero(cscores == np.repeat(best, lens))
+    c = chunk_rows[tops[np.searchsorted(tops, offsets[picked])]]
+    hits = [
+        Hit(view.ids[r], s, i, a, b)
+        for r, s, i, a, b in zip(
+            rows[picked].tolist(),
+            best[picked].tolist(),
+            view.cidx[c].tolist(),
+            view.cstart[c].tolist(),
+            view.cend[c].tolist(),
+            strict=True,
         )
+    ]
     return Scored(rows, best, hits)
 
 

@@ -144,6 +144,7 @@ class EmbeddedStore:
         self._db: Database | None = None
         self._writer: ThreadPoolExecutor | None = None
         self._compute: ThreadPoolExecutor | None = None
+        self._side: ThreadPoolExecutor | None = None  # index queries beside the compute pool
         self._reader: Reader | None = None  # list queries, on a connection and thread of their own
         self._reading: ThreadPoolExecutor | None = None
         self._open_lock = asyncio.Lock()  # binds to no loop until first used
@@ -252,15 +253,21 @@ class EmbeddedStore:
             raise
         self._writer, self._db = writer, db
         self._reading, self._reader = reading, reader
+        workers = max(1, min(4, os.cpu_count() or 1))
         self._compute = ThreadPoolExecutor(
-            max_workers=max(1, min(4, os.cpu_count() or 1)),
-            thread_name_prefix=f"mnemoql-vec-{self.space}",
+            max_workers=workers, thread_name_prefix=f"mnemoql-vec-{self.space}"
+        )
+        # a search's second index query, beside its first on a compute thread (``pool_hits``):
+        # threads of their own, so it never waits behind the compute pool's queue (nor
+        # deadlocks it), as many as the compute threads that may ask at once
+        self._side = ThreadPoolExecutor(
+            max_workers=workers, thread_name_prefix=f"mnemoql-ann-{self.space}"
         )
 
     async def close(self) -> None:
         if self._sessions is not None:
             await self._sessions.close()
-        db, writer, compute = self._db, self._writer, self._compute
+        db, writer, compute, side = self._db, self._writer, self._compute, self._side
         reader, reading = self._reader, self._reading
         if db is None or writer is None:
             return
@@ -271,10 +278,10 @@ class EmbeddedStore:
                 await loop.run_in_executor(reading, reader.close)
             await loop.run_in_executor(writer, db.close)
         finally:
-            self._db = self._writer = self._compute = None
+            self._db = self._writer = self._compute = self._side = None
             self._reader = self._reading = None
             writer.shutdown(wait=False)
-            for pool in (compute, reading):
+            for pool in (compute, reading, side):
                 if pool is not None:
                     pool.shutdown(wait=False)
 
@@ -385,8 +392,7 @@ class EmbeddedStore:
         if limit <= 0:
             return []
         db = self._database
-        await self._call(db.catch_up)  # another process may have written (Database.catch_up)
-        allowed = await self._call(db.events_in_groups, filters) if filters.groups else None
+        allowed = await self._call(self._route_ready, filters)
         view, gen = db.events, db.generation  # one snapshot for the whole computation
         q = normalise(query)
         cells = (view.n if route == "summary" else view.nc) * view.dims
@@ -409,9 +415,28 @@ class EmbeddedStore:
         terms = lexical_terms(text)
         if not terms or limit <= 0 or (restrict is not None and not restrict):
             return []
+        return await self._call(self._lexical_now, terms, filters, exclude, restrict, limit)
+
+    def _lexical_now(
+        self,
+        terms: Sequence[str],
+        filters: Filters,
+        exclude: frozenset[str],
+        restrict: frozenset[str] | None,
+        limit: int,
+    ) -> list[Hit]:
+        """The lexical route after a catch-up (another process may have written), in one trip
+        to the database thread."""
         db = self._database
-        await self._call(db.catch_up)  # another process may have written (Database.catch_up)
-        return await self._call(db.lexical_hits, terms, filters, exclude, restrict, limit)
+        db.catch_up()
+        return db.lexical_hits(terms, filters, exclude, restrict, limit)
+
+    def _route_ready(self, filters: Filters) -> frozenset[str] | None:
+        """Catch up with other processes' writes (``Database.catch_up``), then the events of
+        the entity filter (None without one): what a vector route reads first, in one trip."""
+        db = self._database
+        db.catch_up()
+        return db.events_in_groups(filters) if filters.groups else None
 
     async def route_pool(
         self,
@@ -424,29 +449,33 @@ class EmbeddedStore:
     ) -> RoutePool:
         """Both vector routes in one computation (``pool_hits``: above the ANN threshold each
         rescores both indexes' candidates), the lexical route beside them when ``text`` is
-        given, then the events and chunk hashes of everything they found."""
+        given, then the events, chunk hashes and concepts of everything they found."""
         if limit <= 0:
             return RoutePool([], [], {}, {})
         db = self._database
-        await self._call(db.catch_up)  # another process may have written (Database.catch_up)
-        allowed = await self._call(db.events_in_groups, filters) if filters.groups else None
+        allowed = await self._call(self._route_ready, filters)
         view, gen = db.events, db.generation  # one snapshot for the whole computation
         q = normalise(query)
 
         def run() -> tuple[list[Hit], list[Hit]]:
-            return pool_hits(view, gen, db.ann, q, filters, exclude, restrict, allowed, limit)
+            return pool_hits(
+                view, gen, db.ann, q, filters, exclude, restrict, allowed, limit, self._side
+            )
 
+        terms = lexical_terms(text) if text is not None else []
+        lexical_now = bool(terms) and (restrict is None or bool(restrict))
         (summary, chunk), lexical = await asyncio.gather(
             self._compute_on((view.n + view.nc) * view.dims, run),
-            no_hits()
-            if text is None
-            else self.lexical_route(text, filters, exclude, limit, restrict),
+            # just caught up: the lexical route goes straight to its index
+            self._call(db.lexical_hits, terms, filters, exclude, restrict, limit)
+            if lexical_now
+            else no_hits(),
         )
         union = list(dict.fromkeys(h.event_id for h in [*summary, *chunk, *lexical]))
         if not union:
             return RoutePool(summary, chunk, {}, {}, lexical=lexical)
-        events, hashes = await self._call(db.pool_rows, union)
-        return RoutePool(summary, chunk, events, hashes, lexical=lexical)
+        events, hashes, concepts = await self._call(db.pool_rows, union)
+        return RoutePool(summary, chunk, events, hashes, concepts, lexical)
 
     async def window_route(
         self,
