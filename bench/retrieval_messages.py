@@ -204,6 +204,7 @@ VARIANTS: list[Variant] = [
     every_call("speaker route off", records_speaker_weight=0.0),
     every_call("speaker route 1", records_speaker_weight=1.0),
     every_call("lexical 1", records_lexical_weight=1.0),
+    every_call("lexical 2", records_lexical_weight=2.0),
     every_call(
         "lexical 1, speaker off, window off (plain RRF shape)",
         records_lexical_weight=1.0,
