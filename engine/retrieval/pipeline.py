@@ -63,8 +63,15 @@ from mnemoql.engine.retrieval.speakers import (
     named_people,
     role_lines,
     role_of,
+    states_in_first_person,
 )
-from mnemoql.engine.retrieval.terms import coverage, is_cjk_term, query_terms
+from mnemoql.engine.retrieval.terms import (
+    coverage,
+    is_cjk_term,
+    query_terms,
+    with_word_forms,
+    without_template,
+)
 from mnemoql.engine.sessions import Session, SessionStore
 from mnemoql.engine.store.base import Store
 from mnemoql.engine.store.window import record_vectors
@@ -108,6 +115,29 @@ class RouteWeights:
     neighbours: float = 0.0
     person: float = 0.0
     dated: float = 0.0
+    statement: float = 0.0
+    session: float = 0.0
+
+
+def _session_of(event_id: str) -> str | None:
+    """The conversation session (prefix and chapter) of a positional id, None without one."""
+    pos = position_of(event_id)
+    return f"{pos.prefix}_ch{pos.chapter}" if pos is not None else None
+
+
+def _derived_routes(
+    fused: Sequence[scoring.Scored], events: Mapping[str, Event], w: RouteWeights
+) -> list[tuple[list[str], float]]:
+    """The records' routes read off the other routes' fused order (each with its weight,
+    only those weighed above 0): the candidates that state something in the first person,
+    and the candidates grouped by session, the sessions with the most fused score first."""
+    out: list[tuple[list[str], float]] = []
+    if w.statement > 0:
+        ids = [s.id for s in fused if states_in_first_person(events[s.id].content)]
+        out.append((ids, w.statement))
+    if w.session > 0:
+        out.append((scoring.by_group(fused, _session_of), w.session))
+    return out
 
 
 def _adjacent(event_id: str) -> list[str]:
@@ -259,6 +289,12 @@ class Retriever:
         self.records_person_weight = rw.person_weight
         # The dated route: for a "when" question, the candidates that state a day.
         self.records_dated_weight = rw.dated_weight
+        # Round 6's levers, off by default (docs/DECISIONS.md): BM25 without the question's
+        # template words, the first-person statements as a route, the best sessions' records.
+        self.records_lexical_drop_template = rw.lexical_drop_template
+        self.records_lexical_word_forms = rw.lexical_word_forms
+        self.records_statement_weight = rw.statement_weight
+        self.records_session_weight = rw.session_weight
         # A follow-up (the search's next page, or the same question again in its session)
         # ranks records with these (docs/followups.md, "How a follow-up ranks").
         self.records_followup_window_weight = rw.followup_window_weight
@@ -566,7 +602,7 @@ class Retriever:
         if records and query and text is None and self.lexical == "auto":
             # conversation turns: BM25 is what lifts plain RRF above dense (issue #25)
             lexical_hits = await self.store.lexical_route(
-                query, filters, excluded, ROUTE_LIMIT, restrict
+                self._lexical_text(query), filters, excluded, ROUTE_LIMIT, restrict
             )
         summary_hits, chunk_hits = pool.summary, pool.chunk
         if records and not followup and given and vector is not None and self._followups_differ():
@@ -595,7 +631,9 @@ class Retriever:
         }
 
         def fuse(
-            speaker_ids: Sequence[str] = (), dated_ids: Sequence[str] = ()
+            speaker_ids: Sequence[str] = (),
+            dated_ids: Sequence[str] = (),
+            extra: Sequence[tuple[Sequence[str], float]] = (),
         ) -> list[scoring.Scored]:
             return scoring.fuse(
                 routes["summary"],
@@ -613,12 +651,14 @@ class Retriever:
                 person_weight=w.person,
                 dated_ids=dated_ids,
                 dated_weight=w.dated,
+                extra=extra,
             )
 
         fused = fuse()
         role = asker_role(query or "") if records and w.speaker > 0 else None
         when = records and w.dated > 0 and asks_when(query or "")
-        if role is not None or when:
+        derived = _derived_routes(fused, events, w) if records else []
+        if role is not None or when or derived:
             # the speaker route: the asker's own turns; the dated route: for a "when"
             # question, the turns that state a day; both in the order of the other routes
             today = self.today()
@@ -627,6 +667,7 @@ class Retriever:
                 [s.id for s in fused if find_days(events[s.id].content[:4000], today)]
                 if when
                 else (),
+                derived,
             )
         if records:
             fused = scoring.share_with_neighbours(fused, w.neighbours, _adjacent)
@@ -668,6 +709,14 @@ class Retriever:
         more = len(distinct) > len(picks)
         return Ranked([p.id for p in picks], explain, best, events, pool.concepts, more)
 
+    def _lexical_text(self, query: str) -> str:
+        """The text the records' BM25 route reads: the query, without its template words
+        (``records_lexical_drop_template``), with its words' other inflections
+        (``records_lexical_word_forms``)."""
+        text = without_template(query) if self.records_lexical_drop_template else query
+        forms = self.records_lexical_word_forms
+        return with_word_forms(text, forms == "all") if forms != "off" else text
+
     def document_weights(self) -> RouteWeights:
         """The fusion weights for documents, notes and anything without a position."""
         return RouteWeights(
@@ -688,6 +737,8 @@ class Retriever:
                 self.records_followup_neighbour_share,
                 self.records_person_weight,
                 self.records_dated_weight,
+                self.records_statement_weight,
+                self.records_session_weight,
             )
         return RouteWeights(
             self.records_summary_weight,
@@ -698,6 +749,8 @@ class Retriever:
             self.records_neighbour_share,
             self.records_person_weight,
             self.records_dated_weight,
+            self.records_statement_weight,
+            self.records_session_weight,
         )
 
     def _followups_differ(self) -> bool:

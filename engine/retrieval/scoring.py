@@ -119,6 +119,7 @@ def fuse(
     person_weight: float = 0.0,
     dated_ids: Sequence[str] = (),
     dated_weight: float = 0.0,
+    extra: Sequence[tuple[Sequence[str], float]] = (),
 ) -> list[Scored]:
     """Score the union of the routes: ``rrf + weight * coverage``.
 
@@ -141,6 +142,7 @@ def fuse(
         dated_ids: Dated-route ids (for a "when" question, the candidates that state a day),
             best first; empty when off or the question does not ask when.
         dated_weight: The dated route's weight in the RRF sum.
+        extra: More ranked lists, each with its weight in the RRF sum.
 
     Returns:
         Candidates by score descending, ties by id ascending.
@@ -148,7 +150,16 @@ def fuse(
     by_summary, by_chunk = _ranks(summary_ids), _ranks(chunk_ids)
     by_lexical, by_window = _ranks(lexical_ids), _ranks(window_ids)
     fused = rrf(
-        (summary_ids, chunk_ids, lexical_ids, window_ids, speaker_ids, person_ids, dated_ids),
+        (
+            summary_ids,
+            chunk_ids,
+            lexical_ids,
+            window_ids,
+            speaker_ids,
+            person_ids,
+            dated_ids,
+            *(ids for ids, _ in extra),
+        ),
         k,
         (
             summary_weight,
@@ -158,6 +169,7 @@ def fuse(
             speaker_weight,
             person_weight,
             dated_weight,
+            *(weight for _, weight in extra),
         ),
     )
     scored = [
@@ -349,3 +361,25 @@ def mmr(
         open_[i] = False
         max_red = np.maximum(max_red, red.row(i))
     return picks
+
+
+def by_group(
+    ranked: Sequence[Scored], group_of: Callable[[str], str | None], top: int = 0
+) -> list[str]:
+    """The candidates ordered by their group's total score (a group: a conversation session,
+    ``top`` best groups only when > 0), each group in ``ranked``'s own order; candidates
+    without a group are left out. Ties by the group's best candidate's place."""
+    total: dict[str, float] = {}
+    first: dict[str, int] = {}
+    for place, s in enumerate(ranked):
+        g = group_of(s.id)
+        if g is None:
+            continue
+        total[g] = total.get(g, 0.0) + s.score
+        first.setdefault(g, place)
+    order = sorted(total, key=lambda g: (-total[g], first[g]))
+    if top > 0:
+        order = order[:top]
+    place_of = {g: i for i, g in enumerate(order)}
+    kept = [s.id for s in ranked if (g := group_of(s.id)) is not None and g in place_of]
+    return sorted(kept, key=lambda i: place_of[group_of(i) or ""])

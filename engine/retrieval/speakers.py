@@ -107,3 +107,21 @@ _WHEN = re.compile(
 def asks_when(query: str) -> bool:
     """Whether a question asks when something happened (or how long ago, or before what)."""
     return _WHEN.search(query) is not None
+
+
+_SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
+_STATES = re.compile(r"\b(?:i|i'm|i've|i'd|my|we|we've|we're|our)\b|我", re.IGNORECASE)
+
+
+def states_in_first_person(content: str) -> bool:
+    """Whether a message (its first 4,000 code points, past its speaker line) holds a sentence
+    in the first person that is not a question: "I've been relying on food delivery lately."
+    states a fact; "Can you remind me what I paid?" asks for one."""
+    text = content[:4000]
+    if (m := _SPEAKER.match(text[:40])) is not None:
+        text = text[m.end() :]
+    for sentence in _SENTENCE.findall(text):
+        s = sentence.strip()
+        if s and not s.endswith(("?", "？")) and _STATES.search(s):
+            return True
+    return False

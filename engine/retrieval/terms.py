@@ -17,6 +17,7 @@ from collections.abc import Iterable, Iterator
 import numpy as np
 import numpy.typing as npt
 
+from mnemoql.engine.store import lexical
 from mnemoql.engine.text import nfkc, nfkc_char, normalise
 
 QUOTE_SCOPE = 32_000  # coverage and quotes only look at content[:32000] (S0:27)
@@ -211,3 +212,90 @@ def term_spans(text: str, terms: Iterable[str]) -> dict[str, list[tuple[int, int
             spans.setdefault(term, []).append(span(at, at + len(term)))
             at = norm.find(term, at + 1)
     return spans
+
+
+# Words of how a question is asked rather than what it asks about: a memory's message that
+# repeats them is one that asks the same kind of thing ("Can you remind me how many ...?"),
+# not the one that states the answer. BM25 already drops function words
+# (``engine.store.lexical.STOPWORDS``); these are what is left of the template.
+_TEMPLATE_TEXT = """
+    remind recall remember tell told mention mentioned previous earlier conversation chat
+    discussion many much long total number different type types kind kinds currently current
+    recently recent now ago exactly actually please wondering thinking planning looking
+    know think like get got going back any tips suggestions recommend recommended suggest
+    suggested
+"""
+TEMPLATE_WORDS = frozenset(_TEMPLATE_TEXT.split())
+_WORD = re.compile(r"[\w'’]+|[^\w\s]+|\s+")
+
+
+def without_template(query: str) -> str:
+    """``query`` without its ``TEMPLATE_WORDS`` (case-insensitive, whole words), for the
+    lexical route; the query itself when nothing else would be left."""
+    kept = [w for w in _WORD.findall(query) if w.lower() not in TEMPLATE_WORDS]
+    out = "".join(kept).strip()
+    return out if lexical.query_terms(out) else query
+
+
+def _number_forms(word: str) -> set[str]:
+    """A word's singular or plural (``colleagues`` <-> ``colleague``, ``parties`` <-> ``party``)."""
+    if word.endswith(("ing", "ed", "ly")):
+        return set()  # a verb's or an adverb's form, not a noun's
+    if word.endswith("ies") and len(word) > 4:
+        return {word[:-3] + "y"}
+    if word.endswith("es") and len(word) > 4:
+        return {word[:-2], word[:-1]}
+    if word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return {word[:-1]}
+    if word.endswith("y") and len(word) > 3 and word[-2] not in "aeiou":
+        return {word[:-1] + "ies"}
+    return {word + ("es" if word.endswith(("s", "x", "ch", "sh")) else "s")}
+
+
+def _forms(word: str) -> set[str]:
+    """English inflections around ``word``: its stem (``quoted`` -> ``quote``, ``colleagues``
+    -> ``colleague``; the word itself when it has no ending) and the stem's plural, past and
+    ``-ing`` forms, and ``-ly`` for an adjective's ending."""
+    stems: set[str] = set()
+    if word.endswith("ies") and len(word) > 4:
+        stems.add(word[:-3] + "y")
+    elif word.endswith("es") and len(word) > 4:
+        stems |= {word[:-2], word[:-1]}
+    elif word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        stems.add(word[:-1])
+    elif word.endswith("ied") and len(word) > 4:
+        stems.add(word[:-3] + "y")
+    elif word.endswith("ed") and len(word) > 4:
+        stems |= {word[:-2], word[:-1]}
+    elif word.endswith("ing") and len(word) > 5:
+        stems |= {word[:-3], word[:-3] + "e"}
+    elif word.endswith("ly") and len(word) > 5:
+        stems.add(word[:-2])
+    else:
+        stems.add(word)
+    out: set[str] = set()
+    for s in stems:
+        if len(s) < 3:
+            continue
+        e = s.endswith("e")
+        out |= {s, s + "s", s + ("d" if e else "ed"), (s[:-1] if e else s) + "ing"}
+        if s.endswith("y") and len(s) > 3:
+            out |= {s[:-1] + "ies", s[:-1] + "ied"}
+        if s.endswith(("al", "ful", "ous", "ive", "ent", "ant", "ic", "ar")):
+            out.add(s + "ly")
+    out.discard(word)
+    return out
+
+
+def with_word_forms(query: str, verbs: bool = True) -> str:
+    """``query`` followed by the other inflections of its latin words of 4+ letters (the
+    lexical route's index keeps words as written: ``quote`` does not find ``quoted``);
+    without ``verbs``, only their singular or plural."""
+    words = [
+        w
+        for w in _LATIN.findall(normalise(query))
+        if w.isalpha() and len(w) >= 4 and w not in TEMPLATE_WORDS and w not in lexical.STOPWORDS
+    ]
+    forms = _forms if verbs else _number_forms
+    extra = dict.fromkeys(f for w in words for f in sorted(forms(w)) if f not in words)
+    return " ".join([query, *extra]) if extra else query

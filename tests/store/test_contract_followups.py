@@ -13,41 +13,28 @@ chapter 2 question B (axis 3). In chapter 1 the even turns match A (cosine 0.99 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from datetime import date
-
-import numpy as np
-
-from mnemoql.engine.config import RecordWeights
-from mnemoql.engine.cursors import CursorStore
 from mnemoql.engine.models import Vector
-from mnemoql.engine.retrieval.pipeline import Retriever, SearchRequest
-from mnemoql.engine.sessions import SessionStore
+from mnemoql.engine.retrieval.pipeline import Retriever
 from mnemoql.engine.store.base import Store
-from tests.store._builders import DIMS, META, axis, event, plan, vec
+from tests.store._builders import axis, event, plan, vec
+from tests.store._messages import at, message_retriever, page, record_of
 
 A, B = "Which one was it?", "And the other thing?"
 TURNS = 44
 
 
-class QueryEmbedder:
-    """Question A is axis 0, question B axis 3 (the store's vectors are made by hand)."""
-
-    model = META.model
-    dimensions = DIMS
-
-    async def embed(self, texts: Sequence[str], kind: str = "passage") -> Vector:
-        return np.stack([axis(0) if t == A else axis(3) for t in texts])
+def _query(text: str) -> Vector:
+    """Question A is axis 0, question B axis 3."""
+    return axis(0) if text == A else axis(3)
 
 
 def _a_turn(i: int) -> Vector:
-    c = 0.99 - 0.01 * (i // 2) if i % 2 == 0 else 0.10 - 0.002 * i
-    return vec(c, float(np.sqrt(1 - c * c)))
+    return at(0.99 - 0.01 * (i // 2) if i % 2 == 0 else 0.10 - 0.002 * i)
 
 
 def _b_turn(i: int) -> Vector:
     c = 0.9 - 0.01 * i
-    return vec(0, 0, float(np.sqrt(1 - c * c)), c)
+    return vec(0, 0, float((1 - c * c) ** 0.5), c)
 
 
 async def _talk(store: Store) -> None:
@@ -65,26 +52,8 @@ async def _talk(store: Store) -> None:
 
 
 def _retriever(store: Store, followup_share: float) -> tuple[Retriever, list[bool]]:
-    cursors = CursorStore()
-    r = Retriever(
-        store,
-        QueryEmbedder(),  # type: ignore[arg-type]
-        SessionStore(cursors=cursors),
-        cursors,
-        today=lambda: date(2026, 3, 2),
-        # the chunk route alone for the first call; a follow-up adds the neighbour share
-        records=RecordWeights(
-            lexical_weight=0.0,
-            speaker_weight=0.0,
-            window_weight=0.0,
-            neighbour_share=0.0,
-            followup_lexical_weight=0.0,
-            followup_speaker_weight=0.0,
-            followup_window_weight=0.0,
-            followup_neighbour_share=followup_share,
-        ),
-    )
-    r.mmr_lambda = 1.0  # rank order only (the hand-made vectors are near one another)
+    # the chunk route alone for the first call; a follow-up adds the neighbour share
+    r = message_retriever(store, _query, followup_neighbour_share=followup_share)
     seen: list[bool] = []
     weights = r.record_weights
 
@@ -96,13 +65,11 @@ def _retriever(store: Store, followup_share: float) -> tuple[Retriever, list[boo
     return r, seen
 
 
-async def _ids(r: Retriever, query: str | None, session: str, cursor: str | None = None):  # type: ignore[no-untyped-def]
-    out = await r.search(SearchRequest(query=query, cursor=cursor), session)
-    return [i.event_id for i in out.page.items], out.page.cursor
+_ids = page
 
 
 def _odd(ids: list[str]) -> list[str]:
-    return [i for i in ids if int(i.rsplit("_e", 1)[1]) % 2 == 1]
+    return [i for i in ids if record_of(i) % 2 == 1]
 
 
 async def test_the_same_question_again_ranks_as_a_follow_up(store: Store) -> None:

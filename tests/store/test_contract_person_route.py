@@ -12,33 +12,17 @@ Melanie's turns (even) are nearer it (0.95 falling) than Caroline's (odd, 0.60 f
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from datetime import date
-
-import numpy as np
-
-from mnemoql.engine.config import RecordWeights
-from mnemoql.engine.cursors import CursorStore
 from mnemoql.engine.models import RelationDraft, Vector
-from mnemoql.engine.retrieval.pipeline import Retriever, SearchRequest
-from mnemoql.engine.sessions import SessionStore
+from mnemoql.engine.retrieval.pipeline import Retriever
 from mnemoql.engine.store.base import Store
-from tests.store._builders import DIMS, META, axis, concept, event, person, plan, rel, vec
+from tests.store._builders import axis, concept, event, person, plan, rel
+from tests.store._messages import at, message_retriever, page, record_of
 
 TURNS = 40
 
 
-class QueryEmbedder:
-    model = META.model
-    dimensions = DIMS
-
-    async def embed(self, texts: Sequence[str], kind: str = "passage") -> Vector:
-        return np.stack([axis(0) for _ in texts])
-
-
 def _turn_vector(i: int) -> Vector:
-    c = 0.95 - 0.01 * i if i % 2 == 0 else 0.60 - 0.01 * i
-    return vec(c, float(np.sqrt(1 - c * c)))
+    return at(0.95 - 0.01 * i if i % 2 == 0 else 0.60 - 0.01 * i)
 
 
 async def _talk(store: Store) -> None:
@@ -62,35 +46,16 @@ async def _talk(store: Store) -> None:
 
 
 def _retriever(store: Store, person_weight: float) -> Retriever:
-    cursors = CursorStore()
-    r = Retriever(
-        store,
-        QueryEmbedder(),  # type: ignore[arg-type]
-        SessionStore(cursors=cursors),
-        cursors,
-        today=lambda: date(2026, 3, 2),
-        # the chunk route and the person route only (BM25 would find the name's word too)
-        records=RecordWeights(
-            lexical_weight=0.0,
-            speaker_weight=0.0,
-            window_weight=0.0,
-            followup_lexical_weight=0.0,
-            followup_window_weight=0.0,
-            followup_neighbour_share=0.0,
-            person_weight=person_weight,
-        ),
-    )
-    r.mmr_lambda = 1.0  # rank order only (the hand-made vectors are near one another)
-    return r
+    # the chunk route and the person route only (BM25 would find the name's word too)
+    return message_retriever(store, lambda _q: axis(0), person_weight=person_weight)
 
 
 async def _ids(r: Retriever, query: str, session: str = "s") -> list[str]:
-    out = await r.search(SearchRequest(query=query), session)
-    return [i.event_id for i in out.page.items]
+    return (await page(r, query, session))[0]
 
 
 def _caroline(ids: list[str]) -> list[str]:
-    return [i for i in ids if int(i.rsplit("_e", 1)[1]) % 2 == 1]
+    return [i for i in ids if record_of(i) % 2 == 1]
 
 
 async def test_a_question_naming_a_person_ranks_their_turns(store: Store) -> None:
