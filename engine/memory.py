@@ -42,7 +42,8 @@ from mnemoql.engine.models import (
     epoch_ms,
 )
 from mnemoql.engine.recall import Recall, Recollection, TopicTree
-from mnemoql.engine.retrieval.pipeline import Outcome, Retriever, SearchRequest, TargetedPage
+from mnemoql.engine.retrieval.delivery import Outcome
+from mnemoql.engine.retrieval.pipeline import Retriever, SearchRequest, TargetedPage
 from mnemoql.engine.revectorize import Progress, RevectorizeReport, revectorize
 from mnemoql.engine.session_state import LocalState, SharedState
 from mnemoql.engine.sessions import Clock, SessionStore

@@ -16,7 +16,8 @@ if TYPE_CHECKING:
     from mnemoql.engine.ingest import SaveOutcome
     from mnemoql.engine.memory import TextRange as TextRangeDomain
     from mnemoql.engine.retrieval import evidence as ev
-    from mnemoql.engine.retrieval.pipeline import Outcome, TargetedPage
+    from mnemoql.engine.retrieval.delivery import Outcome
+    from mnemoql.engine.retrieval.pipeline import TargetedPage
 
 Locale = Literal["zh", "en"]
 Target = Literal["Event", "Person", "Concept"]

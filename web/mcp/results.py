@@ -18,7 +18,8 @@ from mnemoql.engine.messages import Locale
 from mnemoql.engine.models import Entity
 from mnemoql.engine.recall import RecalledMemory, Recollection, TopicTree
 from mnemoql.engine.retrieval import evidence as ev
-from mnemoql.engine.retrieval.pipeline import Outcome, TargetedPage
+from mnemoql.engine.retrieval.delivery import Outcome
+from mnemoql.engine.retrieval.pipeline import TargetedPage
 from mnemoql.engine.topics import LookupMiss, Projection
 from mnemoql.engine.topics.block import render_block
 

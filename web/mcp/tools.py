@@ -19,7 +19,8 @@ from pydantic import BaseModel
 
 from mnemoql.engine.memory import Memory
 from mnemoql.engine.messages import Locale, message
-from mnemoql.engine.retrieval.pipeline import Outcome, SearchRequest
+from mnemoql.engine.retrieval.delivery import Outcome
+from mnemoql.engine.retrieval.pipeline import SearchRequest
 from mnemoql.engine.retrieval.render import render, render_read, render_targeted
 from mnemoql.web.mcp import arguments as a
 from mnemoql.web.mcp import results as r
