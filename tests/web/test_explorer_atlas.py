@@ -203,6 +203,8 @@ def test_a_search_draws_its_neighbourhood_with_webgl(page: Page, service: Served
 
 
 def test_clicking_a_node_loads_its_next_page_by_cursor(page: Page, service: Served) -> None:
+    from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
+
     posts = open_atlas(page, service, "q=Ada")
     ada = node_id(service, "persons", "Ada Lovelace")
 
@@ -212,9 +214,18 @@ def test_clicking_a_node_loads_its_next_page_by_cursor(page: Page, service: Serv
 
     seen = [ada_events()]
     for _ in range(2):
-        before = len(posts.bodies)
+        before, order = len(posts.bodies), len(drawn(page))
         click_node(page, ada)
-        page.wait_for_function("(n) => window.__atlas.graph.order > n", arg=len(drawn(page)))
+        grown = "(n) => window.__atlas.graph.order > n"
+        try:
+            page.wait_for_function(grown, arg=order, timeout=10_000)
+        except PlaywrightTimeoutError:
+            # On a loaded machine a click can land while sigma is between frames and reach no
+            # node (1 run in ~3 at load 4; no request was sent). A click that did ask must
+            # still be answered: a second click then would load a second page and fail below.
+            if not any("AtlasNextPage" in b["query"] for b in posts.bodies[before:]):
+                click_node(page, ada)
+            page.wait_for_function(grown, arg=order)
         seen.append(ada_events())
         nexts = [b for b in posts.bodies[before:] if "AtlasNextPage" in b["query"]]
         assert nexts and any(v for k, v in nexts[0]["variables"].items() if k.startswith("after"))
