@@ -522,6 +522,20 @@ def _invalid(en: str, zh: str) -> ExtractionInvalid:
     )
 
 
+def input_problem(error: ErrorDetails, locale: Locale, *, allowed: str | None = None) -> str:
+    """One pydantic error of an input as its problem in ``locale`` (``input.<type>``, else
+    pydantic's words); ``allowed`` names the fields an unknown field's problem lists (without
+    it, pydantic's words)."""
+    kind, ctx = error["type"], error.get("ctx") or {}
+    if kind == "extra_forbidden" and allowed is not None:
+        return message("input.extra_forbidden", locale, fields=allowed)
+    if kind == "model_type":
+        return message("input.model_type", locale, class_name=ctx.get("class_name", "object"))
+    if f"input.{kind}" in CATALOGUE and kind != "extra_forbidden":
+        return message(f"input.{kind}", locale)
+    return message("input.other", locale, detail=error["msg"])
+
+
 def _problems(errors: Sequence[ErrorDetails], locale: Locale) -> str:
     """Each error as ``field: problem`` in ``locale``: the model's own checks by their type
     (``extraction.<name>``), field types as a save input's (``input.<type>``)."""
@@ -532,12 +546,8 @@ def _problems(errors: Sequence[ErrorDetails], locale: Locale) -> str:
             values = {k: template(f"extraction.kind.{v}", locale) if k == "kind" else v
                       for k, v in ctx.items()}  # fmt: skip
             problem = message(f"extraction.{name}", locale, **values)
-        elif kind == "model_type":
-            problem = message("input.model_type", locale, class_name=ctx.get("class_name", ""))
-        elif f"input.{kind}" in CATALOGUE and kind != "extra_forbidden":
-            problem = message(f"input.{kind}", locale)
         else:
-            problem = message("input.other", locale, detail=error["msg"])
+            problem = input_problem(error, locale)
         where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error["loc"])
         field = where.removeprefix(".")
         said.append(message("input.problem", locale, field=field, problem=problem) if field

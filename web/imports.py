@@ -30,9 +30,9 @@ from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
 from mnemoql.engine.errors import Forgotten, MnemoError
-from mnemoql.engine.ingest import SaveInput, parse_extraction
+from mnemoql.engine.ingest import SaveInput, input_problem, parse_extraction
 from mnemoql.engine.memory import Memory
-from mnemoql.engine.messages import CATALOGUE, Locale, message
+from mnemoql.engine.messages import Locale, message
 
 KEY_PREFIX = "import:"
 MAX_SHOWN = 20  # bad lines reported before giving up
@@ -115,15 +115,7 @@ def _problem(exc: Exception, locale: Locale) -> str:
 
 def _field_problem(error: ErrorDetails, locale: Locale) -> str:
     field = ".".join(str(part) for part in error["loc"]) or "line"
-    kind, ctx = error["type"], error.get("ctx") or {}
-    if kind == "extra_forbidden":
-        problem = message(f"input.{kind}", locale, fields=", ".join(SaveInput.model_fields))
-    elif kind == "model_type":
-        problem = message(f"input.{kind}", locale, class_name=ctx.get("class_name", "object"))
-    elif f"input.{kind}" in CATALOGUE:
-        problem = message(f"input.{kind}", locale)
-    else:
-        problem = message("input.other", locale, detail=error["msg"])
+    problem = input_problem(error, locale, allowed=", ".join(SaveInput.model_fields))
     return message("input.problem", locale, field=field, problem=problem)
 
 

@@ -412,8 +412,8 @@ class EmbeddedStore:
         limit: int,
         restrict: frozenset[str] | None = None,
     ) -> list[Hit]:
-        terms = lexical_terms(text)
-        if not terms or limit <= 0 or (restrict is not None and not restrict):
+        terms = _searchable(text, limit, restrict)
+        if not terms:
             return []
         return await self._call(self._lexical_now, terms, filters, exclude, restrict, limit)
 
@@ -462,13 +462,12 @@ class EmbeddedStore:
                 view, gen, db.ann, q, filters, exclude, restrict, allowed, limit, self._side
             )
 
-        terms = lexical_terms(text) if text is not None else []
-        lexical_now = bool(terms) and (restrict is None or bool(restrict))
+        terms = _searchable(text, limit, restrict) if text is not None else []
         (summary, chunk), lexical = await asyncio.gather(
             self._compute_on((view.n + view.nc) * view.dims, run),
             # just caught up: the lexical route goes straight to its index
             self._call(db.lexical_hits, terms, filters, exclude, restrict, limit)
-            if lexical_now
+            if terms
             else no_hits(),
         )
         union = list(dict.fromkeys(h.event_id for h in [*summary, *chunk, *lexical]))
@@ -596,3 +595,11 @@ class EmbeddedStore:
         db = self._database
         await self._call(db.vectors_changing)
         return await self._call(dump.import_records, db, records)
+
+
+def _searchable(text: str, limit: int, restrict: frozenset[str] | None) -> list[str]:
+    """The lexical route's terms of ``text``; none when there is nothing to look for (no
+    terms, no room, or a restriction to no events)."""
+    if limit <= 0 or (restrict is not None and not restrict):
+        return []
+    return lexical_terms(text)
