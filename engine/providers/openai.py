@@ -31,6 +31,8 @@ from mnemoql.engine.errors import (
     MissingApiKey,
     UpstreamFailed,
 )
+from mnemoql.engine.ingest import refused_extraction
+from mnemoql.engine.messages import message
 from mnemoql.engine.models import Vector
 from mnemoql.engine.providers.base import EmbedKind
 from mnemoql.engine.redact import mask_url
@@ -278,35 +280,33 @@ def strip_fences(text: str) -> str:
     return m.group("body").strip() if m else text.strip()
 
 
-def _invalid(reason: str) -> ExtractionInvalid:
+def _invalid(key: str, **values: object) -> ExtractionInvalid:
+    """A reply that is no extraction at all, refused in the words of a client's extraction."""
+    en, zh = (message(key, lc, **values) for lc in ("en", "zh"))
     return ExtractionInvalid(
-        f"extraction result is invalid: {reason}", zh=f"提取结果无效：{reason}", reason=reason
+        message("extraction.invalid", "en", reason=en),
+        zh=message("extraction.invalid", "zh", reason=zh),
     )
 
 
 def parse_extraction(text: str) -> Extraction:
-    """Fence-stripped, decoded and validated model output; ExtractionInvalid otherwise."""
+    """Fence-stripped, decoded and validated model output; ExtractionInvalid otherwise, worded
+    as a client's extraction is (every failed field with its path, in both languages)."""
     body = strip_fences(text)
     if not body:
-        raise _invalid("empty reply")
+        raise _invalid("extraction.reply_empty")
     try:
         raw = json.loads(body)
     except json.JSONDecodeError as exc:
-        raise _invalid(f"not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+        raise _invalid(
+            "extraction.reply_not_json", detail=exc.msg, line=exc.lineno, column=exc.colno
+        ) from None
     if not isinstance(raw, dict):
-        raise _invalid(f"expected a JSON object, got {type(raw).__name__}")
+        raise _invalid("extraction.reply_not_object", type=type(raw).__name__)
     try:
         return Extraction.model_validate(raw)
     except ValidationError as exc:
-        raise _invalid(_reason(exc)) from None
-
-
-def _reason(exc: ValidationError) -> str:
-    err = exc.errors(include_url=False)[0]
-    msg = str(err.get("msg", "invalid"))
-    msg = msg.removeprefix("Value error, ")
-    loc = ".".join(str(part) for part in err.get("loc", ()))
-    return f"{loc}: {msg}" if loc else msg
+        raise refused_extraction(exc.errors(include_url=False)) from None
 
 
 class ChatExtractor:
@@ -357,7 +357,7 @@ class ChatExtractor:
         except (KeyError, IndexError, TypeError) as exc:
             raise _upstream("extraction", "invalid_response", "no choices[0].message") from exc
         if not isinstance(text, str):
-            raise _invalid("the reply has no text content")
+            raise _invalid("extraction.reply_no_text")
         return parse_extraction(text)
 
 
