@@ -33,6 +33,7 @@ from mnemoql.engine.providers.offline import OfflineExtractor
 from mnemoql.engine.providers.openai import (
     BACKOFF_START_S,
     ChatExtractor,
+    ChatJson,
     JevJudge,
     OpenAIEmbedder,
     strip_fences,
@@ -389,6 +390,29 @@ async def test_a_refused_model_extraction_is_worded_as_a_client_one(
     assert info.value.en == "invalid extraction: person p1 has an empty name"
     assert "Value error" not in info.value.en
     assert info.value.zh == "提取结果无效：人物 p1 的 name 为空"
+
+
+async def test_chat_json_posts_its_messages_and_returns_the_object(
+    fake: FakeModelServer, client: httpx.AsyncClient
+) -> None:
+    cues = ChatJson(client, fake.base_url, "deepseek-flash", SecretStr(SECRET), sleep=Sleeps())
+    assert repr(cues) == f"ChatJson(base_url={fake.base_url!r}, model='deepseek-flash')"
+    assert repr(chat(fake, client)) == repr(cues).replace("ChatJson", "ChatExtractor")
+    fake.queue_extraction('```json\n{"cues": ["berlin"]}\n```')
+    assert await cues.complete_json("SYSTEM", "USER") == {"cues": ["berlin"]}
+    (req,) = fake.requests_to("chat")
+    assert req.json == {
+        "model": "deepseek-flash",
+        "messages": [{"role": "system", "content": "SYSTEM"}, {"role": "user", "content": "USER"}],
+        "response_format": {"type": "json_object"},
+        "temperature": 0,
+    }
+    assert req.headers["authorization"] == f"Bearer {SECRET}"
+    for reply in ("[1]", "not json", ""):
+        fake.queue_extraction(reply)
+        with pytest.raises(UpstreamFailed) as info:
+            await cues.complete_json("SYSTEM", "USER")
+        assert "not a JSON object" in info.value.en
 
 
 async def test_chat_retries_then_fails(fake: FakeModelServer, client: httpx.AsyncClient) -> None:
