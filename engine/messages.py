@@ -269,6 +269,20 @@ CATALOGUE: Mapping[str, Mapping[Locale, str]] = {
         "en": "{kind} {ref} has an empty name",
         "zh": "{kind} {ref} 的 name 为空",
     },
+    # a chat model's reply that is no extraction at all (engine.providers.openai)
+    "extraction.reply_empty": {"en": "the model's reply is empty", "zh": "模型的回复为空"},
+    "extraction.reply_no_text": {
+        "en": "the model's reply has no text content",
+        "zh": "模型的回复没有文本内容",
+    },
+    "extraction.reply_not_json": {
+        "en": "the model's reply is not JSON ({detail} at line {line} column {column})",
+        "zh": "模型的回复不是 JSON（第 {line} 行第 {column} 列：{detail}）",
+    },
+    "extraction.reply_not_object": {
+        "en": "the model's reply is not a JSON object but {type}",
+        "zh": "模型的回复不是 JSON 对象，而是 {type}",
+    },
     "extraction.kind.event": {"en": "event", "zh": "事件"},
     "extraction.kind.person": {"en": "person", "zh": "人物"},
     "extraction.kind.concept": {"en": "concept", "zh": "概念"},

@@ -31,6 +31,8 @@ from mnemoql.engine.errors import (
     MissingApiKey,
     UpstreamFailed,
 )
+from mnemoql.engine.ingest import refused_extraction
+from mnemoql.engine.messages import message
 from mnemoql.engine.models import Vector
 from mnemoql.engine.providers.base import EmbedKind
 from mnemoql.engine.redact import mask_url
@@ -278,39 +280,38 @@ def strip_fences(text: str) -> str:
     return m.group("body").strip() if m else text.strip()
 
 
-def _invalid(reason: str) -> ExtractionInvalid:
+def _invalid(key: str, **values: object) -> ExtractionInvalid:
+    """A reply that is no extraction at all, refused in the words of a client's extraction."""
+    en, zh = (message(key, lc, **values) for lc in ("en", "zh"))
     return ExtractionInvalid(
-        f"extraction result is invalid: {reason}", zh=f"提取结果无效：{reason}", reason=reason
+        message("extraction.invalid", "en", reason=en),
+        zh=message("extraction.invalid", "zh", reason=zh),
     )
 
 
 def parse_extraction(text: str) -> Extraction:
-    """Fence-stripped, decoded and validated model output; ExtractionInvalid otherwise."""
+    """Fence-stripped, decoded and validated model output; ExtractionInvalid otherwise, worded
+    as a client's extraction is (every failed field with its path, in both languages)."""
     body = strip_fences(text)
     if not body:
-        raise _invalid("empty reply")
+        raise _invalid("extraction.reply_empty")
     try:
         raw = json.loads(body)
     except json.JSONDecodeError as exc:
-        raise _invalid(f"not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+        raise _invalid(
+            "extraction.reply_not_json", detail=exc.msg, line=exc.lineno, column=exc.colno
+        ) from None
     if not isinstance(raw, dict):
-        raise _invalid(f"expected a JSON object, got {type(raw).__name__}")
+        raise _invalid("extraction.reply_not_object", type=type(raw).__name__)
     try:
         return Extraction.model_validate(raw)
     except ValidationError as exc:
-        raise _invalid(_reason(exc)) from None
+        raise refused_extraction(exc.errors(include_url=False)) from None
 
 
-def _reason(exc: ValidationError) -> str:
-    err = exc.errors(include_url=False)[0]
-    msg = str(err.get("msg", "invalid"))
-    msg = msg.removeprefix("Value error, ")
-    loc = ".".join(str(part) for part in err.get("loc", ()))
-    return f"{loc}: {msg}" if loc else msg
-
-
-class ChatExtractor:
-    """Extraction by an OpenAI-compatible chat model in JSON mode (SPEC §1.3.3)."""
+class _Chat:
+    """An OpenAI-compatible chat model in JSON mode, on the extraction settings (endpoint,
+    model, key): one system and one user message out, the reply's text back."""
 
     provider: ClassVar[str] = "openai-chat"
 
@@ -330,66 +331,10 @@ class ChatExtractor:
         self._http = _Http(client, "extraction", api_key, retries, timeout_s, sleep)
 
     def __repr__(self) -> str:
-        return f"ChatExtractor(base_url={mask_url(self.base_url)!r}, model={self.model!r})"
+        return f"{type(self).__name__}(base_url={mask_url(self.base_url)!r}, model={self.model!r})"
 
-    def request_body(
-        self, content: str, now_iso: str, topic_tree: str | None = None
-    ) -> dict[str, Any]:
+    def _body(self, system: str, user: str) -> dict[str, Any]:
         return {
-            "model": self.model,
-            "messages": [
-                {"role": "system", "content": SYSTEM_PROMPT},
-                {"role": "user", "content": user_message(content, now_iso, topic_tree)},
-            ],
-            "response_format": {"type": "json_object"},
-            "temperature": 0,
-        }
-
-    async def extract(
-        self, content: str, now_iso: str, *, topic_tree: str | None = None
-    ) -> Extraction:
-        answer = await self._http.post(
-            _join(self.base_url, "/chat/completions"),
-            self.request_body(content, now_iso, topic_tree),
-        )
-        try:
-            text = answer["choices"][0]["message"]["content"]
-        except (KeyError, IndexError, TypeError) as exc:
-            raise _upstream("extraction", "invalid_response", "no choices[0].message") from exc
-        if not isinstance(text, str):
-            raise _invalid("the reply has no text content")
-        return parse_extraction(text)
-
-
-class ChatJson:
-    """A JSON-mode chat completion: a system and a user message in, one JSON object out.
-
-    Shares the extraction settings (endpoint, model, key). Any failure -- HTTP, no text, not a
-    JSON object -- raises a MnemoError; callers decide what a failure means.
-    """
-
-    provider: ClassVar[str] = "openai-chat"
-
-    def __init__(
-        self,
-        client: httpx.AsyncClient,
-        base_url: str,
-        model: str,
-        api_key: SecretStr | None,
-        retries: int = 2,
-        *,
-        timeout_s: float | None = None,
-        sleep: Sleep = asyncio.sleep,
-    ) -> None:
-        self.base_url = base_url
-        self.model = model
-        self._http = _Http(client, "extraction", api_key, retries, timeout_s, sleep)
-
-    def __repr__(self) -> str:
-        return f"ChatJson(base_url={mask_url(self.base_url)!r}, model={self.model!r})"
-
-    async def complete_json(self, system: str, user: str) -> dict[str, Any]:
-        body = {
             "model": self.model,
             "messages": [
                 {"role": "system", "content": system},
@@ -398,11 +343,43 @@ class ChatJson:
             "response_format": {"type": "json_object"},
             "temperature": 0,
         }
+
+    async def _reply(self, body: dict[str, Any]) -> object:
+        """``choices[0].message.content`` as the model sent it (not checked to be text)."""
         answer = await self._http.post(_join(self.base_url, "/chat/completions"), body)
         try:
-            text = answer["choices"][0]["message"]["content"]
+            content: object = answer["choices"][0]["message"]["content"]
         except (KeyError, IndexError, TypeError) as exc:
             raise _upstream("extraction", "invalid_response", "no choices[0].message") from exc
+        return content
+
+
+class ChatExtractor(_Chat):
+    """Extraction by an OpenAI-compatible chat model in JSON mode (SPEC §1.3.3)."""
+
+    def request_body(
+        self, content: str, now_iso: str, topic_tree: str | None = None
+    ) -> dict[str, Any]:
+        return self._body(SYSTEM_PROMPT, user_message(content, now_iso, topic_tree))
+
+    async def extract(
+        self, content: str, now_iso: str, *, topic_tree: str | None = None
+    ) -> Extraction:
+        text = await self._reply(self.request_body(content, now_iso, topic_tree))
+        if not isinstance(text, str):
+            raise _invalid("extraction.reply_no_text")
+        return parse_extraction(text)
+
+
+class ChatJson(_Chat):
+    """A JSON-mode chat completion: a system and a user message in, one JSON object out.
+
+    Shares the extraction settings (endpoint, model, key). Any failure -- HTTP, no text, not a
+    JSON object -- raises a MnemoError; callers decide what a failure means.
+    """
+
+    async def complete_json(self, system: str, user: str) -> dict[str, Any]:
+        text = await self._reply(self._body(system, user))
         try:
             decoded = json.loads(strip_fences(text)) if isinstance(text, str) else None
         except json.JSONDecodeError:

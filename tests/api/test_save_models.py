@@ -122,3 +122,17 @@ async def test_changed_embedding_model_pauses_save_but_not_read(
         # entity/date-only search still works
         ok = await api.gql('{ search(timeHint: "今年") { items { eventId } } }')
         assert ok["search"]["items"]
+
+
+async def test_a_bad_model_extraction_is_refused_as_a_client_one(
+    tmp_path: Path, fake_models: FakeModelServer
+) -> None:
+    # before: "extraction result is invalid: Value error, e1 refers to ..." in English only
+    async with running(fake_model_settings(tmp_path, fake_models.url)) as api:
+        fake_models.queue_extraction({"events": [{"ref": "e1", "summary": "s", "concepts": ["c9"]}]})
+        body = await api.post(SAVE, {"input": {"content": TEXT}})
+        (err,) = body["errors"]
+        assert err["extensions"]["code"] == "EXTRACTION_INVALID"
+        assert err["message"] == "invalid extraction: e1 refers to unknown concept ref 'c9'"
+        assert err["extensions"]["zh"] == "提取结果无效：事件 e1 引用了不存在的概念 ref 'c9'"
+        assert (await _counts(api))["events"] == 0

@@ -55,7 +55,7 @@ PATTERNS = {"engine/retrieval/pipeline.py", "engine/providers/local.py"}
 # The Chinese wording of errors built at the raise site, passed on to ``zh=``.
 ERROR_WORDING = {
     "engine/providers/openai.py",
-    "engine/dump.py",  # _zh: "line N" of an error in Chinese
+    "engine/dump_checks.py",  # _zh: "line N" of an error in Chinese
     "engine/store/rules.py",
     "engine/store/neo4j/managed.py",  # the install hint in Chinese
     "web/guards/sizes.py",  # refusals' Chinese, passed on as refuse(zh=...)

@@ -13,6 +13,7 @@ import pytest
 import pytest_asyncio
 from pydantic import SecretStr
 
+from mnemoql.engine import ingest
 from mnemoql.engine.config import HASHING_EMBEDDING_MODEL, LOCAL_EMBEDDING_MODEL, load_settings
 from mnemoql.engine.errors import (
     EmbeddingDimension,
@@ -32,6 +33,7 @@ from mnemoql.engine.providers.offline import OfflineExtractor
 from mnemoql.engine.providers.openai import (
     BACKOFF_START_S,
     ChatExtractor,
+    ChatJson,
     JevJudge,
     OpenAIEmbedder,
     strip_fences,
@@ -331,26 +333,86 @@ async def test_empty_events_are_invalid(fake: FakeModelServer, client: httpx.Asy
     fake.fail("chat", "empty_events")
     with pytest.raises(ExtractionInvalid) as info:
         await chat(fake, client).extract("x", NOW)
-    assert info.value.zh == "提取结果无效：events must not be empty"
+    assert info.value.en == "invalid extraction: events must not be empty"
+    assert info.value.zh == "提取结果无效：events 不能为空"
 
 
 @pytest.mark.parametrize(
-    ("reply", "reason"),
+    ("reply", "en", "zh"),
     [
-        ("[1, 2]", "expected a JSON object"),
-        ('{"events": [{"ref": "e1", "summary": " "}]}', "empty summary"),
-        ('{"events": [{"ref": "e1", "summary": "s", "locations": ["l9"]}]}', "unknown location"),
-        ('{"events": [{"ref": "e1"}]}', "summary"),
-        ("", "empty reply"),
+        ("[1, 2]", "the model's reply is not a JSON object but list", "模型的回复不是 JSON 对象，而是 list"),
+        ('{"events": [{"ref": "e1", "summary": " "}]}', "event e1 has an empty summary", "事件 e1 的 summary 为空"),
+        (
+            '{"events": [{"ref": "e1", "summary": "s", "locations": ["l9"]}]}',
+            "e1 refers to unknown location ref 'l9'",
+            "事件 e1 引用了不存在的地点 ref 'l9'",
+        ),
+        ('{"events": [{"ref": "e1"}]}', "events[0].summary: Field required", "events[0].summary："),
+        ("", "the model's reply is empty", "模型的回复为空"),
+        ('{"events": [', "the model's reply is not JSON (Expecting value at line 1 column 13)", "模型的回复不是 JSON（第 1 行第 13 列"),
     ],
-)
+)  # fmt: skip
 async def test_invalid_extractions(
-    fake: FakeModelServer, client: httpx.AsyncClient, reply: str, reason: str
+    fake: FakeModelServer, client: httpx.AsyncClient, reply: str, en: str, zh: str
 ) -> None:
     fake.queue_extraction(reply)
     with pytest.raises(ExtractionInvalid) as info:
         await chat(fake, client).extract("x", NOW)
-    assert reason in info.value.zh
+    assert info.value.en == f"invalid extraction: {en}"
+    assert info.value.zh.startswith(f"提取结果无效：{zh}")
+
+
+async def test_a_refused_model_extraction_is_worded_as_a_client_one(
+    fake: FakeModelServer, client: httpx.AsyncClient
+) -> None:
+    # before: "extraction result is invalid: events.0.summary: ..." with the first error only,
+    # pydantic's "Value error, " prefix on the model's checks and the English in zh as well
+    bad: dict[str, object] = {
+        "events": [{"ref": "e1", "summary": 5, "participants": [{"person": 3}]}],
+    }
+    fake.queue_extraction(bad)
+    with pytest.raises(ExtractionInvalid) as info:
+        await chat(fake, client).extract("x", NOW)
+    got = info.value
+    assert got.en == (
+        "invalid extraction: events[0].summary: Input should be a valid string; "
+        "events[0].participants[0].person: Input should be a valid string"
+    )
+    assert got.zh == (
+        "提取结果无效：events[0].summary：应为字符串；events[0].participants[0].person：应为字符串"
+    )
+    with pytest.raises(ExtractionInvalid) as sent:  # a client sending the same is told the same
+        ingest.parse_extraction(bad)
+    assert (got.en, got.zh) == (sent.value.en, sent.value.zh)
+    fake.queue_extraction({"events": [{"ref": "e1", "summary": "s"}], "persons": [{"ref": "p1", "name": " "}]})
+    with pytest.raises(ExtractionInvalid) as info:
+        await chat(fake, client).extract("x", NOW)
+    assert info.value.en == "invalid extraction: person p1 has an empty name"
+    assert "Value error" not in info.value.en
+    assert info.value.zh == "提取结果无效：人物 p1 的 name 为空"
+
+
+async def test_chat_json_posts_its_messages_and_returns_the_object(
+    fake: FakeModelServer, client: httpx.AsyncClient
+) -> None:
+    cues = ChatJson(client, fake.base_url, "deepseek-flash", SecretStr(SECRET), sleep=Sleeps())
+    assert repr(cues) == f"ChatJson(base_url={fake.base_url!r}, model='deepseek-flash')"
+    assert repr(chat(fake, client)) == repr(cues).replace("ChatJson", "ChatExtractor")
+    fake.queue_extraction('```json\n{"cues": ["berlin"]}\n```')
+    assert await cues.complete_json("SYSTEM", "USER") == {"cues": ["berlin"]}
+    (req,) = fake.requests_to("chat")
+    assert req.json == {
+        "model": "deepseek-flash",
+        "messages": [{"role": "system", "content": "SYSTEM"}, {"role": "user", "content": "USER"}],
+        "response_format": {"type": "json_object"},
+        "temperature": 0,
+    }
+    assert req.headers["authorization"] == f"Bearer {SECRET}"
+    for reply in ("[1]", "not json", ""):
+        fake.queue_extraction(reply)
+        with pytest.raises(UpstreamFailed) as info:
+            await cues.complete_json("SYSTEM", "USER")
+        assert "not a JSON object" in info.value.en
 
 
 async def test_chat_retries_then_fails(fake: FakeModelServer, client: httpx.AsyncClient) -> None:

@@ -23,7 +23,13 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CallToolResult
 
 ROOT = Path(__file__).resolve().parents[2]
-OFFLINE = {"MNEMOQL_EMBEDDING__PROVIDER": "hashing", "MNEMOQL_LIMITS__QUERY_TIMEOUT_S": "60"}
+OFFLINE = {
+    "MNEMOQL_EMBEDDING__PROVIDER": "hashing",
+    "MNEMOQL_LIMITS__QUERY_TIMEOUT_S": "60",
+    # the SDKs start a stdio server with a bare environment: keep the code under test
+    # (a worktree's, by PYTHONPATH) rather than the installed package's
+    **({"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else {}),
+}
 INIT = {  # a raw initialize request (protocol 2025-11-25)
     "jsonrpc": "2.0",
     "id": 1,

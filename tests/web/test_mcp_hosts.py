@@ -42,6 +42,7 @@ TOKENS = [
     {"token": READER, "space": "hosts", "scopes": ["read"]},
 ]
 
+EVENT = {"ref": "e1", "summary": "x"}
 # (tool, arguments, the stable code the caller must get)
 FAILING: list[tuple[str, dict[str, Any], str]] = [
     ("memory_activate", {"lines": ["the dragon"], "limit": 21}, "OUT_OF_RANGE"),
@@ -54,6 +55,9 @@ FAILING: list[tuple[str, dict[str, Any], str]] = [
     ("memory_search", {"query": "x", "time_hint": "next century"}, "TIME_HINT_INVALID"),
     ("memory_search", {"query": "q" * 2001}, "LIMIT_EXCEEDED"),
     ("memory_save", {"content": "x", "id": "event_999"}, "INVALID_ID"),
+    # an unknown extraction field (misspelled in an event, or beside the events), as over GraphQL
+    ("memory_save", {"content": "x", "extraction": {"events": [{**EVENT, "rol": "host"}]}}, "EXTRACTION_INVALID"),
+    ("memory_save", {"content": "x", "extraction": {"events": [EVENT], "relations": []}}, "EXTRACTION_INVALID"),
     ("memory_recall", {}, "BAD_USER_INPUT"),
 ]
 SUCCEEDING: list[tuple[str, dict[str, Any]]] = [

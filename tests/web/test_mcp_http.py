@@ -144,6 +144,34 @@ async def test_a_bad_argument_gets_a_coded_error_and_writes_nothing(service: str
             await client.call_tool("memory_delete_everything", {})
 
 
+async def test_an_unknown_extraction_field_is_refused_as_graphql_refuses_it(service: str) -> None:
+    # MCP's extraction model ignored unknown fields: a misspelled relation was dropped silently
+    event = {"ref": "e1", "summary": "Alice met Bob"}
+    cases = [
+        ({"events": [{**event, "participant": [{"person": "p1"}]}]}, "events[0].participant"),
+        ({"events": [event], "relations": [{"from": "e1"}]}, "relations"),
+    ]
+    save = "mutation($i: SaveInput!) { save(input: $i) { eventIds } }"
+    async with (
+        http_client(service, WRITER_B) as client,
+        httpx.AsyncClient(base_url=service, timeout=60) as http,
+    ):
+        before = await events(client)
+        for extraction, field in cases:
+            args = {"content": "Alice met Bob.", "extraction": extraction}
+            got = await client.call_tool("memory_save", args)
+            r = await http.post(
+                "/graphql",
+                json={"query": save, "variables": {"i": args}},
+                headers={"Authorization": f"Bearer {WRITER_B}"},
+            )
+            (error,) = r.json()["errors"]
+            assert error["extensions"]["code"] == error_code(got) == "EXTRACTION_INVALID"
+            assert text(got) == f"EXTRACTION_INVALID: {error['message']}"
+            assert f"unknown field(s) {field}:" in error["message"]
+        assert await events(client) == before
+
+
 async def test_mcp_and_graphql_are_two_edges_of_one_memory(service: str) -> None:
     async with http_client(service, WRITER_A) as client:
         saved = ok(await client.call_tool("memory_save", {"content": "The phoenix rose at dawn."}))

@@ -19,7 +19,7 @@ from mnemoql.engine import ingest
 from mnemoql.engine.activation import ACTIVATE_LIMIT, MAX_LINES
 from mnemoql.engine.activation import DEFAULT_LIMIT as DEFAULT_ACTIVATE_LIMIT
 from mnemoql.engine.config import Limits
-from mnemoql.engine.errors import ExtractionInvalid, InvalidInput, ResetSeenMisuse
+from mnemoql.engine.errors import InvalidInput, ResetSeenMisuse
 from mnemoql.engine.memory import READ_DEFAULT, READ_MAX, TIME_HINT_MAX
 from mnemoql.engine.retrieval.pipeline import EXPAND_MAX, NEARBY_MAX
 from mnemoql.prompts.extraction import Extraction
@@ -267,16 +267,22 @@ def parse(model: type[M], arguments: dict[str, Any] | None) -> M:
             zh="reset_seen 仅用于 search",
             argument="reset_seen",
         )
+    # a client's extraction goes through the save mutation's check (unknown fields refused,
+    # the same EXTRACTION_INVALID wording); the other arguments are checked first, as GraphQL
+    # checks its variables before the resolver sees the extraction
+    extraction = given.get("extraction") if "extraction" in model.model_fields else None
+    rest = {k: v for k, v in given.items() if k != "extraction" or extraction is None}
     try:
-        return model.model_validate(given)
+        parsed = model.model_validate(rest)
     except ValidationError as exc:
         raise _coded(exc) from None
+    if extraction is None:
+        return parsed
+    return parsed.model_copy(update={"extraction": ingest.parse_extraction(extraction)})
 
 
-def _coded(exc: ValidationError) -> InvalidInput | ExtractionInvalid:
+def _coded(exc: ValidationError) -> InvalidInput:
     errors = exc.errors(include_url=False)
-    if all(e["loc"][:1] == ("extraction",) for e in errors):
-        return ingest.refused_extraction([{**e, "loc": e["loc"][1:]} for e in errors])
     first = errors[0]
     field = ".".join(str(p) for p in first["loc"]) or "arguments"
     problems = "; ".join(f"{_where(e['loc'])}{e['msg']}" for e in errors)
