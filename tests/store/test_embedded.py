@@ -12,7 +12,8 @@ import pytest
 from mnemoql.engine.errors import InvalidInput, StoreUnavailable
 from mnemoql.engine.models import EMPTY_FILTERS
 from mnemoql.engine.store.embedded import EmbeddedStore
-from mnemoql.engine.store.embedded._db import CHUNK_HASHES_SQL, Database
+from mnemoql.engine.store.embedded._db import Database
+from mnemoql.engine.store.embedded._pool import CHUNK_HASHES_SQL
 from tests.store._builders import axis, save_one
 
 

@@ -4,6 +4,7 @@ searched side by side, and the lexical route rides on the pool's catch-up."""
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -134,3 +135,89 @@ async def test_the_pools_lexical_route_sees_another_processes_write(tmp_path: Pa
         assert saved.event_ids[0] in pool.events and saved.event_ids[0] in (pool.concepts or {})
     finally:
         await first.close()
+
+
+async def test_a_pool_goes_to_the_database_thread_once_and_reads_on_its_own_connection(
+    tmp_path: Path,
+) -> None:
+    """The catch-up is the pool's only trip to the database thread: the lexical route and the
+    candidates' rows are read on the compute threads' connections, in one read transaction,
+    with the summary vectors taken from the mirror (no BLOB read, no ROW_NUMBER window, no
+    per-event EXISTS) -- and the events are the ones ``get_events`` gives."""
+    store = EmbeddedStore(tmp_path)
+    await store.open()
+    try:
+        saved = await store.apply_save(
+            plan(
+                [
+                    event(
+                        "a", axis(0), content="a storm at the lighthouse", chunk_vectors=[axis(0)]
+                    ),
+                    event("b", vec(1, 1), content="the lighthouse keeper"),
+                    event("c", None, summary="no vector, but the lighthouse again"),
+                ],
+                [concept("k", "keeper", vector=axis(3))],
+                [rel("MENTIONS", "a", "k")],
+            )
+        )
+        a, b, c = saved.event_ids
+        trips: list[str] = []
+        inner = store._call
+
+        async def call(fn, *args, **kwargs):  # type: ignore[no-untyped-def]
+            trips.append(getattr(fn, "__name__", repr(fn)))
+            return await inner(fn, *args, **kwargs)
+
+        store._call = call  # type: ignore[method-assign]
+        await store.route_pool(axis(0), EMPTY_FILTERS, frozenset(), 5, text="lighthouse")
+        assert trips == ["_route_ready"], trips  # before: the lexical route and pool_rows too
+        statements: list[tuple[str, str]] = []  # (thread, statement)
+        rows = store._rows
+        assert rows is not None and rows.opened >= 1, "the pool read nothing on its own"
+        opened = rows._conn
+
+        def traced() -> sqlite3.Connection:  # whichever thread reads, its statements
+            conn = opened()
+            conn.set_trace_callback(
+                lambda sql: statements.append((threading.current_thread().name, sql))
+            )
+            return conn
+
+        rows._conn = traced  # type: ignore[method-assign]
+        pool = await store.route_pool(axis(0), EMPTY_FILTERS, frozenset(), 5, text="lighthouse")
+        assert sorted(pool.events) == sorted([a, b, c])
+        assert {h.event_id for h in pool.lexical} == {a, c}  # b: no chunk, summary unrelated
+        # the lexical route on a side thread, the pool's reads on the compute thread
+        assert any("lexical" in sql for t, sql in statements if t.startswith("mnemoql-ann-"))
+        reads = [sql for t, sql in statements if t.startswith("mnemoql-vec-")]
+        assert reads[0] == "BEGIN" and reads[-1] == "COMMIT", reads
+        assert not [s for s in reads if "ROW_NUMBER" in s or "EXISTS" in s], reads
+        # one BLOB read, for the event the mirror holds no vector of
+        assert [s for s in reads if "embedding" in s] == [reads[-2]], reads
+        want = {e.id: e for e in await store.get_events([a, b, c], with_vectors=True)}
+        for event_id, got in pool.events.items():
+            expected = want[event_id]
+            assert (got.id, got.summary, got.content, got.has_chunks, got.content_hash) == (
+                expected.id,
+                expected.summary,
+                expected.content,
+                expected.has_chunks,
+                expected.content_hash,
+            )
+            assert (got.time, got.create_time, got.create_date) == (
+                expected.time,
+                expected.create_time,
+                expected.create_date,
+            )
+            if expected.embedding is None:
+                assert got.embedding is None
+            else:
+                assert got.embedding is not None
+                assert (
+                    np.asarray(got.embedding).tobytes() == np.asarray(expected.embedding).tobytes()
+                )
+        assert pool.chunk_hashes[a] and not pool.chunk_hashes[b] and not pool.chunk_hashes[c]
+        assert pool.concepts is not None and [x for x, _ in pool.concepts[a]] == [saved.refs["k"]]
+    finally:
+        await store.close()
+    assert store._rows is None

@@ -99,23 +99,6 @@ from mnemoql.engine.text import normalise_name
 from mnemoql.engine.topics.changes import TopicChanges, TopicMark
 
 log = logging.getLogger(__name__)
-# read from the covering index chunks_hash, never from the chunk rows (_schema)
-CHUNK_HASHES_SQL = f"SELECT event_id, text_hash FROM chunks WHERE event_id IN {IN_SET}"
-# Each event's MENTIONS as ``neighbours(ids, "MENTIONS", "out", 50)`` orders and caps them,
-# with the name ``get_nodes`` gives an entity (the id for anything else): what the
-# Retriever's ``_concepts`` would read in two more trips after ranking. The ids drive the join
-# through relations_source (on the primary key's ``type`` the planner scanned every MENTIONS).
-POOL_CONCEPTS_SQL = (
-    "SELECT source, target, name FROM (SELECT r.source, r.target, CASE WHEN n.label IN "
-    "('Person', 'Concept', 'Location') THEN coalesce(n.name, '') ELSE r.target END AS name, "
-    "ROW_NUMBER() OVER (PARTITION BY r.source ORDER BY r.target, r.event_key) AS rn "
-    "FROM json_each(?) q CROSS JOIN relations r ON r.source = q.value AND r.type = 'MENTIONS' "
-    "LEFT JOIN nodes n ON n.id = r.target) WHERE rn <= 50 ORDER BY source, rn"
-)
-# events, chunk text hashes and (concept id, name) MENTIONS of a search's candidates
-PoolRows = tuple[
-    dict[str, Event], dict[str, frozenset[str]], dict[str, tuple[tuple[str, str], ...]]
-]
 P = ParamSpec("P")
 T = TypeVar("T")
 
@@ -563,25 +546,6 @@ class Database(OwnThread):
         )
         found = {r[0]: row_event(r, with_vectors) for r in rows}
         return [found[i] for i in ids if i in found]
-
-    def pool_rows(self, ids: Sequence[str]) -> PoolRows:
-        """What ranking and delivery read of the events a search found, in one trip to this
-        thread: the events with their summary vectors, the text hashes of their chunks, and
-        the concepts each one MENTIONS as the evidence page shows them (``POOL_CONCEPTS_SQL``),
-        so delivery does not come back for them."""
-        events = {e.id: e for e in self.get_events(ids, True)}
-        found = json_set(list(events))
-        hashes: dict[str, set[str]] = {i: set() for i in events}
-        for event_id, text_hash in self.conn.execute(CHUNK_HASHES_SQL, (found,)):
-            hashes[event_id].add(text_hash)
-        concepts: dict[str, list[tuple[str, str]]] = {i: [] for i in events}
-        for event_id, concept_id, name in self.conn.execute(POOL_CONCEPTS_SQL, (found,)):
-            concepts[event_id].append((concept_id, name))
-        return (
-            events,
-            {i: frozenset(h) for i, h in hashes.items()},
-            {i: tuple(c) for i, c in concepts.items()},
-        )
 
     def get_chunks(self, event_ids: Sequence[str], with_vectors: bool) -> dict[str, list[Chunk]]:
         out: dict[str, list[Chunk]] = {i: [] for i in event_ids}

@@ -62,11 +62,12 @@ from mnemoql.engine.models import (
     VectorSet,
     Where,
 )
-from mnemoql.engine.store.base import no_hits
 from mnemoql.engine.store.embedded import _dump as dump
 from mnemoql.engine.store.embedded._ann import AnnSettings
 from mnemoql.engine.store.embedded._db import Database
-from mnemoql.engine.store.embedded._index import normalise
+from mnemoql.engine.store.embedded._index import event_mask, normalise
+from mnemoql.engine.store.embedded._lexical import hits as lexical_hits
+from mnemoql.engine.store.embedded._pool import PoolReader, pool_rows
 from mnemoql.engine.store.embedded._reader import Reader
 from mnemoql.engine.store.embedded._search import entity_hits, pool_hits, route_hits
 from mnemoql.engine.store.embedded._sessions import SqliteState, state_file
@@ -147,6 +148,7 @@ class EmbeddedStore:
         self._side: ThreadPoolExecutor | None = None  # index queries beside the compute pool
         self._reader: Reader | None = None  # list queries, on a connection and thread of their own
         self._reading: ThreadPoolExecutor | None = None
+        self._rows: PoolReader | None = None  # a search's own reads, on the compute threads
         self._open_lock = asyncio.Lock()  # binds to no loop until first used
         self._caught_up = 0  # Database.caught_up at the last changed_elsewhere()
         self._calls_in_flight = 0  # _call()s queued or running on the writer thread
@@ -257,18 +259,19 @@ class EmbeddedStore:
         self._compute = ThreadPoolExecutor(
             max_workers=workers, thread_name_prefix=f"mnemoql-vec-{self.space}"
         )
-        # a search's second index query, beside its first on a compute thread (``pool_hits``):
-        # threads of their own, so it never waits behind the compute pool's queue (nor
-        # deadlocks it), as many as the compute threads that may ask at once
+        # a search's second index query and its lexical route, beside its first index query
+        # on a compute thread (``route_pool``): threads of their own, so they never wait
+        # behind the compute pool's queue (nor deadlock it), two for each compute thread
         self._side = ThreadPoolExecutor(
-            max_workers=workers, thread_name_prefix=f"mnemoql-ann-{self.space}"
+            max_workers=2 * workers, thread_name_prefix=f"mnemoql-ann-{self.space}"
         )
+        self._rows = PoolReader(self.file)
 
     async def close(self) -> None:
         if self._sessions is not None:
             await self._sessions.close()
         db, writer, compute, side = self._db, self._writer, self._compute, self._side
-        reader, reading = self._reader, self._reading
+        reader, reading, rows = self._reader, self._reading, self._rows
         if db is None or writer is None:
             return
         loop = asyncio.get_running_loop()
@@ -279,7 +282,9 @@ class EmbeddedStore:
             await loop.run_in_executor(writer, db.close)
         finally:
             self._db = self._writer = self._compute = self._side = None
-            self._reader = self._reading = None
+            self._reader = self._reading = self._rows = None
+            if rows is not None:
+                rows.close()
             writer.shutdown(wait=False)
             for pool in (compute, reading, side):
                 if pool is not None:
@@ -449,32 +454,44 @@ class EmbeddedStore:
     ) -> RoutePool:
         """Both vector routes in one computation (``pool_hits``: above the ANN threshold each
         rescores both indexes' candidates), the lexical route beside them when ``text`` is
-        given, then the events, chunk hashes and concepts of everything they found."""
+        given, then the events, chunk hashes and concepts of everything they found, read on
+        the compute thread (``_pool``): two trips, the catch-up and the computation."""
         if limit <= 0:
             return RoutePool([], [], {}, {})
-        db = self._database
-        allowed = await self._call(self._route_ready, filters)
-        view, gen = db.events, db.generation  # one snapshot for the whole computation
-        q = normalise(query)
-
-        def run() -> tuple[list[Hit], list[Hit]]:
-            return pool_hits(
-                view, gen, db.ann, q, filters, exclude, restrict, allowed, limit, self._side
+        db, rows, compute = self._database, self._rows, self._compute
+        if rows is None or compute is None:
+            raise StoreUnavailable(
+                "the embedded store is not open; call open() first", zh="存储未打开"
             )
-
+        allowed = await self._call(self._route_ready, filters)
+        view, gen, side = db.events, db.generation, self._side  # one snapshot for all of it
+        q = normalise(query)
         terms = _searchable(text, limit, restrict) if text is not None else []
-        (summary, chunk), lexical = await asyncio.gather(
-            self._compute_on((view.n + view.nc) * view.dims, run),
-            # just caught up: the lexical route goes straight to its index
-            self._call(db.lexical_hits, terms, filters, exclude, restrict, limit)
-            if terms
-            else no_hits(),
-        )
-        union = list(dict.fromkeys(h.event_id for h in [*summary, *chunk, *lexical]))
-        if not union:
-            return RoutePool(summary, chunk, {}, {}, lexical=lexical)
-        events, hashes, concepts = await self._call(db.pool_rows, union)
-        return RoutePool(summary, chunk, events, hashes, concepts, lexical)
+
+        def lexical() -> list[Hit]:
+            mask = event_mask(view, filters, exclude, restrict, allowed)
+            with rows.reading() as conn:
+                return lexical_hits(conn, terms, view, mask, limit, restrict)
+
+        def run() -> RoutePool:
+            later = None
+            if terms and side is not None:
+                try:  # beside the vector routes, on a connection of its own
+                    later = side.submit(rows.run, rows.ticket(), lexical)
+                except RuntimeError:  # the store is closing under this search
+                    later = None
+            summary, chunk = pool_hits(
+                view, gen, db.ann, q, filters, exclude, restrict, allowed, limit, side
+            )
+            found = later.result() if later is not None else lexical() if terms else []
+            union = list(dict.fromkeys(h.event_id for h in [*summary, *chunk, *found]))
+            if not union:
+                return RoutePool(summary, chunk, {}, {}, lexical=found)
+            with rows.reading() as conn:
+                events, hashes, concepts = pool_rows(conn, view, union)
+            return RoutePool(summary, chunk, events, hashes, concepts, found)
+
+        return await _interruptible(rows, compute, run)
 
     async def window_route(
         self,
