@@ -27,7 +27,7 @@ from mnemoql.engine.errors import StoreUnavailable
 from mnemoql.engine.models import Event
 from mnemoql.engine.store.embedded._index import EventView
 from mnemoql.engine.store.embedded._query import IN_SET, json_set
-from mnemoql.engine.store.embedded._schema import blob_vec
+from mnemoql.engine.store.embedded._schema import blob_vec, event_of
 
 # Memory-mapped reads: the database file is shared through the OS page cache by every
 # connection (SQLite caps it at its SQLITE_MAX_MMAP_SIZE, 2 GB by default).
@@ -187,17 +187,7 @@ def _pool_rows(conn: sqlite3.Connection, view: EventView, ids: Sequence[str]) ->
             k += 1
         else:
             embedding = blob_vec(blobs.get(event_id))
-        events[event_id] = Event(
-            id=r[0],
-            summary=r[1] or "",
-            content=r[2] or "",
-            time=r[3],
-            create_time=r[4],
-            create_date=r[5] or "",
-            content_hash=r[6] or "",
-            embedding=embedding,
-            has_chunks=bool(hashes[event_id]),
-        )
+        events[event_id] = event_of(r, embedding, bool(hashes[event_id]))
     return (
         events,
         {i: frozenset(h) for i, h in hashes.items()},

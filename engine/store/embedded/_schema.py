@@ -303,6 +303,13 @@ def blob_vec(blob: bytes | None) -> Vector | None:
 
 
 def row_event(row: sqlite3.Row | tuple[Any, ...], with_vectors: bool) -> Event:
+    return event_of(row, blob_vec(row[7]) if with_vectors else None, bool(row[8]))
+
+
+def event_of(
+    row: sqlite3.Row | tuple[Any, ...], embedding: Vector | None, has_chunks: bool
+) -> Event:
+    """An Event from an events row's first seven columns (id .. content_hash)."""
     return Event(
         id=row[0],
         summary=row[1] or "",
@@ -311,8 +318,8 @@ def row_event(row: sqlite3.Row | tuple[Any, ...], with_vectors: bool) -> Event:
         create_time=row[4],
         create_date=row[5] or "",
         content_hash=row[6] or "",
-        embedding=blob_vec(row[7]) if with_vectors else None,
-        has_chunks=bool(row[8]),
+        embedding=embedding,
+        has_chunks=has_chunks,
     )
 
 
