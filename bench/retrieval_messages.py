@@ -22,6 +22,7 @@ the tune half, the held-out half is the figure to quote.
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
 import time
 import uuid
@@ -42,6 +43,7 @@ from bench._common import (
     table,
     top_k,
 )
+from bench._paired import LEVEL, paired
 from bench.lme_messages import HELD_OUT, TUNE, Message, messages_of
 from bench.retrieval_quality import (
     AS_DOCUMENTS,
@@ -579,6 +581,46 @@ def types_table(results: Sequence[QuestionResult], half: dict[str, str], names: 
     return table(["question type", *names], rows)
 
 
+def paired_table(results: Sequence[QuestionResult], variants: Sequence[Variant]) -> str:
+    """Per-question differences of turn recall, each half on its own (``bench._paired``): the
+    defaults against the plain baselines, then every other variant against the defaults."""
+    pairs = [
+        (first_row(DEFAULTS), f"{B_RRF} k=4"),
+        (five_row(DEFAULTS), f"{B_RRF} k=20"),
+    ]
+    for v in variants:
+        if v != DEFAULTS:
+            pairs += [(first_row(v), first_row(DEFAULTS)), (five_row(v), five_row(DEFAULTS))]
+    rows = []
+    for a, b in pairs:
+        cells = []
+        for half in (TUNE, HELD_OUT):
+            both = [r for r in results if r.qid in half and a in r.rows and b in r.rows]
+            if not both:
+                cells.append("-")
+                continue
+            recall = [(r.rows[a].event_recall or 0.0, r.rows[b].event_recall or 0.0) for r in both]
+            cells.append(paired([x for x, _ in recall], [y for _, y in recall]).cell())
+        if cells != ["-", "-"]:
+            rows.append([f"{a} - {b}", *cells])
+    return table(["a - b (turn recall)", "tune", "held-out"], rows)
+
+
+def write_per_question(results: Sequence[QuestionResult], path: Path) -> None:
+    """Each question's turn recall per method, as JSON (``--per-question``): what the paired
+    table is computed from, for looking at the questions behind a difference."""
+    rows = [
+        {
+            "qid": r.qid,
+            "half": "tune" if r.qid in TUNE else "held-out",
+            "type": r.qtype,
+            "turn_recall": {k: s.event_recall for k, s in r.rows.items()},
+        }
+        for r in results
+    ]
+    path.write_text(json.dumps(rows, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
 def report(results: Sequence[QuestionResult], variants: Sequence[Variant]) -> str:
     secs = {k: mean([r.seconds.get(k, 0.0) for r in results]) for k in results[0].seconds}
     n_tune = sum(r.qid in TUNE for r in results)
@@ -595,6 +637,12 @@ def report(results: Sequence[QuestionResult], variants: Sequence[Variant]) -> st
         f"earlier run of the same save code, `--keep-memories`). Turn recall = share of "
         f"the `has_answer` turns whose message was delivered.\n\n"
         + halves_table(results, variants)
+        + "\n\n### Paired, question by question\n\n"
+        + "Each cell: the mean per-question difference of turn recall, a bootstrap "
+        + f"{LEVEL:.0%} interval of it (questions resampled, seed 0) and the questions won / "
+        + "lost / tied. An interval that holds 0 is a difference this bench cannot tell from "
+        + "noise.\n\n"
+        + paired_table(results, variants)
         + "\n\n### Held-out half by question type (turn recall)\n\n"
         + types_table(results, HELD_OUT, key)
         + "\n\n### Tune half by question type (turn recall)\n\n"

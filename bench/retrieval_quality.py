@@ -1160,6 +1160,8 @@ async def message_section(
             f"({int(r.seconds['save_new_vectors'])} new vectors), calls {r.seconds['calls']:.1f}s; "
             f"call-1 turn recall {row.event_recall:.2f}; {time.perf_counter() - started:.0f}s"
         )
+    if args.per_question:
+        retrieval_messages.write_per_question(results, Path(args.per_question))
     note = ""
     if skipped:
         note = (
@@ -1227,6 +1229,11 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--cue-turns", type=int, default=3, help="MADial utterances in the cue")
     p.add_argument("--skip-lme", action="store_true")
     p.add_argument("--skip-madial", action="store_true")
+    p.add_argument(
+        "--per-question",
+        default="",
+        help="message mode: also write each question's turn recall per method to this JSON file",
+    )
     p.add_argument("--out", default=str(RESULTS / "retrieval_quality.md"))
     p.add_argument("--no-write", action="store_true", help="print only")
     p.add_argument(
