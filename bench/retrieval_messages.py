@@ -670,7 +670,7 @@ def report(results: Sequence[QuestionResult], variants: Sequence[Variant]) -> st
     return (
         f"## LongMemEval S, one message per save: {n_tune} tune + {n_held} held-out questions\n\n"
         f"Whole haystacks; every non-empty turn saved as its own memory through `save` "
-        f"(offline extractor, positional id, session date as time): mean "
+        f"(offline extractor, positional id, session date as time and as the write date): mean "
         f"{secs['units']:.0f} messages, {secs['chars']:.0f} characters and {secs['gold']:.1f} "
         f"gold turns a question; saving took {secs['save']:.0f} s a question "
         f"({secs['save_new_vectors']:.0f} vectors not in the cache; "
