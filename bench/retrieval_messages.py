@@ -28,6 +28,7 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +45,7 @@ from bench._common import (
     top_k,
 )
 from bench._paired import LEVEL, paired
-from bench.lme_messages import HELD_OUT, TUNE, Message, messages_of
+from bench.lme_messages import HELD_OUT, TUNE, Message, lme_time, messages_of
 from bench.retrieval_quality import (
     AS_DOCUMENTS,
     Call,
@@ -73,6 +74,9 @@ SAVE_SOURCES = (
     "engine/providers/offline.py",
     "engine/providers/_english.py",
 )
+# Each message is saved on its session's date (the memory's clock set to it), as an agent saving
+# the conversation live would; part of the kept memories' stamp.
+SAVE_CLOCK = "session date"
 KEEP_MEMORIES: list[bool] = []
 # Sessions live in the memory's own files: a memory reopened by a later run (within a
 # session's lifetime) must not find this run's searches excluded by an earlier one's.
@@ -87,6 +91,7 @@ def memory_dir(qid: str, model: str) -> Path | None:
     if not KEEP_MEMORIES:
         return None
     digest = hashlib.sha1(model.encode())
+    digest.update(SAVE_CLOCK.encode())
     for rel in SAVE_SOURCES:
         path = ROOT / rel
         digest.update(path.read_bytes() if path.exists() else b"-")
@@ -119,6 +124,7 @@ KNOBS = (
     "records_lexical_word_forms",
     "records_statement_weight",
     "records_session_weight",
+    "time_weight",
 )
 
 
@@ -153,6 +159,7 @@ class Variant:
     records_lexical_word_forms: str | None = None
     records_statement_weight: float | None = None
     records_session_weight: float | None = None
+    time_weight: float | None = None
 
     def apply(self, r: Retriever) -> dict[str, Any]:
         """Set this variant's knobs; returns the old values (for ``restore``)."""
@@ -297,6 +304,11 @@ VARIANTS: list[Variant] = [
     Variant("summary 0.125", records_summary_weight=0.125),
     Variant("summary 0.5", records_summary_weight=0.5),
     Variant("summary 1", records_summary_weight=1.0),
+    # round 8 (docs/DECISIONS.md, "The time route"): the events written in the days a time
+    # phrase of the question names
+    Variant("time route 0.5", time_weight=0.5),
+    Variant("time route 1", time_weight=1.0),
+    Variant("time route 2", time_weight=2.0),
     Variant(
         "summary 0.25, follow-ups: window 1",
         records_summary_weight=0.25,
@@ -333,6 +345,35 @@ def allowed(v: Variant, r: Retriever) -> bool:
     return all(getattr(v, k) is None or hasattr(r, k) for k in KNOBS)
 
 
+def clock_at(when: str | None, tz: Any) -> Callable[[], datetime]:
+    """A memory clock stopped at ``when`` (ISO, the data's local time), or the real one."""
+    if when is None:
+        return lambda: datetime.now(tz)
+    at = datetime.fromisoformat(when).replace(tzinfo=tz)
+    return lambda: at
+
+
+async def save_on_their_dates(memory: Any, msgs: Sequence[Message]) -> None:
+    """Every message through ``save``, each session's on its date (``SAVE_CLOCK``): the
+    memory's clock is set to the session's time while its messages are saved, so an event's
+    write date is the day it was said, as for an agent that saves as the conversation goes."""
+    clock = memory.ingestor._now
+    try:
+        start = 0
+        while start < len(msgs):
+            end = start
+            while end < len(msgs) and msgs[end].time == msgs[start].time:
+                end += 1
+            memory.ingestor._now = clock_at(msgs[start].time, memory.ingestor.tz)
+            group = msgs[start:end]
+            await save_all(
+                memory, [SaveInput(content=m.content, id=m.id, time=m.time) for m in group]
+            )
+            start = end
+    finally:
+        memory.ingestor._now = clock
+
+
 async def run_question(
     item: dict[str, Any],
     emb: CachingEmbedder,
@@ -364,10 +405,9 @@ async def run_question(
     runs: dict[str, list[Call]] = {}
     try:
         if not reuse:
-            inputs = [SaveInput(content=m.content, id=m.id, time=m.time) for m in msgs]
-            await save_all(bench.memory, inputs)
+            await save_on_their_dates(bench.memory, msgs)
             if saved is not None:
-                (saved / DONE).write_text(f"{len(inputs)} messages\n")
+                (saved / DONE).write_text(f"{len(msgs)} messages\n")
         res.seconds["save"] = time.perf_counter() - t0
         res.seconds["reused"] = float(reuse)
         how = "reopened" if reuse else "saved"
@@ -375,6 +415,7 @@ async def run_question(
         res.seconds["save_new_vectors"] = float(emb.misses - misses0)
         res.seconds["save_cached_vectors"] = float(emb.hits - hits0)
         memory, r = bench.memory, bench.memory.retriever
+        memory.ingestor._now = clock_at(lme_time(item["question_date"]), memory.ingestor.tz)
         t0 = time.perf_counter()
         calls = 0
         for n, v in enumerate(variants):
@@ -629,7 +670,7 @@ def report(results: Sequence[QuestionResult], variants: Sequence[Variant]) -> st
     return (
         f"## LongMemEval S, one message per save: {n_tune} tune + {n_held} held-out questions\n\n"
         f"Whole haystacks; every non-empty turn saved as its own memory through `save` "
-        f"(offline extractor, positional id, session date as time): mean "
+        f"(offline extractor, positional id, session date as time and as the write date): mean "
         f"{secs['units']:.0f} messages, {secs['chars']:.0f} characters and {secs['gold']:.1f} "
         f"gold turns a question; saving took {secs['save']:.0f} s a question "
         f"({secs['save_new_vectors']:.0f} vectors not in the cache; "

@@ -267,6 +267,10 @@ class RetrievalSettings(BaseModel):
     window_weight: float = Field(default=0.0, ge=0.0, le=4.0)
     # The summary route's weight in the RRF sum (SPEC §1.4: 1).
     summary_weight: float = Field(default=1.0, ge=0.0, le=4.0)
+    # The time route: a question that names a time ("the past weekend", "last Saturday",
+    # 上个月, "3 days ago") ranks the events written in those days, by the chunk route, as one
+    # more RRF list (0: off; docs/DECISIONS.md, "The time route"). Documents and records alike.
+    time_weight: float = Field(default=0.0, ge=0.0, le=4.0)
     records: RecordWeights = Field(default_factory=RecordWeights)
     # Threads of numpy's BLAS in a serving process (0: numpy's own default, one per core).
     # Search multiplies small matrices (MMR, rescoring) once per request; with a pool of BLAS

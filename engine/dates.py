@@ -17,14 +17,18 @@ Two kinds of expression share the tables below:
   last N days, 最近一周, 最近一个月) and its ranges (``A~B``, ``A..B``, ``A至B``, ``A到B``,
   ``A to B``), and: last / past N weeks, months and years (最近两周, 近三个月, 近一年, a month
   counting 30 days as SPEC's 最近一个月 does), the past week / month / year, the week before
-  last (上上周), last / this weekend (上周末, 本周末), the month before last (上上个月), the
-  year before last (前年), a month by name (``December``, ``Dec 2025``, ``12月``, 十二月),
-  a few days ago / 前几天 (the six days before today), ``since A`` / ``A以来`` / ``A至今``
-  (A's first day .. today), ``from A to B``, ``between A and B`` and ``从A到B``.
+  last (上上周), last / this / the past weekend (上周末, 本周末), the month before last
+  (上上个月), the year before last (前年), a month by name (``December``, ``Dec 2025``,
+  ``12月``, 十二月), a few days ago / 前几天 (the six days before today), ``since A`` /
+  ``A以来`` / ``A至今`` (A's first day .. today), ``from A to B``, ``between A and B``
+  and ``从A到B``.
 
 Weeks start on Monday. A time of day after a day ("yesterday morning", 昨天晚上) is dropped:
 the grammar resolves days. Impossible days are not days (2026-02-30). Parsers raise
 ``ValueError`` for anything else; the callers turn it into their coded error.
+
+``find_spans`` finds the span phrases of running text (a question naming "the past weekend"
+or "last Saturday": the time route of ``engine.retrieval.pipeline``).
 
 ``dateparser`` was measured for this and left out (docs/DECISIONS.md, "One date grammar").
 """
@@ -281,6 +285,12 @@ def _weekend(today: date, back: int) -> DateRange:
     return saturday, saturday + timedelta(days=1)
 
 
+def _past_weekend(today: date) -> DateRange:
+    """The latest Saturday and Sunday whose Saturday is before today."""
+    saturday = today - timedelta(days=(today.weekday() - 5) % 7 or 7)
+    return saturday, saturday + timedelta(days=1)
+
+
 def _month_back(today: date, back: int) -> DateRange:
     first = _months_back(today.replace(day=1), back)
     return _month(first.year, first.month)
@@ -306,6 +316,9 @@ _WORDS: dict[str, Callable[[date], DateRange]] = {
     "the week before last": lambda t: _week(t, 2),
     "上周末": lambda t: _weekend(t, 1),
     "last weekend": lambda t: _weekend(t, 1),
+    "the past weekend": _past_weekend,
+    "this past weekend": _past_weekend,
+    "past weekend": _past_weekend,
     "本周末": lambda t: _weekend(t, 0),
     "这周末": lambda t: _weekend(t, 0),
     "this weekend": lambda t: _weekend(t, 0),
@@ -447,3 +460,55 @@ def parse_day(text: str, today: date) -> date:
     if first != last:
         raise ValueError(f"{text!r} names {(last - first).days + 1} days, not one")
     return first
+
+
+# ---- spans in running text ----
+
+# The span phrases a question may hold, found in running text: the named spans above ("last
+# week", "the past weekend", 上个月), "the last N days" forms, and every day expression
+# (``_DAYS``: "yesterday", "last Saturday", "3 days ago", 3月1日). Month and weekday names on
+# their own are left out: "May" and "march" are too often no date in a sentence.
+_NAMED_IN_TEXT = re.compile(
+    rf"{_NOT_WORD}(?:"
+    + "|".join(
+        re.escape(w).replace(r"\ ", r"\s+")
+        for w in sorted((w for w in _WORDS if w.isascii()), key=len, reverse=True)
+    )
+    + rf"){_END}|"
+    + "|".join(sorted((w for w in _WORDS if not w.isascii()), key=len, reverse=True)),
+    re.IGNORECASE,
+)
+_SPAN_RULES: list[re.Pattern[str]] = [
+    _NAMED_IN_TEXT,
+    re.compile(rf"{_NOT_WORD}{_LAST_N_EN.pattern}{_END}", re.IGNORECASE),
+    _LAST_N_ZH,
+]
+
+
+def find_spans(text: str, today: date) -> list[DateRange]:
+    """The spans of days the time phrases of running ``text`` name ("What did I fix the past
+    weekend?": that Saturday and Sunday), in the order they appear; a phrase inside a longer
+    one ("last week" in "the week before last") is not read again. Empty without one."""
+    hint = normalise(text)
+    found: list[tuple[int, int, DateRange]] = []
+    for pattern in _SPAN_RULES:
+        for m in pattern.finditer(hint):
+            span = _named_span(normalise(m.group(0)), today)
+            if span is not None:
+                found.append((m.start(), m.end(), span))
+    for pattern, resolve in _DAYS:
+        for m in pattern.finditer(hint):
+            try:
+                day = resolve(m, today)
+            except (ValueError, OverflowError):
+                continue
+            if day is not None:
+                found.append((m.start(), m.end(), (day, day)))
+    found.sort(key=lambda f: (f[0], f[0] - f[1]))  # by start, the longest first
+    out: list[DateRange] = []
+    end = -1
+    for start, stop, span in found:
+        if start >= end:  # not inside (or across) the phrase read before it
+            out.append(span)
+            end = stop
+    return out

@@ -163,6 +163,7 @@ class Memory:
             window_alpha=settings.retrieval.window_alpha,
             window_weight=settings.retrieval.window_weight,
             summary_weight=settings.retrieval.summary_weight,
+            time_weight=settings.retrieval.time_weight,
             records=settings.retrieval.records,
         )
 

@@ -26,7 +26,7 @@ import numpy as np
 
 from mnemoql.engine.config import RecordWeights
 from mnemoql.engine.cursors import Asked, CursorState, CursorStore
-from mnemoql.engine.dates import find_days
+from mnemoql.engine.dates import find_days, find_spans
 from mnemoql.engine.errors import ConceptNotOffered, CursorError, InvalidInput, out_of_range
 from mnemoql.engine.meta import check_vectors
 from mnemoql.engine.models import (
@@ -110,6 +110,7 @@ class RouteWeights:
     dated: float = 0.0
     statement: float = 0.0
     session: float = 0.0
+    time: float = 0.0
 
 
 def _session_of(event_id: str) -> str | None:
@@ -201,6 +202,7 @@ class Retriever:
         window_alpha: float = 0.5,
         window_weight: float = 0.0,
         summary_weight: float = 1.0,
+        time_weight: float = 0.0,
         records: RecordWeights | None = None,
     ) -> None:
         self.store = store
@@ -227,6 +229,8 @@ class Retriever:
         # The summary route's RRF weight and MMR's relevance share (SPEC §1.4: 1 and 0.85).
         self.summary_weight = summary_weight
         self.mmr_lambda = scoring.MMR_LAMBDA
+        # The time route: the events written in the days a time phrase of the query names.
+        self.time_weight = time_weight
         # Positional records (conversation turns saved one message at a time) rank by route
         # ranks: BM25 on, no summary vote, no coverage, the asker's own turns as a route
         # (docs/DECISIONS.md, "Records ranking").
@@ -568,7 +572,14 @@ class Retriever:
             if records and query and w.person > 0
             else []
         )
-        events = await self._with_events(pool.events, [*lexical_hits, *window_hits, *person_hits])
+        time_hits = (
+            await self._time_route(query, vector, filters, excluded, restrict)
+            if query and w.time > 0
+            else []
+        )
+        events = await self._with_events(
+            pool.events, [*lexical_hits, *window_hits, *person_hits, *time_hits]
+        )
         if not events:
             return Ranked([], {})
         terms = query_terms(query or "")
@@ -580,6 +591,7 @@ class Retriever:
             "lexical": [h.event_id for h in lexical_hits if h.event_id in events],
             "window": [h.event_id for h in window_hits if h.event_id in events],
             "person": [h.event_id for h in person_hits if h.event_id in events],
+            "time": [h.event_id for h in time_hits if h.event_id in events],
         }
 
         def fuse(
@@ -603,7 +615,7 @@ class Retriever:
                 person_weight=w.person,
                 dated_ids=dated_ids,
                 dated_weight=w.dated,
-                extra=extra,
+                extra=[*extra, (routes["time"], w.time)] if routes["time"] else extra,
             )
 
         fused = fuse()
@@ -672,7 +684,11 @@ class Retriever:
     def document_weights(self) -> RouteWeights:
         """The fusion weights for documents, notes and anything without a position."""
         return RouteWeights(
-            self.summary_weight, self.lexical_weight, self.coverage_weight, self.window_weight
+            self.summary_weight,
+            self.lexical_weight,
+            self.coverage_weight,
+            self.window_weight,
+            time=self.time_weight,
         )
 
     def record_weights(self, followup: bool = False) -> RouteWeights:
@@ -691,6 +707,7 @@ class Retriever:
                 self.records_dated_weight,
                 self.records_statement_weight,
                 self.records_session_weight,
+                self.time_weight,
             )
         return RouteWeights(
             self.records_summary_weight,
@@ -703,6 +720,7 @@ class Retriever:
             self.records_dated_weight,
             self.records_statement_weight,
             self.records_session_weight,
+            self.time_weight,
         )
 
     def _followups_differ(self) -> bool:
@@ -761,6 +779,29 @@ class Retriever:
             return []
         theirs = Filters((people, *filters.groups), filters.date_from, filters.date_to)
         return await self.store.route("chunk", vector, theirs, excluded, ROUTE_LIMIT, restrict)
+
+    async def _time_route(
+        self,
+        query: str,
+        vector: Vector,
+        filters: Filters,
+        excluded: frozenset[str],
+        restrict: frozenset[str] | None,
+    ) -> list[Hit]:
+        """The time route (docs/DECISIONS.md, "The time route"): for a query naming a time
+        ("the past weekend", "last Saturday", 上个月), the events written in those days (from
+        the first phrase's first day to the last one's last), ranked by the chunk route under
+        the search's filters narrowed to them; empty without a time phrase, or when the
+        filters' own dates leave no day."""
+        spans = find_spans(query, self.today())
+        if not spans:
+            return []
+        first = max(min(a for a, _ in spans).isoformat(), filters.date_from or "")
+        last = min(max(b for _, b in spans).isoformat(), filters.date_to or "9999-12-31")
+        if first > last:
+            return []
+        within = Filters(filters.groups, first, last)
+        return await self.store.route("chunk", vector, within, excluded, ROUTE_LIMIT, restrict)
 
     async def _with_events(self, events: dict[str, Event], hits: Sequence[Hit]) -> dict[str, Event]:
         """``events`` plus the events of ``hits`` it lacks (read with their vectors)."""

@@ -270,3 +270,48 @@ async def test_without_the_dated_route_the_day_ranks_below_the_wordy_turns(
 async def test_the_dated_route_leaves_other_questions_alone(tmp_path: Path) -> None:
     ids = await _when_ids(tmp_path, "What did I think of my first pottery class?", 2.0)
     assert ids.index("talk_ch1_e2") > 0
+
+
+# The time route: the same kind of turn on two days; the question names one of them.
+SATURDAY_TALK = "User: We went to the lake and had a picnic with my sister."
+TUESDAY_TALK = "User: We went to the lake for a picnic with my sister and her dog, the lake picnic."
+
+
+async def _time_ids(tmp_path: Path, question: str, weight: float) -> list[str]:
+    from datetime import datetime, timezone
+
+    settings = offline_settings(tmp_path, retrieval={"time_weight": weight})
+    async with running(settings) as api:
+        ingestor = api.app.state.memory.ingestor
+        real = ingestor._now
+        try:
+            for day, i, text in ((18, 1, SATURDAY_TALK), (14, 2, TUESDAY_TALK)):
+                at = datetime(2023, 3, day, 10, tzinfo=timezone.utc)
+                ingestor._now = lambda at=at: at
+                await api.gql(SAVE, input={"content": text, "id": f"talk_ch{i}_e0"})
+            for i, text in enumerate(SALES):
+                await api.gql(SAVE, input={"content": text, "id": f"talk_ch{i + 3}_e0"})
+            ingestor._now = lambda: datetime(2023, 3, 21, 10, tzinfo=timezone.utc)
+            page = await api.gql(SEARCH, q=question, s="t")
+        finally:
+            ingestor._now = real
+    return [i["eventId"] for i in page["search"]["items"]]
+
+
+TIME_Q = "Who did I have a picnic at the lake with last Saturday?"
+
+
+async def test_a_question_naming_a_day_ranks_what_was_said_that_day_first(tmp_path: Path) -> None:
+    assert (await _time_ids(tmp_path, TIME_Q, 2.0))[0] == "talk_ch1_e0"
+
+
+async def test_without_the_time_route_the_wordier_day_ranks_first(tmp_path: Path) -> None:
+    assert (await _time_ids(tmp_path, TIME_Q, 0.0))[0] == "talk_ch2_e0"
+
+
+async def test_the_time_route_leaves_questions_without_a_time_alone(tmp_path: Path) -> None:
+    no_time = "Who did I have a picnic at the lake with?"
+    on, off = tmp_path / "on", tmp_path / "off"
+    on.mkdir()
+    off.mkdir()
+    assert await _time_ids(on, no_time, 2.0) == await _time_ids(off, no_time, 0.0)

@@ -8,7 +8,7 @@ from datetime import date
 
 import pytest
 
-from mnemoql.engine.dates import find_days, parse_day, parse_span
+from mnemoql.engine.dates import find_days, find_spans, parse_day, parse_span
 from mnemoql.engine.errors import TimeHintInvalid
 from mnemoql.engine.timehint import parse_time_hint
 
@@ -216,3 +216,50 @@ def test_anything_else_is_refused(phrase: str) -> None:
         parse_time_hint(phrase, TODAY)
     with pytest.raises((ValueError, OverflowError)):
         parse_day(phrase, TODAY)
+
+
+# ---- spans in running text (the time route) ----
+
+TUESDAY = date(2023, 3, 21)
+
+
+@pytest.mark.parametrize(
+    ("question", "spans"),
+    [
+        ("Which bike did I fix the past weekend?", [("2023-03-18", "2023-03-19")]),
+        ("What did I do this past weekend?", [("2023-03-18", "2023-03-19")]),
+        ("Who came to the concert last Saturday?", [("2023-03-18", "2023-03-18")]),
+        ("What did we discuss the week before last?", [("2023-03-06", "2023-03-12")]),
+        ("What did I say 3 days ago about the budget?", [("2023-03-18", "2023-03-18")]),
+        ("What have I read in the last two weeks?", [("2023-03-08", "2023-03-21")]),
+        ("上周末我去了哪里？", [("2023-03-18", "2023-03-19")]),
+        ("我最近3天吃了什么", [("2023-03-19", "2023-03-21")]),
+        ("I saw her yesterday and last week", [("2023-03-20", "2023-03-20"), ("2023-03-13", "2023-03-19")]),
+    ],
+)  # fmt: skip
+def test_find_spans_reads_the_time_phrases_of_a_question(
+    question: str, spans: list[tuple[str, str]]
+) -> None:
+    got = [(a.isoformat(), b.isoformat()) for a, b in find_spans(question, TUESDAY)]
+    assert got == spans
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "How many days ago did I buy a smoker?",  # asks for a distance, names no day
+        "What day of the week did I meet Juan?",
+        "May I ask what you recommended in March?",  # month names alone are not read
+        "What did the weekend warriors club decide?",
+        "Which Friday meetings did I skip?",  # a bare weekday in running text
+    ],
+)
+def test_find_spans_leaves_questions_without_a_time_phrase(question: str) -> None:
+    assert find_spans(question, TUESDAY) == []
+
+
+def test_the_past_weekend_is_the_latest_one_begun_before_today() -> None:
+    saturday, sunday = date(2023, 3, 18), date(2023, 3, 19)
+    assert parse_time_hint("the past weekend", saturday) == ("2023-03-11", "2023-03-12")
+    assert parse_time_hint("the past weekend", sunday) == ("2023-03-18", "2023-03-19")
+    assert parse_time_hint("past weekend", TUESDAY) == ("2023-03-18", "2023-03-19")
