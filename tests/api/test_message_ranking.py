@@ -4,6 +4,7 @@ defaults chosen on the message bench's tune half (docs/DECISIONS.md, "Records ra
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -278,20 +279,18 @@ TUESDAY_TALK = "User: We went to the lake for a picnic with my sister and her do
 
 
 async def _time_ids(tmp_path: Path, question: str, weight: float) -> list[str]:
-    from datetime import datetime, timezone
-
     settings = offline_settings(tmp_path, retrieval={"time_weight": weight})
     async with running(settings) as api:
         ingestor = api.app.state.memory.ingestor
         real = ingestor._now
         try:
             for day, i, text in ((18, 1, SATURDAY_TALK), (14, 2, TUESDAY_TALK)):
-                at = datetime(2023, 3, day, 10, tzinfo=timezone.utc)
+                at = datetime(2023, 3, day, 10, tzinfo=UTC)
                 ingestor._now = lambda at=at: at
                 await api.gql(SAVE, input={"content": text, "id": f"talk_ch{i}_e0"})
             for i, text in enumerate(SALES):
                 await api.gql(SAVE, input={"content": text, "id": f"talk_ch{i + 3}_e0"})
-            ingestor._now = lambda: datetime(2023, 3, 21, 10, tzinfo=timezone.utc)
+            ingestor._now = lambda: datetime(2023, 3, 21, 10, tzinfo=UTC)
             page = await api.gql(SEARCH, q=question, s="t")
         finally:
             ingestor._now = real
