@@ -1,5 +1,6 @@
-"""The pages Memory.search delivers for the latency bench's queries, written as JSON lines, so
-two checkouts can be compared page for page (a speed-up must not change a result); with
+"""The pages Memory.search delivers for the latency bench's queries, written as JSON lines with
+each delivered event's explain (ranks, scores, MMR step), so two checkouts can be compared page
+for page (a speed-up must not change a result); with
 ``--profile N``, cProfile N of those searches instead and print where their time goes.
 
     python -m bench.search_pages --size 100000 --out /tmp/pages_branch.jsonl
@@ -82,7 +83,11 @@ async def run(args: argparse.Namespace) -> None:
             with open(args.out, "w", encoding="utf-8") as f:
                 for i, (text, _) in enumerate(qs):
                     found = await memory.search(SearchRequest(query=text), f"{args.tag}-pages-{i}")
-                    line = {"query": text, "page": page_record(found.page)}
+                    line = {
+                        "query": text,
+                        "page": page_record(found.page),
+                        "explain": {i: dataclasses.asdict(e) for i, e in found.explain.items()},
+                    }
                     f.write(json.dumps(line, ensure_ascii=False, sort_keys=True) + "\n")
         finally:
             await store.close()

@@ -60,7 +60,7 @@ from mnemoql.engine.retrieval.speakers import (
     states_in_first_person,
 )
 from mnemoql.engine.retrieval.terms import (
-    coverage,
+    coverages,
     is_cjk_term,
     query_terms,
     with_word_forms,
@@ -583,7 +583,7 @@ class Retriever:
         if not events:
             return Ranked([], {})
         terms = query_terms(query or "")
-        cov = {i: coverage(terms, e.summary, e.content) for i, e in events.items()}
+        cov = coverages(terms, ((i, e.summary, e.content) for i, e in events.items()))
         fade = lexical_fade(sum(not is_cjk_term(t) for t in terms), self.long_query_terms)
         routes = {
             "summary": [h.event_id for h in summary_hits if h.event_id in events],

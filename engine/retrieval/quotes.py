@@ -104,19 +104,24 @@ def choose_window(
     spans = term_spans(content[start:end], terms) if terms else {}
     if spans:
         size = last - start + 1
-        diff = np.zeros(size + 1, dtype=np.int64)
-        for occurrences in spans.values():
-            occ = np.asarray(occurrences, dtype=np.int64)
-            lo = np.maximum(occ[:, 1] - length, 0)
-            hi = np.minimum(occ[:, 0], size - 1)
-            order = np.argsort(lo, kind="stable")
-            lo, hi = lo[order], hi[order]
+        opens: list[int] = []
+        closes: list[int] = []
+        for occurrences in spans.values():  # a term occurs a few times: plain Python
+            starts = sorted(
+                ((max(b - length, 0), min(a, size - 1)) for a, b in occurrences),
+                key=lambda lo_hi: lo_hi[0],
+            )
             # Merge one term's intervals so a start position counts the term once.
-            reach = np.concatenate(([-1], np.maximum.accumulate(hi)[:-1]))
-            lo = np.maximum(lo, reach + 1)
-            keep = lo <= hi
-            np.add.at(diff, lo[keep], 1)
-            np.add.at(diff, hi[keep] + 1, -1)
+            reach = -1
+            for lo, hi in starts:
+                lo = max(lo, reach + 1)
+                if lo <= hi:
+                    opens.append(lo)
+                    closes.append(hi + 1)
+                reach = max(reach, hi)
+        diff = np.zeros(size + 1, dtype=np.int64)
+        np.add.at(diff, np.asarray(opens, dtype=np.int64), 1)
+        np.add.at(diff, np.asarray(closes, dtype=np.int64), -1)
         p = start + int(np.argmax(np.cumsum(diff[:-1])))
     return p, min(p + length, end)
 

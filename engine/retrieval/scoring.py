@@ -233,6 +233,18 @@ def dedup_by_hash(ranked: Iterable[T], hash_of: Callable[[T], str | None]) -> li
     return kept
 
 
+def _dims(vectors: Sequence[npt.ArrayLike]) -> int:
+    """The one dimension of the vectors (each flattened).
+
+    Raises:
+        ValueError: When they do not share one.
+    """
+    dims = {int(np.size(v)) for v in vectors}
+    if len(dims) > 1:
+        raise ValueError("MMR vectors must share one dimension")
+    return dims.pop()
+
+
 def unit_rows(vectors: Sequence[npt.ArrayLike | None]) -> _Matrix:
     """The vectors as unit rows (float64); a missing or zero vector is a zero row, so its
     cosine with everything is 0.
@@ -243,11 +255,12 @@ def unit_rows(vectors: Sequence[npt.ArrayLike | None]) -> _Matrix:
     present = [i for i, v in enumerate(vectors) if v is not None]
     if not present:
         return np.zeros((len(vectors), 0), dtype=np.float64)
-    rows = [np.asarray(vectors[i], dtype=np.float64).ravel() for i in present]
-    if len({r.shape[0] for r in rows}) > 1:
-        raise ValueError("MMR vectors must share one dimension")
-    mat = np.zeros((len(vectors), rows[0].shape[0]), dtype=np.float64)
-    mat[present] = rows
+    given = [v for v in vectors if v is not None]
+    mat = np.zeros((len(vectors), _dims(given)), dtype=np.float64)
+    if all(isinstance(v, np.ndarray) and v.ndim == 1 for v in given):
+        mat[present] = np.array(given, dtype=np.float64)  # the usual case: one conversion
+    else:
+        mat[present] = [np.asarray(v, dtype=np.float64).ravel() for v in given]
     norms = np.linalg.norm(mat, axis=1)
     nonzero = norms > 0
     mat[nonzero] /= norms[nonzero, None]
@@ -300,20 +313,33 @@ def redundancy_matrix(
 
 class Redundancy:
     """``redundancy_matrix`` one row at a time: MMR reads only the rows of its picks (a
-    handful), so the whole pool-by-pool matrix is never built."""
+    handful), so the whole pool-by-pool matrix is never built. The overlaps of a row are
+    counted from the sets that share a hash with its own (few: most events' chunks are their
+    own), the same integer counts and quotients the incidence product gives."""
 
     def __init__(
         self, vectors: Sequence[npt.ArrayLike | None], hash_sets: Sequence[Set[str]]
     ) -> None:
         self._unit = unit_rows(vectors)
-        self._incidence = _incidence(hash_sets)
-        self._sizes = self._incidence.sum(axis=1)
+        self._sets = hash_sets
+        self._sizes = [len(h) for h in hash_sets]
+        self._owners: dict[str, list[int]] = {}
+        for j, hashes in enumerate(hash_sets):
+            for h in hashes:
+                self._owners.setdefault(h, []).append(j)
 
     def row(self, i: int) -> _Matrix:
         """``redundancy_matrix(...)[i]``."""
         cos = np.clip(self._unit @ self._unit[i], 0.0, 1.0)
-        inter = self._incidence @ self._incidence[i]
-        out: _Matrix = np.maximum(cos, _overlap(inter, self._sizes, float(self._sizes[i])))
+        shared: dict[int, int] = {}
+        for h in self._sets[i]:
+            for j in self._owners[h]:
+                shared[j] = shared.get(j, 0) + 1
+        overlap = np.zeros(len(self._sizes), dtype=np.float64)
+        mine = self._sizes[i]
+        for j, inter in shared.items():  # inter > 0, so both sets are non-empty
+            overlap[j] = inter / min(self._sizes[j], mine)
+        out: _Matrix = np.maximum(cos, overlap)
         return out
 
 

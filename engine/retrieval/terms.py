@@ -111,8 +111,12 @@ class DocTerms:
 
     def present(self, term: str) -> bool:
         """Whether one query term occurs in the document."""
+        return self.has(term, is_cjk_term(term))
+
+    def has(self, term: str, cjk: bool) -> bool:
+        """``present`` for a term already known to be CJK (``cjk``) or latin."""
         text = self.text
-        if is_cjk_term(term):
+        if cjk:
             return term in text
         at = text.find(term)
         while at >= 0:
@@ -141,6 +145,20 @@ def coverage(terms: frozenset[str], summary: str, content: str) -> float:
         return 0.0
     doc = DocTerms(summary + "\n" + content[:QUOTE_SCOPE])
     return doc.count(terms) / len(terms)
+
+
+def coverages(terms: frozenset[str], docs: Iterable[tuple[str, str, str]]) -> dict[str, float]:
+    """``coverage`` of many ``(id, summary, content)`` documents (a search's candidates),
+    with the terms sorted into CJK and latin once rather than once per document."""
+    if not terms:
+        return {doc_id: 0.0 for doc_id, _, _ in docs}
+    kinds = [(t, is_cjk_term(t)) for t in terms]
+    n = len(terms)
+    out: dict[str, float] = {}
+    for doc_id, summary, content in docs:
+        doc = DocTerms(summary + "\n" + content[:QUOTE_SCOPE])
+        out[doc_id] = sum(1 for t, cjk in kinds if doc.has(t, cjk)) / n
+    return out
 
 
 _Sources = tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]
@@ -202,10 +220,17 @@ def term_spans(text: str, terms: Iterable[str]) -> dict[str, list[tuple[int, int
     wanted = set(terms)
     spans: dict[str, list[tuple[int, int]]] = {}
     latin = {t for t in wanted if not is_cjk_term(t)}
-    if latin:
-        for m in _LATIN.finditer(norm):
-            if m.group() in latin:
-                spans.setdefault(m.group(), []).append(span(m.start(), m.end()))
+    # A latin term occurs where it is a whole _LATIN token: found as a substring with the
+    # token boundaries checked around it (``DocTerms.present``'s rule), in C instead of
+    # tokenising the whole text. Only a term that is itself one token can equal a token.
+    for term in sorted(latin):
+        if _LATIN.fullmatch(term) is None:
+            continue
+        at = norm.find(term)
+        while at >= 0:
+            if _is_token_at(norm, at, at + len(term)):
+                spans.setdefault(term, []).append(span(at, at + len(term)))
+            at = norm.find(term, at + 1)
     for term in wanted - latin:
         at = norm.find(term)
         while at >= 0:

@@ -12,6 +12,7 @@ from mnemoql.engine.retrieval.scoring import (
     overlap_matrix,
     redundancy_matrix,
     rrf,
+    unit_rows,
 )
 
 
@@ -84,8 +85,12 @@ def test_redundancy_rows_are_the_matrix_rows() -> None:
     hashes = [{str(h) for h in rng.integers(0, 12, int(rng.integers(0, 4)))} for _ in range(30)]
     red = Redundancy(vecs, hashes)
     full = redundancy_matrix(vecs, hashes)
+    unit, overlap = unit_rows(vecs), overlap_matrix(hashes)
     for i in range(30):
         np.testing.assert_allclose(red.row(i), full[i], rtol=0, atol=1e-12)
+        # and the very floats of the row's own products: MMR's picks and scores stay the same
+        want = np.maximum(np.clip(unit @ unit[i], 0.0, 1.0), overlap[i])
+        assert red.row(i).tobytes() == want.tobytes()
     none = Redundancy([None, None], [set(), set()])
     assert none.row(1).tolist() == [0.0, 0.0]
 

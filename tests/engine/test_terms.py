@@ -10,6 +10,7 @@ from mnemoql.engine.retrieval.terms import (
     _LATIN,
     DocTerms,
     coverage,
+    coverages,
     normalise,
     query_terms,
     term_spans,
@@ -131,3 +132,29 @@ def test_normalise_equals_whole_string_nfkc_lower(text: str) -> None:
 def test_term_spans_map_back_through_expanding_punctuation() -> None:
     text = "……部署，Ｎｅｏ４ｊ"  # each … becomes three code points under NFKC
     assert term_spans(text, ["部署", "neo4j"]) == {"部署": [(2, 4)], "neo4j": [(5, 10)]}
+
+
+@settings(max_examples=400, deadline=None)
+@given(_TEXT, _TEXT)
+def test_latin_term_spans_are_the_whole_tokens(text: str, query: str) -> None:
+    """term_spans finds latin terms by substring + boundary checks; its spans must be those of
+    the rule itself: the _LATIN tokens of the text that equal a term (texts whose normalised
+    form keeps their length, so positions agree), and no span for a term that is no token."""
+    norm = normalise(text)
+    if len(norm) != len(text):
+        return
+    tokens = _LATIN.findall(normalise(query)) + [m.group() for m in _LATIN.finditer(norm)][:3]
+    wanted = {*tokens, "a b", "-a"}  # two that no token can equal
+    want: dict[str, list[tuple[int, int]]] = {}
+    for m in _LATIN.finditer(norm):
+        if m.group() in wanted:
+            want.setdefault(m.group(), []).append((m.start(), m.end()))
+    assert term_spans(text, wanted) == want
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(_TEXT, _TEXT), max_size=6), _TEXT)
+def test_coverages_is_coverage_per_document(docs: list[tuple[str, str]], query: str) -> None:
+    terms = query_terms(query)
+    many = coverages(terms, ((str(i), s, c) for i, (s, c) in enumerate(docs)))
+    assert many == {str(i): coverage(terms, s, c) for i, (s, c) in enumerate(docs)}
