@@ -18,7 +18,7 @@ from mnemoql.engine.models import EMPTY_FILTERS, AllOf, Cond, MemoryMeta, Not, P
 from mnemoql.engine.store.base import Store
 from mnemoql.engine.store.neo4j import _cypher as q
 from mnemoql.engine.store.neo4j import _records as rec
-from mnemoql.engine.store.neo4j.managed import free_port
+from mnemoql.engine.store.neo4j.home import free_port
 from mnemoql.engine.store.neo4j.store import Neo4jStore
 from tests.store import factory_neo4j
 from tests.store._builders import axis, concept, event, person, plan, rel, save_one
