@@ -26,7 +26,7 @@ from usearch.index import Index
 
 from bench._common import RESULTS, command_line, git_rev, load_average, machine_line, publish, table
 from bench.search_latency import DIMS, TextLikeVectors, corpus_path
-from mnemoql.engine.store.embedded._ann import EXPANSION_ADD
+from mnemoql.engine.store.embedded._hnsw import EXPANSION_ADD
 
 F32 = npt.NDArray[np.float32]
 K = 40

@@ -96,6 +96,8 @@ from mnemoql.engine.models import EMPTY_FILTERS, ID_PREFIX, RoutePool, SavePlan
 from mnemoql.engine.retrieval.pipeline import ROUTE_LIMIT, SearchRequest
 from mnemoql.engine.store import rules
 from mnemoql.engine.store.neo4j import _cypher as q
+from mnemoql.engine.store.neo4j import _cypher_route as qroute
+from mnemoql.engine.store.neo4j import _cypher_write as qwrite
 from mnemoql.engine.store.neo4j import _records as rec
 from mnemoql.engine.store.neo4j import _routes as routes
 from mnemoql.engine.store.neo4j._routes import INDEX_MAX_FETCH
@@ -125,7 +127,7 @@ def store_for(
 
 
 async def space_size(store: Neo4jStore) -> int:
-    rows = await store._run(q.SPACE_SIZE)
+    rows = await store._run(qroute.SPACE_SIZE)
     return int(rows[0]["n"] or 0) if rows else 0
 
 
@@ -257,7 +259,7 @@ RETURN type(r) AS type, a.id AS a, b.id AS b, properties(r) AS props
 # the space node's counters: one bump per save transaction, one per import (not data), and
 # the topic change feed's bookkeeping (engine/store/neo4j/_changes.py)
 _SPACE_COUNTERS = frozenset({"writes", "topics_reload", "removals", "removals_floor"})
-_MARKS = frozenset(q.MARK_PROPERTY.values())  # a mark of 0 (the import's) = none (a save's)
+_MARKS = frozenset(qwrite.MARK_PROPERTY.values())  # a mark of 0 (the import's) = none (a save's)
 
 
 async def graph_of(store: Neo4jStore) -> tuple[list[Any], list[Any]]:
@@ -318,7 +320,7 @@ async def drop_shared(store: Neo4jStore) -> None:
 
 
 async def total_events(store: Neo4jStore) -> int:
-    rows = await store._run(q.SPACE_SIZE)
+    rows = await store._run(qroute.SPACE_SIZE)
     return int(rows[0]["total"] or 0) if rows else 0
 
 

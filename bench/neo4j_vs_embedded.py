@@ -76,7 +76,7 @@ from mnemoql.engine.providers.factory import Providers, build_providers
 from mnemoql.engine.retrieval.pipeline import ROUTE_LIMIT, SearchRequest
 from mnemoql.engine.store.base import Store
 from mnemoql.engine.store.embedded import EmbeddedStore
-from mnemoql.engine.store.neo4j import _cypher as q
+from mnemoql.engine.store.neo4j import _cypher_route as qroute
 from mnemoql.engine.store.neo4j import _records as rec
 from mnemoql.engine.store.neo4j._routes import INDEX_OVERFETCH
 from mnemoql.engine.store.neo4j.store import Neo4jStore
@@ -229,7 +229,7 @@ async def search_times(
 
 async def route_variants(store: Neo4jStore, qs: Sequence[tuple[str, Any]]) -> dict[Any, Any]:
     """Exact scans vs the store's index queries (over-fetch k*f, exact rescoring), per route.
-    ``store`` scans exactly; the index variants run the store's own ``q.BY_INDEX`` Cypher."""
+    ``store`` scans exactly; the index variants run the store's own ``qroute.BY_INDEX`` Cypher."""
     out: dict[Any, Any] = {}
     for route in ("summary", "chunk"):
         exact_t: list[float] = []
@@ -250,7 +250,7 @@ async def route_variants(store: Neo4jStore, qs: Sequence[tuple[str, Any]]) -> di
                     "limit": K, "fetch": K * f,
                 }  # fmt: skip
                 t0 = time.perf_counter()
-                rows = await store._run(q.BY_INDEX[route][1], params)
+                rows = await store._run(qroute.BY_INDEX[route][1], params)
                 if i >= 5:
                     times.append(time.perf_counter() - t0)
                 got = {r["id"] for r in rows}

@@ -79,11 +79,11 @@ from mnemoql.engine.providers.base import EmbedKind
 from mnemoql.engine.providers.factory import Providers, build_providers
 from mnemoql.engine.retrieval.pipeline import ROUTE_LIMIT, SearchRequest
 from mnemoql.engine.store.embedded import EmbeddedStore, _search
-from mnemoql.engine.store.embedded._ann import (
+from mnemoql.engine.store.embedded._ann import AnnSettings
+from mnemoql.engine.store.embedded._hnsw import (
     CONNECTIVITY,
     EXPANSION_ADD,
     EXPANSION_SEARCH,
-    AnnSettings,
     Hnsw,
 )
 from mnemoql.engine.text import chunk_ranges, content_hash, text_hash

@@ -57,7 +57,9 @@ ERROR_WORDING = {
     "engine/providers/openai.py",
     "engine/dump_checks.py",  # _zh: "line N" of an error in Chinese
     "engine/store/rules.py",
-    "engine/store/neo4j/managed.py",  # the install hint in Chinese
+    "engine/store/neo4j/managed.py",
+    "engine/store/neo4j/install.py",  # the install hint in Chinese
+    "engine/store/neo4j/home.py",
     "web/guards/sizes.py",  # refusals' Chinese, passed on as refuse(zh=...)
 }
 

@@ -446,7 +446,7 @@ async def test_a_saved_index_of_other_graph_parameters_serves_until_rebuilt(
     import json
 
     from mnemoql.engine.store.embedded import _ann as _embedded_ann
-    from mnemoql.engine.store.embedded._ann import GRAPH
+    from mnemoql.engine.store.embedded._hnsw import GRAPH
 
     rng = np.random.default_rng(12)
     store = await opened(tmp_path / "m")
@@ -518,6 +518,7 @@ async def test_a_saved_index_stays_mapped_until_rows_wait_and_thaws_handing_the_
     import types
 
     from mnemoql.engine.store.embedded import _ann as _embedded_ann
+    from mnemoql.engine.store.embedded import _ann_files
 
     rng = np.random.default_rng(21)
     path = tmp_path / "a"
@@ -525,9 +526,9 @@ async def test_a_saved_index_stays_mapped_until_rows_wait_and_thaws_handing_the_
     await store.apply_save(batch(rng, 150))
     await store.close()
     yields: list[float] = []
-    clock = types.SimpleNamespace(monotonic=_embedded_ann.time.monotonic, sleep=yields.append)
-    monkeypatch.setattr(_embedded_ann, "time", clock)
-    monkeypatch.setattr(_embedded_ann, "_YIELD_EVERY_S", 0.0)
+    clock = types.SimpleNamespace(monotonic=_ann_files.time.monotonic, sleep=yields.append)
+    monkeypatch.setattr(_ann_files, "time", clock)
+    monkeypatch.setattr(_ann_files, "_YIELD_EVERY_S", 0.0)
     monkeypatch.setattr(_embedded_ann, "FROZEN_TAIL_ROWS", 40)
     store = await opened(path)
     exact = await opened(tmp_path / "x", AnnSettings(mode="exact"))

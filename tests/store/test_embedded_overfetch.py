@@ -13,7 +13,8 @@ import pytest
 
 from mnemoql.engine.models import EMPTY_FILTERS, MemoryMeta
 from mnemoql.engine.store.embedded import EmbeddedStore
-from mnemoql.engine.store.embedded._ann import AnnSettings, Hnsw
+from mnemoql.engine.store.embedded._ann import AnnSettings
+from mnemoql.engine.store.embedded._hnsw import Hnsw
 from tests.store._builders import chunks_for, event, plan
 
 D = 32

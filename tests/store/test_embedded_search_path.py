@@ -14,7 +14,8 @@ import numpy as np
 
 from mnemoql.engine.models import EMPTY_FILTERS, Entity
 from mnemoql.engine.store.embedded import EmbeddedStore
-from mnemoql.engine.store.embedded._ann import AnnSettings, Hnsw
+from mnemoql.engine.store.embedded._ann import AnnSettings
+from mnemoql.engine.store.embedded._hnsw import Hnsw
 from tests.store._builders import axis, chunks_for, concept, event, plan, rel, vec
 
 MANY = 55  # MENTIONS of one event: past the 50 an evidence page shows

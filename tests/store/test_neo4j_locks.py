@@ -1,6 +1,6 @@
 """Concurrent writers of one Neo4j space queue on its lock instead of deadlocking.
 
-Every write transaction starts with ``LOCK_SPACE`` (``_cypher``). A later statement that wrote
+Every write transaction starts with ``LOCK_SPACE`` (``_cypher_write``). A later statement that wrote
 the locked space node with an expression reading it again (``SET s.x = s.x + 1``: the id marks,
 the removal counter) made Neo4j 5.26 report DeadlockDetected against the writers queued on the
 lock: ~30 driver retries per 20 concurrent saves, and a failed save under load once the 10 s

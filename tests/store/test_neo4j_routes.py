@@ -19,6 +19,7 @@ import pytest
 from mnemoql.engine.models import EMPTY_FILTERS, Filters, Hit, MemoryMeta, RouteName
 from mnemoql.engine.store.base import route_pool_by_parts
 from mnemoql.engine.store.neo4j import _cypher as q
+from mnemoql.engine.store.neo4j import _cypher_route as qroute
 from mnemoql.engine.store.neo4j.store import Neo4jStore
 from tests.store import factory_neo4j
 from tests.store._builders import concept, event, plan, rel
@@ -41,8 +42,8 @@ async def spaces() -> AsyncIterator[tuple[Neo4jStore, Neo4jStore, list[str], int
     await indexed.open()
     await exact.open()
     try:
-        names = {"names": list(q.GLOBAL_ROUTE_INDEXES)}
-        state = {r["name"]: r["dims"] for r in await indexed._run(q.ROUTE_INDEX_STATE, names)}
+        names = {"names": list(qroute.GLOBAL_ROUTE_INDEXES)}
+        state = {r["name"]: r["dims"] for r in await indexed._run(qroute.ROUTE_INDEX_STATE, names)}
         dims = int(state.get(q.VECTOR_INDEXES["Event"]) or 16)
         rng = np.random.default_rng(11)
         vecs = rng.standard_normal((EVENTS, 3, dims)).astype(np.float32)
@@ -95,8 +96,8 @@ async def test_a_large_space_routes_through_the_index_with_exact_scores(
         query = rng.standard_normal(dims).astype(np.float32)
         got = await indexed.route(route, query, EMPTY_FILTERS, frozenset(), 40)
         same(got, await exact.route(route, query, EMPTY_FILTERS, frozenset(), 40))
-    assert seen.count(q.BY_INDEX[route][1]) == 10
-    assert q.ROUTES[(route, False)] not in seen
+    assert seen.count(qroute.BY_INDEX[route][1]) == 10
+    assert qroute.ROUTES[(route, False)] not in seen
     # date filters and exclusions are applied to the fetched candidates
     query = rng.standard_normal(dims).astype(np.float32)
     excluded = frozenset(ids[:20])
@@ -116,15 +117,15 @@ async def test_the_exact_scan_answers_when_the_index_cannot(
     indexed, exact, ids, dims = spaces
     seen = record_queries(indexed)
     query = np.random.default_rng(5).standard_normal(dims).astype(np.float32)
-    exact_route = q.ROUTES[(route, False)]
+    exact_route = qroute.ROUTES[(route, False)]
     # fewer than the limit survive the exclusions, even after a larger fetch: fall back
     excluded = frozenset(ids[: EVENTS - 10])
     same(
         await indexed.route(route, query, EMPTY_FILTERS, excluded, 40),
         await exact.route(route, query, EMPTY_FILTERS, excluded, 40),
     )
-    tried = [x for x in seen if x not in (q.ROUTE_INDEX_STATE, q.SPACE_SIZE)]
-    assert tried[0] == q.BY_INDEX[route][1] and tried[-1] == exact_route
+    tried = [x for x in seen if x not in (qroute.ROUTE_INDEX_STATE, qroute.SPACE_SIZE)]
+    assert tried[0] == qroute.BY_INDEX[route][1] and tried[-1] == exact_route
     # entity filters and expand's restricted ids go straight to the exact scan
     groups = Filters(groups=(frozenset({"concept_1"}),))
     same(
@@ -133,7 +134,7 @@ async def test_the_exact_scan_answers_when_the_index_cannot(
     )
     assert seen[-1] == exact_route
     await indexed.route(route, query, EMPTY_FILTERS, frozenset(), 40, frozenset(ids[:5]))
-    assert seen[-1] == q.ROUTES[(route, True)]
+    assert seen[-1] == qroute.ROUTES[(route, True)]
     # a query of another width than the index's, or a small space
     own = indexed.space_names
     index = own.events_index if route == "summary" else own.chunks_index
@@ -172,8 +173,8 @@ async def test_a_crowded_fetch_is_retried_larger_before_falling_back(
         await indexed.route(route, query, EMPTY_FILTERS, crowd, 40),
         await exact.route(route, query, EMPTY_FILTERS, crowd, 40),
     )
-    routes = [x for x in seen if x not in (q.ROUTE_INDEX_STATE, q.SPACE_SIZE)]
-    assert routes == [q.BY_INDEX[route][1], q.BY_INDEX[route][1]]  # no exact scan
+    routes = [x for x in seen if x not in (qroute.ROUTE_INDEX_STATE, qroute.SPACE_SIZE)]
+    assert routes == [qroute.BY_INDEX[route][1], qroute.BY_INDEX[route][1]]  # no exact scan
 
 
 async def test_the_route_pool_reads_each_route_once_and_matches_its_parts(
@@ -184,8 +185,10 @@ async def test_the_route_pool_reads_each_route_once_and_matches_its_parts(
     query = np.random.default_rng(13).standard_normal(dims).astype(np.float32)
     excluded = frozenset(ids[:5])
     pool = await indexed.route_pool(query, EMPTY_FILTERS, excluded, 40)
-    routes = [x for x in seen if x not in (q.ROUTE_INDEX_STATE, q.SPACE_SIZE)]
-    assert sorted(routes) == sorted([q.POOL_BY_INDEX["summary"][1], q.POOL_BY_INDEX["chunk"][1]])
+    routes = [x for x in seen if x not in (qroute.ROUTE_INDEX_STATE, qroute.SPACE_SIZE)]
+    assert sorted(routes) == sorted(
+        [qroute.POOL_BY_INDEX["summary"][1], qroute.POOL_BY_INDEX["chunk"][1]]
+    )
     parts = await route_pool_by_parts(exact, query, EMPTY_FILTERS, excluded, 40)
     same(pool.summary, parts.summary)
     same(pool.chunk, parts.chunk)

@@ -20,6 +20,7 @@ import pytest
 
 from mnemoql.engine.models import EMPTY_FILTERS, MemoryMeta, RouteName, VectorSet
 from mnemoql.engine.store.neo4j import _cypher as q
+from mnemoql.engine.store.neo4j import _cypher_route as qroute
 from mnemoql.engine.store.neo4j._routes import INDEX_MAX_FETCH, INDEX_STATE_TTL
 from mnemoql.engine.store.neo4j.store import Neo4jStore
 from tests.store import factory_neo4j
@@ -74,7 +75,7 @@ async def make() -> AsyncIterator[MakeStore]:
 
 async def shared_width(store: Neo4jStore) -> int:
     """The width of the database-wide event index (the suite shares one server), or 16."""
-    rows = await store._run(q.ROUTE_INDEX_STATE, {"names": list(q.GLOBAL_ROUTE_INDEXES)})
+    rows = await store._run(qroute.ROUTE_INDEX_STATE, {"names": list(qroute.GLOBAL_ROUTE_INDEXES)})
     return int(next((r["dims"] for r in rows if r["dims"]), None) or 16)
 
 
@@ -109,7 +110,7 @@ def spy(store: Neo4jStore) -> list[tuple[str, dict[str, Any]]]:
 async def vector_indexes(store: Neo4jStore) -> dict[str, int]:
     """ONLINE or populating vector indexes of the store's space: name -> width."""
     names = [store.space_names.events_index, store.space_names.chunks_index]
-    rows = await store._run(q.ROUTE_INDEX_STATE, {"names": names})
+    rows = await store._run(qroute.ROUTE_INDEX_STATE, {"names": names})
     return {r["name"]: int(r["dims"]) for r in rows}
 
 
@@ -135,12 +136,12 @@ async def routes_match_exact(
 
 
 def index_queries(seen: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
-    texts = {text for _, text in q.BY_INDEX.values()}
+    texts = {text for _, text in qroute.BY_INDEX.values()}
     return [params for query, params in seen if query in texts]
 
 
 def exact_scans(seen: list[tuple[str, dict[str, Any]]]) -> int:
-    return sum(query in q.ROUTES.values() for query, _ in seen)
+    return sum(query in qroute.ROUTES.values() for query, _ in seen)
 
 
 @pytest.fixture
@@ -182,7 +183,7 @@ async def test_the_shared_index_fetch_grows_with_its_crowding(
     shared = await make(target.space, space_indexes=False)  # as while its own index populates
     # the database may be shared with other test runs that write meanwhile: the fetch follows
     # the crowding at the time of the query, between the two counts
-    before = (await shared._run(q.SPACE_SIZE))[0]["total"]
+    before = (await shared._run(qroute.SPACE_SIZE))[0]["total"]
     # a fetch the shared index can still answer at this crowding (> 9): 40 x 10 x 9 < 4,000
     # (INDEX_MAX_FETCH); the default x 15 would skip the index, which the end of this test checks.
     # A database that other runs filled further gets a smaller over-fetch, with room for their
@@ -193,8 +194,8 @@ async def test_the_shared_index_fetch_grows_with_its_crowding(
     assert shared.index_overfetch >= 1, f"the shared database holds {before} events: too crowded"
     seen = await routes_match_exact(shared, exact, dims, seed=4)
     used = index_queries(seen)
-    assert used and {p["index"] for p in used} <= set(q.GLOBAL_ROUTE_INDEXES)
-    after = (await shared._run(q.SPACE_SIZE))[0]["total"]
+    assert used and {p["index"] for p in used} <= set(qroute.GLOBAL_ROUTE_INDEXES)
+    after = (await shared._run(qroute.SPACE_SIZE))[0]["total"]
     assert before / shared.index.space_size > 9  # the crowd and whatever else the database holds
     low, high = (math.ceil(LIMIT * shared.index_overfetch * t / shared.index.space_size)
                  for t in (min(before, after), max(before, after)))  # fmt: skip
@@ -258,16 +259,16 @@ async def test_an_aged_index_state_is_read_again_beside_the_search(make: MakeSto
     store.index.seen = time.monotonic() - INDEX_STATE_TTL - 1  # aged, not invalidated
     seen = spy(store)
     await store.route("summary", query, EMPTY_FILTERS, frozenset(), 5)
-    assert seen[0][0] == q.POOL_BY_INDEX["summary"][1] or seen[0][0] == q.BY_INDEX["summary"][1]
+    assert seen[0][0] == qroute.POOL_BY_INDEX["summary"][1] or seen[0][0] == qroute.BY_INDEX["summary"][1]
     assert store.index.task is not None
     await store.index.task
-    assert [text for text, _ in seen[1:]] == [q.ROUTE_INDEX_STATE, q.SPACE_SIZE]
+    assert [text for text, _ in seen[1:]] == [qroute.ROUTE_INDEX_STATE, qroute.SPACE_SIZE]
     assert time.monotonic() - store.index.seen < INDEX_STATE_TTL
     # an invalidated one (an index changed) is read before the route
     store.index.seen = -INDEX_STATE_TTL
     seen.clear()
     await store.route("summary", query, EMPTY_FILTERS, frozenset(), 5)
-    assert [text for text, _ in seen[:2]] == [q.ROUTE_INDEX_STATE, q.SPACE_SIZE]
+    assert [text for text, _ in seen[:2]] == [qroute.ROUTE_INDEX_STATE, qroute.SPACE_SIZE]
 
 
 async def test_own_indexes_follow_the_space_through_its_life(make: MakeStore) -> None:

@@ -17,8 +17,10 @@ from mnemoql.engine.errors import InvalidInput, StoreUnavailable
 from mnemoql.engine.models import EMPTY_FILTERS, AllOf, Cond, MemoryMeta, Not, Page, VectorSet
 from mnemoql.engine.store.base import Store
 from mnemoql.engine.store.neo4j import _cypher as q
+from mnemoql.engine.store.neo4j import _cypher_read as qread
+from mnemoql.engine.store.neo4j import _cypher_write as qwrite
 from mnemoql.engine.store.neo4j import _records as rec
-from mnemoql.engine.store.neo4j.managed import free_port
+from mnemoql.engine.store.neo4j.home import free_port
 from mnemoql.engine.store.neo4j.store import Neo4jStore
 from tests.store import factory_neo4j
 from tests.store._builders import axis, concept, event, person, plan, rel, save_one
@@ -55,7 +57,7 @@ def test_allow_lists_reject_injection_strings(evil: str) -> None:
     with pytest.raises(InvalidInput):
         rec.sort_key("Person", ("name", evil))  # type: ignore[arg-type]
     with pytest.raises(InvalidInput):
-        q.list_page("Event", "true", "n.id", evil, after=False)
+        qread.list_page("Event", "true", "n.id", evil, after=False)
 
 
 def test_where_values_only_ever_travel_as_parameters() -> None:
@@ -70,8 +72,8 @@ def test_where_values_only_ever_travel_as_parameters() -> None:
 
 
 def test_prepared_queries_only_name_allow_listed_labels() -> None:
-    assert set(q.CREATE_ENTITIES) == {"Person", "Concept", "Location"}
-    assert {k[1] for k in q.MERGE_REL} == {
+    assert set(qwrite.CREATE_ENTITIES) == {"Person", "Concept", "Location"}
+    assert {k[1] for k in qwrite.MERGE_REL} == {
         "PARTICIPATED_IN",
         "OCCURRED_AT",
         "MENTIONS",

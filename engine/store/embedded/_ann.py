@@ -7,6 +7,10 @@ space's filters, rescores them exactly from the float32 mirror and cuts the page
 order and ties are the exact scan's whenever the true top rows are among the candidates
 (bench/results/search_latency.md measures how often). docs/DECISIONS.md says why usearch.
 
+This module keeps the set of indexes in step with the mirrors and the database (its tables
+``ann_state`` and ``ann_forgotten``); one index over its rows is ``_hnsw``, the saved files
+are ``_ann_files``.
+
 Derived data, never the only copy:
     Keys are the nodes' SQLite ``seq`` numbers, stable across reloads. An index covers a prefix
     ``[0, covered)`` of its mirror's rows; searches scan the rows beyond it exactly, so a row is
@@ -35,13 +39,10 @@ Bounded forget log:
 from __future__ import annotations
 
 import functools
-import json
 import logging
-import os
 import secrets
 import sqlite3
 import threading
-import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -51,29 +52,22 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from mnemoql.engine.store.embedded._index import F32, I64, EntityView, EventView
+from mnemoql.engine.store.embedded._ann_files import AnnFiles, mutable_copy
+from mnemoql.engine.store.embedded._hnsw import (
+    EXPANSION_ADD,
+    KINDS,
+    Kind,
+    add_rows,
+    first_missing,
+    matrix_rows,
+    new_index,
+    remove_keys,
+)
+from mnemoql.engine.store.embedded._hnsw import Hnsw as Hnsw  # _search imports it from here
+from mnemoql.engine.store.embedded._index import I64, EntityView, EventView
 
 log = logging.getLogger(__name__)
 
-Kind = str  # "summary", "chunk", or an entity label
-KINDS: tuple[Kind, ...] = ("summary", "chunk", "Person", "Concept", "Location")
-# M 32: at 1M text-like events M 16 kept 0.986 of the exact top 40 among 400 fetched, M 32
-# 0.997, at the same search time (bench/results/ann_connectivity.md; docs/DECISIONS.md,
-# "Connectivity"). efConstruction 128: with 64 the dense regions of a 1M graph had holes (2.3%
-# of vectors not found from themselves at the default beam, one in 200 queries kept only
-# 0.925 of its top 40); 128 kept 1.000 of every query's top 40 (docs/DECISIONS.md, "Holes in
-# the graph")
-CONNECTIVITY, EXPANSION_ADD = 32, 128
-# A saved index built with other graph parameters is rebuilt in the background after open: a
-# graph keeps the quality it was built with, and M 16 / efConstruction 64 graphs missed events
-# at 1M. Until the new one is in, the old file serves (mapped, never edited; exact rescoring of
-# its candidates as always, the rows it lacks scanned exactly): a 1M-event memory would
-# otherwise scan every vector for the ~10 minutes of the rebuild.
-GRAPH = {"connectivity": CONNECTIVITY, "expansion_add": EXPANSION_ADD}
-# the search beam, per key fetched: x2 lifted the share of the exact top 40 among 400 fetched at
-# 100k events from 0.9960 (worst query 0.775) to 0.9995 (0.975) for summaries and from 0.9938 to
-# 0.9971 for chunks, for ~1.7x the search time (docs/DECISIONS.md, "Build speed")
-EXPANSION_SEARCH = 2
 INLINE_ROWS = 4096  # catch-ups up to this many rows run inline after a commit
 # a saved, mapped index is copied (thawed) only once more rows than this wait beyond it: until
 # then every search rescores them exactly beside the index's candidates (~1,000 chunk rows, a
@@ -83,9 +77,7 @@ FROZEN_TAIL_ROWS = 1024
 # go to the background thread (the exact scan covers them meanwhile; 1,000 events and their
 # chunks cost ~1 CPU second to add)
 FOREIGN_INLINE_ROWS = 256
-BATCH = 2048  # rows added per hold of a searched index's lock (searches wait at most one)
 BUILD_BATCH = 65_536  # rows per add call while a fresh index is built (nothing searches it)
-LOCK_WAIT_S = 0.25  # a search that cannot get the index this fast scans exactly instead
 
 # forget records kept in ann_forgotten (at most a quarter more before the oldest are pruned)
 FORGOTTEN_KEEP = 50_000
@@ -205,172 +197,6 @@ def forgotten(conn: sqlite3.Connection) -> npt.NDArray[np.uint64]:
     return np.asarray([r[0] for r in rows], dtype=np.uint64)
 
 
-# ---------------------------------------------------------------- one index
-
-
-def _new_index(dims: int, multi: bool) -> Any:
-    from usearch.index import Index
-
-    return Index(
-        ndim=dims,
-        metric="ip",
-        dtype="i8",
-        connectivity=CONNECTIVITY,
-        expansion_add=EXPANSION_ADD,
-        multi=multi,
-    )
-
-
-class Hnsw:
-    """One usearch index over a prefix of one mirror matrix, with the lock that serialises
-    its searches and edits. ``generation`` is the mirror generation its rows belong to (-1
-    while the mirrors are being reloaded), ``epoch`` the vector epoch of its vectors.
-
-    A *frozen* index is a saved file memory-mapped read-only (``Index.restore(view=True)``,
-    no time at open): it only searches. Nothing edits it (usearch crashes on that): keys to
-    remove and entity rows filled in meanwhile are kept in ``removals`` / ``refill``, rows
-    beyond ``covered`` wait (the exact scan covers them), until ``AnnIndexes._thaw`` swaps in
-    a mutable copy on the background thread and applies them: once more than
-    ``FROZEN_TAIL_ROWS`` rows wait (or an entity row was filled in), so a memory that is only
-    read, or written a little, keeps its mapped file. ``graph`` holds the parameters
-    it was built with; a *stale* one (other than ``GRAPH``) stays frozen and serves until a
-    fresh build replaces it."""
-
-    def __init__(
-        self,
-        kind: Kind,
-        index: Any,
-        generation: int,
-        epoch: str,
-        covered: int = 0,
-        frozen: bool = False,
-        graph: Mapping[str, int] = GRAPH,
-    ) -> None:
-        self.kind = kind
-        self.index = index
-        self.generation = generation
-        self.epoch = epoch
-        self.covered = covered
-        self.lock = threading.Lock()
-        self.frozen = frozen
-        self.removals: list[npt.NDArray[np.uint64]] = []
-        self.refill: list[int] = []
-        self.source: tuple[Path, tuple[int, int, int]] | None = None  # the mapped file
-        self.graph = dict(graph)
-        # every forget log record up to this number has left the index (or waits in
-        # ``removals``); ``behind``: the log was pruned past it, so a key may linger
-        self.forgotten = 0
-        self.behind = False
-
-    @property
-    def stale(self) -> bool:
-        """Built with other graph parameters than this version builds, or behind the pruned
-        forget log: it serves until a fresh build replaces it."""
-        return self.graph != GRAPH or self.behind
-
-    def remove(self, keys: npt.NDArray[np.uint64]) -> None:
-        """Remove ``keys`` (absent ones ignored), or note them while frozen; under ``lock``."""
-        if not keys.size:
-            return
-        if self.frozen:
-            self.removals.append(keys)
-            return
-        _remove_keys(self.index, keys)
-
-    def pending_removals(self) -> npt.NDArray[np.uint64]:
-        if not self.removals:
-            return np.zeros(0, dtype=np.uint64)
-        return np.unique(np.concatenate(self.removals))
-
-    def search(self, query: F32, count: int) -> npt.NDArray[np.uint64] | None:
-        """Up to ``count`` keys, best first (several per event in the chunk index); None when
-        the index is busy being saved (the caller scans exactly)."""
-        if not self.lock.acquire(timeout=LOCK_WAIT_S):
-            return None
-        try:
-            self.index.expansion_search = max(64, EXPANSION_SEARCH * count)
-            found = self.index.search(query, count, threads=1)
-            return np.asarray(found.keys, dtype=np.uint64)
-        finally:
-            self.lock.release()
-
-
-def matrix_rows(view: EventView | EntityView, kind: Kind) -> int:
-    """How many rows the kind's matrix has in this view."""
-    if kind == "chunk":
-        assert isinstance(view, EventView)
-        return view.nc
-    return view.n
-
-
-def _kept(
-    view: EventView | EntityView, kind: Kind, start: int, end: int
-) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.bool_]]:
-    """Keys of rows ``[start, end)`` and which of them are worth indexing (a vector, live)."""
-    if kind == "chunk":
-        assert isinstance(view, EventView)
-        events = view.crow[start:end]
-        return view.seqs[events].astype(np.uint64), view.live[events]
-    keep = view.has_vec[start:end].copy()
-    if isinstance(view, EventView):
-        keep &= view.live[start:end]
-    return view.seqs[start:end].astype(np.uint64), keep
-
-
-def _keys_and_vectors(
-    view: EventView | EntityView, kind: Kind, start: int, end: int
-) -> tuple[npt.NDArray[np.uint64], F32]:
-    """Keys and vectors of rows ``[start, end)`` worth indexing (with a vector, not dropped)."""
-    keys, keep = _kept(view, kind, start, end)
-    matrix = view.cvecs if kind == "chunk" else view.vecs  # type: ignore[union-attr]
-    return keys[keep], matrix[start:end][keep]
-
-
-def _batch_end(view: EventView | EntityView, kind: Kind, start: int, end: int, size: int) -> int:
-    """The end of the next batch of about ``size`` rows, never splitting one event's chunks."""
-    stop = min(end, start + size)
-    if kind != "chunk" or stop >= end:
-        return stop
-    assert isinstance(view, EventView)
-    crow = view.crow
-    while stop < end and crow[stop] == crow[stop - 1]:
-        stop += 1
-    return stop
-
-
-def add_rows(
-    h: Hnsw,
-    view: EventView | EntityView,
-    gen: int,
-    end: int,
-    threads: int = 1,
-    batch: int = BATCH,
-    halt: Callable[[], bool] | None = None,
-) -> None:
-    """Index rows ``[h.covered, end)`` of ``view`` (mirror generation ``gen``) in batches,
-    each under the lock (keys already present are skipped, so a reloaded index can be caught
-    up from the first row it lacks, and two threads catching up the same index never add a row
-    twice). Stops when the index moved to another generation, or between batches when ``halt``
-    says so (the store is closing: a 1M-event build would otherwise hold the close for its
-    whole length); ``covered`` counts its rows."""
-    while True:
-        if halt is not None and halt():
-            return
-        with h.lock:
-            start = h.covered
-            if h.generation != gen or h.frozen:
-                return
-            if start >= end:
-                return
-            stop = _batch_end(view, h.kind, start, end, batch)
-            keys, vecs = _keys_and_vectors(view, h.kind, start, stop)
-            if keys.size:
-                fresh = ~np.asarray(h.index.contains(keys), dtype=np.bool_).reshape(-1)
-                if fresh.any():
-                    h.index.add(keys[fresh], vecs[fresh], threads=threads)
-            h.covered = stop
-
-
 # ---------------------------------------------------------------- the set of indexes
 
 
@@ -387,6 +213,7 @@ class AnnIndexes:
     def __init__(self, settings: AnnSettings, file: Path, views: ViewsGetter) -> None:
         self.settings = settings
         self.dir = file.with_name(file.name + ".ann")
+        self.files = AnnFiles(self.dir)
         self._views = views
         self.epoch = ""  # the vector epoch of the mirrors' current vectors
         # the forget log position the mirrors follow from (set after their drops reached the
@@ -480,7 +307,7 @@ class AnnIndexes:
                 if rows < self.settings.min_vectors or not view.dims:
                     continue
                 if rows <= INLINE_ROWS and kind not in self._pending:
-                    h = Hnsw(kind, _new_index(view.dims, kind == "chunk"), gen, self.epoch)
+                    h = Hnsw(kind, new_index(view.dims, kind == "chunk"), gen, self.epoch)
                     self.builds += 1
                     add_rows(h, view, gen, rows)
                     with self._guard:
@@ -561,7 +388,7 @@ class AnnIndexes:
                         h.behind = True  # records it never applied are gone: rebuilt
                     else:
                         h.forgotten = position
-                    h.covered = _first_missing(h.index, view, kind, h.pending_removals())
+                    h.covered = first_missing(h.index, view, kind, h.pending_removals())
                     h.generation = gen
         self.synced()
 
@@ -574,7 +401,7 @@ class AnnIndexes:
             since = self.forgotten  # before the view: it holds at least these drops
             gen, view = self._view_of(kind)
             epoch = self.epoch
-            h = Hnsw(kind, _new_index(view.dims, kind == "chunk"), gen, epoch)
+            h = Hnsw(kind, new_index(view.dims, kind == "chunk"), gen, epoch)
             h.forgotten = since
             self.builds += 1
             rows = matrix_rows(view, kind)
@@ -630,87 +457,17 @@ class AnnIndexes:
 
     # ---- persistence ----
 
-    def _manifest(self) -> dict[str, Any]:
-        try:
-            data: dict[str, Any] = json.loads((self.dir / "manifest.json").read_text("utf-8"))
-            return data
-        except (OSError, ValueError):
-            return {}
-
     def _save_if_changed(self, h: Hnsw) -> None:
-        """Save ``h`` unless its file already holds this epoch, graph and as many vectors (a
-        1M-event index is over a gigabyte: a catch-up that added nothing writes nothing)."""
-        manifest = self._manifest()
-        info = manifest.get("indexes", {}).get(h.kind, {})
-        if (
-            manifest.get("epoch") != h.epoch
-            or _graph_of(manifest, info) != h.graph
-            or info.get("vectors") != len(h.index)
-        ):
+        if not self.files.holds(h):
             self._save(h)
 
     def _save(self, h: Hnsw) -> None:
         if not self.settings.persist or self._closed:
             return
-        self.dir.mkdir(parents=True, exist_ok=True)
-        path, tmp = self.dir / f"{h.kind}.usearch", self.dir / f"{h.kind}.usearch.tmp"
-        with h.lock:
-            if h.frozen:  # the file itself, unchanged
-                return
-            h.index.save(str(tmp))
-            count = len(h.index)
-        os.replace(tmp, path)
-        manifest = self._manifest()
-        if manifest.get("epoch") != h.epoch:  # the files of another epoch are stale
-            manifest = {"epoch": h.epoch, "indexes": {}}
-        indexes = manifest.setdefault("indexes", {})
-        graph = manifest.pop("graph", None)  # one graph for every file (session 9's manifests)
-        for info in indexes.values():
-            info.setdefault("graph", graph)
-        indexes[h.kind] = {
-            "bytes": path.stat().st_size,
-            "vectors": count,
-            "graph": h.graph,
-            "forgotten": h.forgotten,
-        }
-        body = json.dumps(manifest, sort_keys=True)
-        (self.dir / "manifest.json.tmp").write_text(body, "utf-8")
-        os.replace(self.dir / "manifest.json.tmp", self.dir / "manifest.json")
+        self.files.save(h)
 
     def _load_saved(self, gone: npt.NDArray[np.uint64], pruned: int) -> dict[Kind, Hnsw]:
-        """Saved indexes of this epoch, forgotten keys removed, ``covered`` at the first mirror
-        row each lacks; those of other graph parameters (or of none named: files from before
-        the field) or saved before the forget log's pruned records (``pruned``) come stale, to
-        serve until rebuilt."""
-        manifest = self._manifest()
-        if manifest.get("epoch") != self.epoch or not manifest.get("indexes"):
-            return {}
-        from usearch.index import Index  # only a memory that has indexes loads the library
-
-        out: dict[Kind, Hnsw] = {}
-        for kind, info in manifest.get("indexes", {}).items():
-            path = self.dir / f"{kind}.usearch"
-            if kind not in KINDS or not path.is_file() or path.stat().st_size != info.get("bytes"):
-                continue
-            try:
-                index = Index.restore(str(path), view=True)  # mapped: thawed in the background
-            except Exception as exc:  # a torn or foreign file: rebuild instead
-                log.warning("ignoring the saved %s index: %s", kind, exc)
-                continue
-            if index is None:
-                continue
-            gen, view = self._view_of(kind)
-            if index.ndim != view.dims:
-                continue
-            covered = _first_missing(index, view, kind, gone, bisect=True)
-            graph = _graph_of(manifest, info) or {}
-            h = Hnsw(kind, index, gen, self.epoch, covered, frozen=True, graph=graph)
-            h.removals.append(gone)
-            h.forgotten = self.forgotten
-            h.behind = int(info.get("forgotten", 0)) < pruned
-            h.source = (path, _identity(path))
-            out[kind] = h
-        return out
+        return self.files.load(self.epoch, self.forgotten, gone, pruned, self._view_of)
 
     def _thaw(self, kind: Kind) -> None:
         """Swap a frozen index for a mutable copy, apply what waited, then catch up. The copy,
@@ -719,19 +476,19 @@ class AnnIndexes:
         h = self._indexes.get(kind)
         if h is None or not h.frozen:
             return
-        index = _mutable_copy(h)
+        index = mutable_copy(h)
         # not kept in the file (restored at 128); usearch has the setter, its stub hides it
         index.expansion_add = EXPANSION_ADD
         with h.lock:
             noted = len(h.removals)
             early = h.pending_removals()
-        _remove_keys(index, early)
+        remove_keys(index, early)
         gen, view = self._view_of(kind)
-        exact = _first_missing(index, view, kind)  # every key checked (the open bisected)
+        exact = first_missing(index, view, kind)  # every key checked (the open bisected)
         with h.lock:
             late = h.removals[noted:]
             if late:
-                _remove_keys(index, np.unique(np.concatenate(late)))
+                remove_keys(index, np.unique(np.concatenate(late)))
             h.index, h.frozen, h.removals = index, False, []
             refill, h.refill = h.refill, []
             if h.generation == gen:
@@ -762,138 +519,6 @@ class AnnIndexes:
             except OSError as exc:
                 log.warning("could not save the %s index: %s", h.kind, exc)
         self._closed = True
-
-
-def _graph_of(manifest: Mapping[str, Any], info: Mapping[str, Any]) -> Any:
-    """The graph parameters a saved file was built with: its own entry, else the manifest's
-    one for all (session 9), else None (older files)."""
-    return info.get("graph", manifest.get("graph"))
-
-
-def _remove_keys(index: Any, keys: npt.NDArray[np.uint64]) -> None:
-    if keys.size:
-        present = np.asarray(index.contains(keys), dtype=np.bool_).reshape(-1)
-        if present.any():
-            index.remove(keys[present])
-
-
-def _identity(path: Path) -> tuple[int, int, int]:
-    st = path.stat()
-    return st.st_ino, st.st_size, st.st_mtime_ns
-
-
-def _mutable_copy(h: Hnsw) -> Any:
-    """A mutable copy of a frozen index, read again from its file (``_load_yielding``) unless
-    the file was replaced since (another process saved over it), when only the copy of the
-    mapped view gives the same keys (``Index.copy()`` holds the GIL throughout: 1.7 s for a
-    300k-event chunk index, with every request of the process waiting)."""
-    if h.source is not None:
-        path, ident = h.source
-        try:
-            if _identity(path) == ident:
-                index = _load_yielding(path)
-                if index is not None and _identity(path) == ident:
-                    return index
-        except (OSError, RuntimeError, ValueError):
-            pass
-    return h.index.copy()
-
-
-def _load_yielding(path: Path) -> Any:
-    """``Index.restore(path)`` that lets the process's other threads run while it loads.
-
-    usearch's load holds the GIL from start to end: at 1M events the chunk index (1 GB) held
-    it for 1.2-2 s from the page cache and most of the ~10 s to /readyz from disk, while the
-    event loop could not answer a single request. Loaded with a progress callback, usearch
-    calls back into Python once per node, and each call gives the interpreter a point to hand
-    the GIL over (a ``sleep(0)`` every few milliseconds makes sure it does); the longest stall
-    left is the part before the first node (the file read, shortened by reading the file
-    first without the GIL) and after the last, ~0.4 s at 1M (docs/DECISIONS.md, "An index
-    load that stalled the process")."""
-    from usearch.index import Index
-
-    meta = Index.metadata(str(path))
-    if not meta:
-        return None
-    with path.open("rb") as f:  # into the page cache, GIL released between reads
-        while f.read(_READ_BLOCK):
-            pass
-    index = Index(ndim=meta["dimensions"], dtype=meta["kind_scalar"], metric=meta["kind_metric"])
-    index.load(str(path), progress=_Yielding())
-    return index
-
-
-_READ_BLOCK = 8 << 20
-_YIELD_EVERY_S = 0.004
-
-
-class _Yielding:
-    """usearch progress callback: gives other threads the GIL every few milliseconds."""
-
-    def __init__(self) -> None:
-        self.last = time.monotonic()
-
-    def __call__(self, done: int, total: int) -> bool:
-        now = time.monotonic()
-        if now - self.last >= _YIELD_EVERY_S:
-            time.sleep(0)
-            self.last = time.monotonic()
-        return True
-
-
-# usearch checks a callback's annotations against the types themselves; this module's
-# ``from __future__ import annotations`` would leave them as strings
-_Yielding.__call__.__annotations__ = {"done": int, "total": int, "return": bool}
-
-
-def _first_missing(
-    index: Any,
-    view: EventView | EntityView,
-    kind: Kind,
-    absent: npt.NDArray[np.uint64] | None = None,
-    bisect: bool = False,
-) -> int:
-    """The first mirror row whose key the index lacks, or holds only among ``absent`` (keys
-    still to be removed from a frozen index): the rows to catch up start there.
-
-    ``bisect``: assume the index holds a prefix of the rows (it was built and caught up in
-    row order) and find its end with a binary search, instead of asking for every key (2.6M
-    keys at 1M events: seconds of the open). Only for event kinds: entity vectors filled in
-    place can leave holes. ``_thaw`` checks every key afterwards."""
-    rows = matrix_rows(view, kind)
-    if rows == 0:
-        return 0
-    keys, keep = _kept(view, kind, 0, rows)
-    keys = keys[keep]
-    if keys.size == 0:
-        return rows
-    if bisect and kind in ("summary", "chunk"):
-        lo, hi = 0, int(keys.size)
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if bool(index.contains(int(keys[mid]))):
-                lo = mid + 1
-            else:
-                hi = mid
-        first = lo
-        if absent is not None and absent.size:
-            hit = np.flatnonzero(np.isin(keys[:first], absent))
-            first = int(hit[0]) if hit.size else first
-        if first >= keys.size:
-            return rows
-        first_key = keys[first]
-    else:
-        present = np.asarray(index.contains(keys), dtype=np.bool_).reshape(-1)
-        if absent is not None and absent.size:
-            present &= ~np.isin(keys, absent)
-        if present.all():
-            return rows
-        first_key = keys[int(np.argmin(present))]
-    if kind == "chunk":
-        assert isinstance(view, EventView)
-        event_row = int(np.searchsorted(view.seqs[: view.n], first_key))
-        return int(np.searchsorted(view.crow[: view.nc], event_row))
-    return int(np.searchsorted(view.seqs[: view.n], first_key))
 
 
 def rows_of_keys(seqs: I64, n: int, keys: npt.NDArray[np.uint64]) -> I64:

@@ -1,7 +1,7 @@
 """Neo4j's side of following another process's topic and date changes (``engine.topics.changes``;
 issue 30, "Other writers cost what they write").
 
-The change clock is the space's ``writes`` counter (``_cypher.LOCK_SPACE``: every write
+The change clock is the space's ``writes`` counter (``_cypher_write.LOCK_SPACE``: every write
 transaction bumps it under the space's lock). What a catch-up reads since a mark, each by an
 index:
 
@@ -26,10 +26,11 @@ from typing import Any, Final
 from neo4j import AsyncManagedTransaction
 
 from mnemoql.engine.store.neo4j import _cypher as q
+from mnemoql.engine.store.neo4j import _cypher_write as qwrite
 from mnemoql.engine.store.neo4j import _records as rec
 from mnemoql.engine.topics.changes import Removed, TopicChanges, TopicMark
 
-REMOVAL_LABEL: Final = q.REMOVAL_LABEL
+REMOVAL_LABEL: Final = qwrite.REMOVAL_LABEL
 KEEP = 50_000  # removal records kept per space (at most a quarter more)
 
 INDEXES: Final[dict[str, str]] = {

@@ -40,6 +40,8 @@ from mnemoql.engine.models import (
     topic_id,
 )
 from mnemoql.engine.store.neo4j import _cypher as q
+from mnemoql.engine.store.neo4j import _cypher_read as qread
+from mnemoql.engine.store.neo4j import _cypher_write as qwrite
 from mnemoql.engine.store.neo4j import _records as rec
 from mnemoql.engine.store.neo4j._runner import Runner
 from mnemoql.engine.store.neo4j._schema import Schema
@@ -70,7 +72,7 @@ NODES_VEC: Final = (
     f"RETURN n {{{_NODE_FIELDS}, .embedding}} AS n"
 )
 RELATIONS: Final = f"""
-MATCH (a:{q.ALL_LABELS})-[r:{"|".join(q.REL_ENDS)}]->(b:{q.ALL_LABELS})
+MATCH (a:{q.ALL_LABELS})-[r:{"|".join(qwrite.REL_ENDS)}]->(b:{q.ALL_LABELS})
 WHERE a.space = $space AND b.space = $space
 RETURN type(r) AS type, a.id AS source, b.id AS target, properties(r) AS props
 """
@@ -81,13 +83,16 @@ SAVE_RECORDS: Final = (
 
 # ---------------------------------------------------------------- import Cypher
 
+_CONTENT_LABELS: Final = "|".join(
+    lbl for lbl in qwrite.SPACE_LABELS if lbl not in (q.SPACE_LABEL, qwrite.REMOVAL_LABEL)
+)
 # The space's lock node: an unfinished import shows as ``importing``; anything else of the
 # space means it is not empty.
 BEGIN: Final = f"""
 MERGE (s:{q.SPACE_LABEL} {{space: $space}})
 ON CREATE SET s.seq = 0, s.labelled = true, s.named = true
 RETURN s.importing AS importing, EXISTS {{
-  MATCH (n:{"|".join(lbl for lbl in q.SPACE_LABELS if lbl not in (q.SPACE_LABEL, q.REMOVAL_LABEL))})
+  MATCH (n:{_CONTENT_LABELS})
   WHERE n.space = $space
 }} AS used
 """
@@ -100,7 +105,7 @@ CHECK: Final = (
 FINISH: Final = (
     f"MATCH (s:{q.SPACE_LABEL} {{space: $space}}) WHERE s.importing = $token "
     "SET s.seq = $seq, s.writes = coalesce(s.writes, 0) + 1, "
-    + ", ".join(f"s.{prop} = ${ID_PREFIX[lbl]}" for lbl, prop in q.MARK_PROPERTY.items())
+    + ", ".join(f"s.{prop} = ${ID_PREFIX[lbl]}" for lbl, prop in qwrite.MARK_PROPERTY.items())
     # every process's topic index reloads after an import (its bindings carry no stamp)
     + " SET s.topics_reload = s.writes"
     + " REMOVE s.importing, s.import_batches RETURN count(s) AS n"
@@ -130,7 +135,7 @@ RETURN count(n) AS n
 """
     for lbl in ENTITY_LABELS
 }
-IMPORT_CHUNKS: Final = q.CREATE_CHUNKS + "RETURN count(c) AS n\n"  # a save's, counted
+IMPORT_CHUNKS: Final = qwrite.CREATE_CHUNKS + "RETURN count(c) AS n\n"  # a save's, counted
 IMPORT_RELATIONS: Final[dict[tuple[NodeLabel, RelType, NodeLabel], str]] = {
     (src, kind, dst): f"""
 UNWIND $rows AS r
@@ -140,7 +145,7 @@ CREATE (a)-[x:{kind}]->(b)
 SET x = r.props
 RETURN count(x) AS n
 """
-    for src, kind, dst in q.MERGE_REL
+    for src, kind, dst in qwrite.MERGE_REL
 }
 IMPORT_TOPICS: Final = """
 UNWIND $rows AS r
@@ -175,7 +180,7 @@ RETURN count(x) AS n
 
 async def export_records(runner: Runner, vectors: bool) -> AsyncIterator[Record]:
     """Every record of the runner's space (see the module docstring for consistency)."""
-    found_meta = await runner.run(q.GET_META)
+    found_meta = await runner.run(qread.GET_META)
     meta = rec.meta(found_meta[0]["m"]) if found_meta else None
     if meta is not None:
         yield {"kind": "meta", "model": meta.model, "dimensions": meta.dimensions,
@@ -192,7 +197,7 @@ async def export_records(runner: Runner, vectors: bool) -> AsyncIterator[Record]
                 yield record
     events = sorted(i for i, lbl in labels.items() if lbl == "Event")
     for ids in _pages(events):
-        rows = await runner.run(q.GET_CHUNKS_VEC if vectors else q.GET_CHUNKS, {"ids": ids})
+        rows = await runner.run(qread.GET_CHUNKS_VEC if vectors else qread.GET_CHUNKS, {"ids": ids})
         for c in sorted((r["c"] for r in rows), key=lambda c: (c["event_id"], c["chunk_index"])):
             yield _chunk(c)
     relations = [
@@ -204,11 +209,11 @@ async def export_records(runner: Runner, vectors: bool) -> AsyncIterator[Record]
     for record in relations:
         yield record
     topics: set[str] = set()
-    for r in await runner.run(q.TOPIC_ROWS):
+    for r in await runner.run(qread.TOPIC_ROWS):
         topics.add(r["t"]["path"])
         yield {"kind": "topic", "path": r["t"]["path"], "name": r["t"]["name"],
                "parent": r["t"].get("parent")}  # fmt: skip
-    for r in await runner.run(q.BINDING_ROWS):
+    for r in await runner.run(qread.BINDING_ROWS):
         b = rec.binding(r["b"])
         if b.path in topics and b.event_id in labels:
             yield {
@@ -224,7 +229,7 @@ async def export_records(runner: Runner, vectors: bool) -> AsyncIterator[Record]
     # read last: every node exported above was allocated before this read, so its number is
     # below the mark; a space from before the marks counts from its highest id
     marks = dict.fromkeys(ID_PREFIX.values(), 0)
-    for row in await runner.run(q.GET_MARKS):
+    for row in await runner.run(qwrite.GET_MARKS):
         marks.update({p: int(v) for p, v in row.items() if v is not None})
     for node_id in labels:
         if (num := rec.allocation_number(node_id)) is not None:

@@ -21,6 +21,7 @@ from typing import Any, Final
 from mnemoql.engine.models import Filters, Hit
 from mnemoql.engine.store import lexical
 from mnemoql.engine.store.neo4j import _cypher as q
+from mnemoql.engine.store.neo4j import _cypher_route as qroute
 from mnemoql.engine.store.neo4j import _records as rec
 from mnemoql.engine.store.neo4j._runner import Runner
 
@@ -42,7 +43,7 @@ CALL (found) {{
   WHERE n.space = $space AND (n:Event OR n:EventSource)
   WITH n, score, CASE WHEN n:Event THEN n.id ELSE n.event_id END AS eid
   MATCH (e:Event {{space: $space, id: eid}})
-  WHERE e.id IS NOT NULL{{restrict}}{q.EVENT_FILTERS}
+  WHERE e.id IS NOT NULL{{restrict}}{qroute.EVENT_FILTERS}
   WITH e, n, score
   ORDER BY score DESC, CASE WHEN n:EventSource THEN 0 ELSE 1 END, n.chunk_index
   WITH e, collect({{s: score, i: n.chunk_index, start: n.start, end: n.end}})[0] AS best
@@ -53,7 +54,7 @@ CALL (found) {{
 }}
 RETURN size(found) AS fetched, hits
 """
-_POOL = f", ev: {q.EVENT_MAP_VEC}, hashes: {q.POOL_HASHES}, cs: {q.POOL_CONCEPTS}"
+_POOL = f", ev: {q.EVENT_MAP_VEC}, hashes: {qroute.POOL_HASHES}, cs: {qroute.POOL_CONCEPTS}"
 _RESTRICT = " AND e.id IN $restrict"
 QUERIES: Final[dict[tuple[bool, bool], str]] = {
     (restricted, pool): _BODY.replace("{restrict}", _RESTRICT if restricted else "").replace(

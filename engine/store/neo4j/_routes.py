@@ -29,6 +29,7 @@ from neo4j.exceptions import ClientError
 
 from mnemoql.engine.models import Event, Filters, Hit, RouteName, RoutePool, Vector
 from mnemoql.engine.store.neo4j import _cypher as q
+from mnemoql.engine.store.neo4j import _cypher_route as qroute
 from mnemoql.engine.store.neo4j import _lexical
 from mnemoql.engine.store.neo4j import _records as rec
 from mnemoql.engine.store.neo4j._runner import Runner
@@ -89,7 +90,7 @@ async def rows(
     pool: bool,
 ) -> list[Row]:
     """The route's rows, through the index when it can answer, else by the exact scan; with
-    ``pool`` the rows also carry what ranking reads (``_cypher.with_pool``)."""
+    ``pool`` the rows also carry what ranking reads (``_cypher_route.with_pool``)."""
     if limit <= 0 or (restrict is not None and not restrict):
         return []
     values, zero = rec.query_param(query)
@@ -101,7 +102,7 @@ async def rows(
         found = await _by_index(state, route, params, pool)
         if found is not None:
             return found
-    scan = q.POOL_ROUTES if pool else q.ROUTES
+    scan = qroute.POOL_ROUTES if pool else qroute.ROUTES
     return await state.runner.run(scan[(route, restrict is not None)], params)
 
 
@@ -113,7 +114,7 @@ async def _by_index(
     one fetch cannot reach this space's share, or fewer than ``limit`` events left of the
     over-fetched candidates once the space and the filters are applied (after at most one
     larger fetch)."""
-    query = (q.POOL_BY_INDEX if pool else q.BY_INDEX)[route][1]
+    query = (qroute.POOL_BY_INDEX if pool else qroute.BY_INDEX)[route][1]
     limit = params["limit"]
     if state.tuning.index_min_events is None:
         return None
@@ -153,7 +154,7 @@ async def choose_index(state: IndexState, route: RouteName, dims: int) -> tuple[
     own = state.names.events_index if route == "summary" else state.names.chunks_index
     if state.tuning.space_indexes and state.dims.get(own) == dims:
         return own, 1.0
-    shared = q.GLOBAL_ROUTE_INDEXES[0 if route == "summary" else 1]
+    shared = qroute.GLOBAL_ROUTE_INDEXES[0 if route == "summary" else 1]
     if state.dims.get(shared) != dims:
         return None
     crowding = max(1.0, state.total_events / state.space_size) if state.tuning.share_fetch else 1.0
@@ -196,13 +197,13 @@ async def _refresh(state: IndexState) -> None:
     async with state.lock:
         if time.monotonic() - state.seen < INDEX_STATE_TTL:
             return
-        names = [*q.GLOBAL_ROUTE_INDEXES, *state.names[2:4]]
+        names = [*qroute.GLOBAL_ROUTE_INDEXES, *state.names[2:4]]
         dims = {
             r["name"]: int(r["dims"])
-            for r in await state.runner.run(q.ROUTE_INDEX_STATE, {"names": names})
+            for r in await state.runner.run(qroute.ROUTE_INDEX_STATE, {"names": names})
             if r["state"] == "ONLINE" and r["dims"]
         }
-        size = await state.runner.run(q.SPACE_SIZE)
+        size = await state.runner.run(qroute.SPACE_SIZE)
         state.dims = dims
         state.space_size = int(size[0]["n"] or 0) if size else 0
         state.total_events = int(size[0]["total"] or 0) if size else 0

@@ -18,6 +18,9 @@ from neo4j.exceptions import ClientError
 
 from mnemoql.engine.store.neo4j import _changes as changes
 from mnemoql.engine.store.neo4j import _cypher as q
+from mnemoql.engine.store.neo4j import _cypher_read as qread
+from mnemoql.engine.store.neo4j import _cypher_route as qroute
+from mnemoql.engine.store.neo4j import _cypher_write as qwrite
 from mnemoql.engine.store.neo4j import _lexical as lexical
 from mnemoql.engine.store.neo4j import _records as rec
 from mnemoql.engine.store.neo4j._routes import Tuning
@@ -58,7 +61,7 @@ class Schema:
         await self.ensure_space_indexes()
 
     async def _dims(self) -> int | None:
-        rows = await self.runner.run(q.GET_META)
+        rows = await self.runner.run(qread.GET_META)
         meta = rec.meta(rows[0]["m"]) if rows else None
         return None if meta is None else meta.dimensions
 
@@ -109,7 +112,7 @@ class Schema:
                 for statement in self.names.drop:
                     await self.runner.schema(statement)
                 self.space_indexed = False
-            rows = await self.runner.run(q.SPACE_SIZE)
+            rows = await self.runner.run(qroute.SPACE_SIZE)
             if not rows or int(rows[0]["n"] or 0) < tuning.index_min_events:
                 return
             if dims is None:
@@ -144,7 +147,7 @@ class Schema:
         """Delete every node of the space and its own indexes; returns how many were deleted."""
         total = 0
         while True:
-            rows = await self.runner.run(q.DROP_SPACE, {"batch": _BATCH}, writable=True)
+            rows = await self.runner.run(qwrite.DROP_SPACE, {"batch": _BATCH}, writable=True)
             deleted = int(rows[0]["deleted"]) if rows else 0
             total += deleted
             if deleted < _BATCH:

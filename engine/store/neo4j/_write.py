@@ -36,6 +36,8 @@ from mnemoql.engine.models import (
 from mnemoql.engine.store import rules
 from mnemoql.engine.store.neo4j import _changes as changes
 from mnemoql.engine.store.neo4j import _cypher as q
+from mnemoql.engine.store.neo4j import _cypher_read as qread
+from mnemoql.engine.store.neo4j import _cypher_write as qwrite
 from mnemoql.engine.store.neo4j import _records as rec
 from mnemoql.engine.text import normalise_name
 
@@ -58,7 +60,7 @@ async def labels_of(
     """The label of each id that names an Event/Person/Concept/Location of the space."""
     if not ids:
         return {}
-    rows = await run(tx, space, q.LABELS_OF, ids=list(dict.fromkeys(ids)))
+    rows = await run(tx, space, qwrite.LABELS_OF, ids=list(dict.fromkeys(ids)))
     return {r["id"]: q.label(r["label"]) for r in rows}
 
 
@@ -74,7 +76,7 @@ async def create_chunks(
             **rec.vector_fields(c.embedding),
         })  # fmt: skip
     for batch in rec.batches(rows):
-        await run(tx, space, q.CREATE_CHUNKS, rows=batch)
+        await run(tx, space, qwrite.CREATE_CHUNKS, rows=batch)
 
 
 # ---------------------------------------------------------------- apply_save
@@ -118,18 +120,22 @@ class SaveTx:
         new_nodes = len(plan.events) + sum(1 for e in plan.entities if e.merge_into is None)
         if plan.topic is not None:  # topic nodes take insertion numbers from the same counter
             new_nodes += len(plan.topic.node_paths())
-        lock = await self._q(q.LOCK_SPACE, n=new_nodes)
+        lock = await self._q(qwrite.LOCK_SPACE, n=new_nodes)
         self._seq = int(lock[0]["first"])
         self._stamp = int(lock[0]["writes"])
         self._marks = lock[0]["state"]
         self.space_size = self._seq + new_nodes - 1
         if plan.idempotency_key is not None:
-            rows = await self._q(q.GET_RECORD, key=plan.idempotency_key)
+            rows = await self._q(qread.GET_RECORD, key=plan.idempotency_key)
             if rows:
                 return rules.json_result(rows[0]["result"])
         m = plan.meta
         await self._q(
-            q.ENSURE_META, model=m.model, dims=m.dimensions, at=m.updated_at, v=m.schema_version
+            qwrite.ENSURE_META,
+            model=m.model,
+            dims=m.dimensions,
+            at=m.updated_at,
+            v=m.schema_version,
         )
         await self._events()
         await self._entities()
@@ -142,7 +148,7 @@ class SaveTx:
             )  # fmt: skip
         if plan.idempotency_key is not None:
             await self._q(
-                q.PUT_RECORD,
+                qwrite.PUT_RECORD,
                 key=plan.idempotency_key,
                 result=rules.result_json(self.result),
                 at=datetime.now(UTC).isoformat(),
@@ -153,21 +159,22 @@ class SaveTx:
         if label not in self._next:
             mark = self._marks.get(ID_PREFIX[label])
             if mark is None:  # a space from before the marks: count on from the highest id
-                mark = (await self._q(q.MAX_NUM[label]))[0]["m"]
+                mark = (await self._q(qwrite.MAX_NUM[label]))[0]["m"]
             self._next[label] = int(mark or 0) + 1
         n = self._next[label]
         self._next[label] = n + 1
         return f"{ID_PREFIX[label]}_{n}", n
 
     async def _record_marks(self) -> None:
-        """Raise the high-water marks to the ids this save took (as values: ``q.LOCK_SPACE``)."""
+        """Raise the high-water marks to the ids this save took (as values:
+        ``qwrite.LOCK_SPACE``)."""
         raised = {
-            q.MARK_PROPERTY[lbl]: n - 1
+            qwrite.MARK_PROPERTY[lbl]: n - 1
             for lbl, n in self._next.items()
             if n - 1 > int(self._marks.get(ID_PREFIX[lbl]) or 0)
         }
         if raised:
-            await self._q(q.SET_MARKS, marks=raised)
+            await self._q(qwrite.SET_MARKS, marks=raised)
 
     def _take_seq(self) -> int:
         self._seq += 1
@@ -202,7 +209,7 @@ class SaveTx:
             self.labels[node_id] = "Event"
         for batch in rec.batches(rows):
             await self._q(
-                q.CREATE_EVENTS, rows=batch, create_time=plan.create_time,
+                qwrite.CREATE_EVENTS, rows=batch, create_time=plan.create_time,
                 create_date=plan.create_date,
             )  # fmt: skip
         await create_chunks(self.tx, self.space, chunks)
@@ -226,10 +233,10 @@ class SaveTx:
                 rows: list[dict[str, Any]] = []
                 for i in range(0, len(keys), q.NAME_LOOKUP_BATCH):
                     batch = keys[i : i + q.NAME_LOOKUP_BATCH]
-                    rows += await self._q(q.FIND_ENTITIES_BY_KEY[lbl], keys=batch)
+                    rows += await self._q(qread.FIND_ENTITIES_BY_KEY[lbl], keys=batch)
                 found = oldest_first(rows)
             else:
-                found = [r["n"] for r in await self._q(q.FIND_ENTITIES[lbl], keys=keys)]
+                found = [r["n"] for r in await self._q(qread.FIND_ENTITIES[lbl], keys=keys)]
             for n in found:  # oldest first
                 held = {normalise_name(x) for x in (n["name"] or "", *(n["aliases"] or []))}
                 for ref, names in new.items():
@@ -260,12 +267,14 @@ class SaveTx:
         self.result.merged = list(merged.items())
         for lbl, label_rows in rows.items():
             for batch in rec.batches(label_rows):
-                await self._q(q.CREATE_ENTITIES[lbl], rows=batch, create_time=self.plan.create_time)
+                await self._q(
+                    qwrite.CREATE_ENTITIES[lbl], rows=batch, create_time=self.plan.create_time
+                )
 
     async def _merge(self, ent: EntityDraft, merged: dict[str, list[str]]) -> str:
         node_id = ent.merge_into
         assert node_id is not None
-        rows = await self._q(q.GET_FOR_MERGE, id=node_id)
+        rows = await self._q(qwrite.GET_FOR_MERGE, id=node_id)
         if not rows:
             raise NotFound(
                 f"cannot merge into {node_id!r}: no such node", zh=f"节点不存在：{node_id}"
@@ -282,13 +291,13 @@ class SaveTx:
         if added:
             aliases += added
             await self._q(
-                q.UPDATE_MERGED,
+                qwrite.UPDATE_MERGED,
                 id=node_id,
                 aliases=aliases,
                 norm_names=rec.norm_names([row["name"] or "", *aliases]),
             )
         if row["no_vector"] and ent.embedding is not None:  # merged nodes keep their vector
-            await self._q(q.FILL_VECTOR, id=node_id, **rec.vector_fields(ent.embedding))
+            await self._q(qwrite.FILL_VECTOR, id=node_id, **rec.vector_fields(ent.embedding))
         merged.setdefault(node_id, []).extend(added)
         return node_id
 
@@ -310,7 +319,7 @@ class SaveTx:
                         zh=f"关系端点不存在：{end}",
                     )
             a, b = self.labels[src], self.labels[dst]
-            srcs, dsts = q.REL_ENDS[kind]
+            srcs, dsts = qwrite.REL_ENDS[kind]
             if a not in srcs or b not in dsts:
                 raise InvalidInput(
                     f"{kind} cannot connect a {a} to a {b}", zh=f"{kind} 不能连接 {a} 与 {b}"
@@ -331,7 +340,7 @@ class SaveTx:
             groups.setdefault((a, kind, b), []).append(row)
         for shape, rows in groups.items():
             for batch in rec.batches(rows):
-                await self._q(q.MERGE_REL[shape], rows=batch)
+                await self._q(qwrite.MERGE_REL[shape], rows=batch)
 
 
 # ---------------------------------------------------------------- topics
@@ -356,16 +365,16 @@ async def write_topic(
             "id": topic_id(path), "path": path, "name": parts[-1], "parent": parent,
             "parent_id": topic_id(parent) if parent is not None else None, "seq": take_seq(),
         })  # fmt: skip
-    await run(tx, space, q.MERGE_TOPICS, rows=rows)
-    await run(tx, space, q.MERGE_SUBTOPICS, rows=[r for r in rows if r["parent"] is not None])
+    await run(tx, space, qwrite.MERGE_TOPICS, rows=rows)
+    await run(tx, space, qwrite.MERGE_SUBTOPICS, rows=[r for r in rows if r["parent"] is not None])
     ids = list(dict.fromkeys(event_ids))
     found = await run(
-        tx, space, q.BIND_TOPIC, topic=topic_id(draft.path), ids=ids, timestamp=timestamp,
+        tx, space, qwrite.BIND_TOPIC, topic=topic_id(draft.path), ids=ids, timestamp=timestamp,
         activation=float(draft.activation), diffusion=float(draft.diffusion),
         independence=float(draft.context_independence), related=list(draft.related), stamp=stamp,
     )  # fmt: skip
     if int(found[0]["bound"]) != len(ids):
-        known = {r["id"] for r in await run(tx, space, q.EVENT_IDS, ids=ids)}
+        known = {r["id"] for r in await run(tx, space, qwrite.EVENT_IDS, ids=ids)}
         missing = [i for i in ids if i not in known]
         raise NotFound(
             f"cannot bind {', '.join(missing)}: no such event", zh=f"事件不存在：{missing[0]}"
@@ -380,7 +389,7 @@ async def bind_topic(
     timestamp: int,
 ) -> None:
     draft.check()
-    lock = await run(tx, space, q.LOCK_SPACE, n=len(draft.node_paths()))
+    lock = await run(tx, space, qwrite.LOCK_SPACE, n=len(draft.node_paths()))
     seq = iter(range(int(lock[0]["first"]), 1 << 62))
     stamp = int(lock[0]["writes"])
     await write_topic(tx, space, draft, event_ids, timestamp, lambda: next(seq), stamp)
@@ -392,8 +401,8 @@ async def bind_topic(
 async def replace_vectors(tx: AsyncManagedTransaction, space: str, vectors: VectorSet) -> None:
     """Every embedding swapped (nodes absent from ``vectors`` lose theirs), all chunks rebuilt
     (chunks of unknown events skipped) and MemoryMeta set -- the data half of SPEC §1.12."""
-    await run(tx, space, q.LOCK_SPACE, n=0)
-    for statement in q.CLEAR_VECTORS.values():
+    await run(tx, space, qwrite.LOCK_SPACE, n=0)
+    for statement in qwrite.CLEAR_VECTORS.values():
         await run(tx, space, statement)
     labels = await labels_of(tx, space, list(vectors.entities))
     by_label: dict[NodeLabel, list[dict[str, Any]]] = {lbl: [] for lbl in NODE_LABELS}
@@ -405,12 +414,12 @@ async def replace_vectors(tx: AsyncManagedTransaction, space: str, vectors: Vect
             by_label[lbl].append({"id": node_id, **rec.vector_fields(v)})
     for lbl, rows in by_label.items():
         for batch in rec.batches(rows):
-            await run(tx, space, q.SET_VECTORS[lbl], rows=batch)
-    await run(tx, space, q.DELETE_CHUNKS)
+            await run(tx, space, qwrite.SET_VECTORS[lbl], rows=batch)
+    await run(tx, space, qwrite.DELETE_CHUNKS)
     await create_chunks(tx, space, [(c.event_id, c) for c in vectors.chunks])
     m = vectors.meta
     await run(
-        tx, space, q.SET_META, model=m.model, dims=m.dimensions, at=m.updated_at,
+        tx, space, qwrite.SET_META, model=m.model, dims=m.dimensions, at=m.updated_at,
         v=m.schema_version,
     )  # fmt: skip
 
@@ -418,16 +427,16 @@ async def replace_vectors(tx: AsyncManagedTransaction, space: str, vectors: Vect
 async def forget(tx: AsyncManagedTransaction, space: str, event_id: str) -> list[str]:
     """Delete the event, its chunks and the attitudes stated in it, then every entity it
     touched that no longer relates to any event; [event id, pruned ids by label then id]."""
-    lock = await run(tx, space, q.LOCK_SPACE, n=0)
-    rows = await run(tx, space, q.FORGET_TOUCHED, id=event_id)
+    lock = await run(tx, space, qwrite.LOCK_SPACE, n=0)
+    rows = await run(tx, space, qwrite.FORGET_TOUCHED, id=event_id)
     if not rows:
         raise NotFound(f"no event with id {event_id!r}", zh=f"事件不存在：{event_id}", id=event_id)
     touched = list(dict.fromkeys([*rows[0]["adjacent"], *rows[0]["attitude_ends"]]))
     await changes.log_removal(
         tx, space, event_id, changes.KEEP, int(lock[0]["writes"]), lock[0]["state"]
     )
-    for statement in q.FORGET_DELETE:
+    for statement in qwrite.FORGET_DELETE:
         await run(tx, space, statement, id=event_id)
-    pruned = await run(tx, space, q.FORGET_PRUNE, ids=touched)
+    pruned = await run(tx, space, qwrite.FORGET_PRUNE, ids=touched)
     order = sorted((_LABEL_RANK[q.label(r["label"])], r["id"]) for r in pruned)
     return [event_id, *(i for _, i in order)]

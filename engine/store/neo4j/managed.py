@@ -1,19 +1,7 @@
 """Managed local Neo4j: fetch a Community server from Maven Central and run it under one home.
 
-Layout of a home directory ``H``::
-
-    H/conf/neo4j.conf   written on every start (edits are overwritten)
-    H/password          generated on first start, mode 0600, next to the data it protects
-    H/data/             databases and transaction logs
-    H/logs/             neo4j.log, debug.log, console.log (the JVM's stdout/stderr)
-    H/run/neo4j.pid     pid of the running server
-    H/run/start.lock    held while a start is in progress
-    H/run/owner         "<owner pid> <server pid>" of the service that started the server;
-                        flock-ed by that service while it lives (``owner.OwnerLock``), so
-                        a server whose owner died (``kill -9``) is known as an orphan
-
-The jars live in a per-user cache (``user_cache_dir("mnemoql")/neo4j-<version>/lib``), shared
-by every home. They are GPLv3 binaries: fetched on demand, never shipped or committed.
+Installing the jars is ``install``; the files of a home (its layout, conf and password) are
+``home``; this module runs, watches and stops the server process on a home.
 
 The server listens on 127.0.0.1 only, with HTTP off and usage reports off: it never makes an
 outbound connection. Everything here is synchronous (subprocesses and sockets); async callers
@@ -29,32 +17,29 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import fcntl
 import os
 import re
-import secrets
 import shlex
-import shutil
 import signal
-import socket
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 
-from platformdirs import user_cache_dir
-
 from mnemoql.engine.errors import StoreUnavailable
+from mnemoql.engine.store.neo4j.home import choose_port, conf_port, ensure_password, write_conf
+from mnemoql.engine.store.neo4j.install import (
+    DEFAULT_VERSION,
+    PROGRESS_EVERY_S,
+    Neo4jInstall,
+    flock,
+)
 from mnemoql.engine.store.neo4j.owner import OwnerLock
 
-DEFAULT_VERSION = "5.26.23"
 USER = "neo4j"
 ENTRY_POINT = "org.neo4j.server.CommunityEntryPoint"
-ADMIN_TOOL = "org.neo4j.cli.AdminTool"
 
 # The JVM flags of the stock 5.26 neo4j.conf (``server.jvm.additional``), which the
 # CommunityEntryPoint does not read: without the --add-opens the native vector index
@@ -81,20 +66,6 @@ JVM_FLAGS: tuple[str, ...] = (
 )
 
 _SIZE = re.compile(r"^\d+[kmgKMG]?$")
-PROGRESS_EVERY_S = 5.0
-_INSTALL_HINT = (
-    "install a Java 17+ runtime and Maven 3 "
-    "(e.g. `apt-get install openjdk-17-jre-headless maven`), "
-    "or point mnemoql at an external Neo4j 5.26 with MNEMOQL_NEO4J__MODE=external and "
-    "MNEMOQL_NEO4J__URI / MNEMOQL_NEO4J__PASSWORD"
-)
-# The Chinese wording of the hint and of the steps an interruption names (errors' ``zh=``).
-_INSTALL_HINT_ZH = (
-    "请安装 Java 17+ 运行时和 Maven 3（如 `apt-get install openjdk-17-jre-headless maven`），"
-    "或用 MNEMOQL_NEO4J__MODE=external 与 MNEMOQL_NEO4J__URI / MNEMOQL_NEO4J__PASSWORD "
-    "改用外部 Neo4j 5.26"
-)
-_ZH_ACTIONS = {"installing": "安装", "starting": "启动"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,32 +80,6 @@ class Status:
     uri: str | None
 
 
-def default_cache_dir() -> Path:
-    return Path(user_cache_dir("mnemoql"))
-
-
-def pom_text() -> str:
-    """The packaged pom.xml (artifacts neo4j-server and neo4j, version as a property)."""
-    pom = resources.files("mnemoql.engine.store.neo4j").joinpath("pom.xml")
-    return pom.read_text(encoding="utf-8")
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-def _port_free(port: int, host: str = "127.0.0.1") -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        try:
-            s.bind((host, port))
-        except OSError:
-            return False
-        return True
-
-
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -145,16 +90,8 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def _generate_password() -> str:
-    # picocli would read a leading "-" as an option, so start with a letter or digit.
-    while True:
-        password = secrets.token_urlsafe(24)
-        if password[0].isalnum():
-            return password
-
-
-class ManagedNeo4j:
-    """One local Neo4j Community server living in ``home``.
+class ManagedNeo4j(Neo4jInstall):
+    """One local Neo4j Community server living in ``home``, run from the jars of its install.
 
     Args:
         home: directory holding conf, data, logs, password and pid file.
@@ -163,6 +100,7 @@ class ManagedNeo4j:
         page_cache: ``server.memory.pagecache.size``.
         port: Bolt port on 127.0.0.1; by default the previous port if still free, else a free one.
         cache_dir: where ``neo4j-<version>/lib`` is installed (default: the user cache dir).
+        java, mvn: the launchers of Java 17+ and Maven 3 (see ``install.Neo4jInstall``).
     """
 
     def __init__(
@@ -177,34 +115,17 @@ class ManagedNeo4j:
         java: str = "java",
         mvn: str = "mvn",
     ) -> None:
-        if not re.fullmatch(r"5\.26\.\d+", version):
-            raise ValueError(f"managed Neo4j supports 5.26.x releases (got {version!r})")
+        super().__init__(version, cache_dir=cache_dir, java=java, mvn=mvn)
         for name, value in (("heap", heap), ("page_cache", page_cache)):
             if not _SIZE.match(value):
                 raise ValueError(f"{name} must look like 512m or 1g (got {value!r})")
         self.home = Path(home).expanduser().absolute()
-        self.version = version
         self.heap = heap
         self.page_cache = page_cache
         self._port = port
-        self.cache_dir = (cache_dir or default_cache_dir()).expanduser().absolute()
-        self.java = java
-        self.mvn = mvn
         self._proc: subprocess.Popen[bytes] | None = None
-        # set from another thread (a signal handler) to stop an install or start at once
-        self.cancel = threading.Event()
-        # called about every ``PROGRESS_EVERY_S`` with (what, seconds so far) while it waits
-        self.on_progress: Callable[[str, float], None] | None = None
 
     # ---- paths ----
-    @property
-    def install_dir(self) -> Path:
-        return self.cache_dir / f"neo4j-{self.version}"
-
-    @property
-    def lib_dir(self) -> Path:
-        return self.install_dir / "lib"
-
     @property
     def conf_path(self) -> Path:
         return self.home / "conf" / "neo4j.conf"
@@ -258,96 +179,6 @@ class ManagedNeo4j:
                 zh=f"{self.password_path} 处没有密码文件；请先启动托管 Neo4j",
             ) from None
 
-    # ---- install ----
-    def installed(self) -> bool:
-        lib = self.lib_dir
-        return (lib / f"neo4j-server-{self.version}.jar").is_file() and (
-            lib / f"neo4j-{self.version}.jar"
-        ).is_file()
-
-    def install(self) -> Path:
-        """Fetch the server jars with Maven into the cache; a no-op when they are there.
-
-        Returns the lib directory. Raises StoreUnavailable when java or mvn is missing or
-        Maven fails.
-        """
-        self._require_java()
-        if self.installed():
-            return self.lib_dir
-        mvn = shutil.which(self.mvn)
-        if mvn is None:
-            raise StoreUnavailable(
-                f"`{self.mvn}` was not found on PATH: {_INSTALL_HINT}",
-                zh=f"PATH 中找不到 `{self.mvn}`：{_INSTALL_HINT_ZH}",
-            )
-        self.install_dir.mkdir(parents=True, exist_ok=True)
-        pom = self.install_dir / "pom.xml"
-        pom.write_text(pom_text(), encoding="utf-8")
-        # Download next to the final place and rename, so a broken download never looks
-        # installed; the lock keeps two installs of one version from racing.
-        with self._flock(self.install_dir / "install.lock", wait=True):
-            if self.installed():
-                return self.lib_dir
-            staging = self.install_dir / f"lib.partial-{os.getpid()}"
-            shutil.rmtree(staging, ignore_errors=True)
-            cmd = [
-                mvn, "-q", "-B", "-f", str(pom),
-                f"-Dneo4j.version={self.version}",
-                "dependency:copy-dependencies",
-                "-DincludeScope=runtime",
-                f"-DoutputDirectory={staging}",
-            ]  # fmt: skip
-            log = self.install_dir / "mvn.log"
-            try:
-                code = self._run_interruptibly(cmd, log, "installing")
-            except BaseException:
-                shutil.rmtree(staging, ignore_errors=True)
-                raise
-            if code != 0 or not (staging / f"neo4j-{self.version}.jar").is_file():
-                shutil.rmtree(staging, ignore_errors=True)
-                tail = log.read_text(encoding="utf-8", errors="replace").strip()[-2000:]
-                raise StoreUnavailable(
-                    f"Maven could not fetch Neo4j {self.version} (exit {code}); "
-                    f"check access to Maven Central or use an external Neo4j.\n{tail}",
-                    zh=f"Maven 无法获取 Neo4j {self.version}（退出码 {code}）；"
-                    f"请检查能否访问 Maven Central，或改用外部 Neo4j。\n{tail}",
-                )
-            shutil.rmtree(self.lib_dir, ignore_errors=True)
-            staging.rename(self.lib_dir)
-        return self.lib_dir
-
-    def _run_interruptibly(self, cmd: list[str], log: Path, what: str) -> int:
-        """Run ``cmd`` (output to ``log``) in a process group of its own, which is stopped at
-        once when ``cancel`` is set or anything interrupts the wait; its exit code."""
-        with log.open("wb") as out:
-            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out,
-                                    stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
-        t0, due = time.monotonic(), PROGRESS_EVERY_S
-        try:
-            while True:
-                try:
-                    return proc.wait(timeout=0.2)
-                except subprocess.TimeoutExpired:
-                    pass
-                if self.cancel.is_set():
-                    raise StoreUnavailable(
-                        f"interrupted while {what} Neo4j {self.version}",
-                        zh=f"{_ZH_ACTIONS.get(what, what)} Neo4j {self.version} 时被中断",
-                    )
-                due = self._progress(what, t0, due)
-        except BaseException:
-            _stop_group(proc)
-            raise
-
-    def _progress(self, what: str, t0: float, due: float) -> float:
-        """Report ``what`` once ``due`` seconds have passed since ``t0``; the next due time."""
-        elapsed = time.monotonic() - t0
-        if elapsed < due:
-            return due
-        if self.on_progress is not None:
-            self.on_progress(what, elapsed)
-        return due + PROGRESS_EVERY_S
-
     def running_pid(self) -> int | None:
         """The pid of the server running on this home, or None."""
         return self._running_pid()
@@ -379,7 +210,11 @@ class ManagedNeo4j:
             )
         for sub in ("conf", "logs", "run", "data"):
             (self.home / sub).mkdir(parents=True, exist_ok=True)
-        with self._flock(self.home / "run" / "start.lock", wait=False):
+        busy = StoreUnavailable(
+            f"another process is starting the managed Neo4j on {self.home}",
+            zh=f"另一个进程正在 {self.home} 上启动托管 Neo4j",
+        )
+        with flock(self.home / "run" / "start.lock", busy):
             pid = self._running_pid()
             if pid is not None:
                 raise StoreUnavailable(
@@ -439,108 +274,20 @@ class ManagedNeo4j:
         ]
 
     # ---- internals ----
-    def _java_path(self) -> str:
-        java = shutil.which(self.java)
-        if java is None:
-            raise StoreUnavailable(
-                f"`{self.java}` was not found on PATH: {_INSTALL_HINT}",
-                zh=f"PATH 中找不到 `{self.java}`：{_INSTALL_HINT_ZH}",
-            )
-        return java
-
-    def _require_java(self) -> None:
-        java = self._java_path()
-        proc = subprocess.run([java, "-version"], capture_output=True, text=True, check=False)
-        m = re.search(r'version "(\d+)(?:\.(\d+))?', proc.stderr + proc.stdout)
-        if m is None:
-            raise StoreUnavailable(
-                f"could not read the Java version from `{java} -version`",
-                zh=f"无法从 `{java} -version` 读出 Java 版本",
-            )
-        major = int(m.group(1)) if m.group(1) != "1" else int(m.group(2) or 0)
-        if major < 17:
-            raise StoreUnavailable(
-                f"Neo4j 5.26 needs Java 17 or 21 (found {major}): {_INSTALL_HINT}",
-                zh=f"Neo4j 5.26 需要 Java 17 或 21（当前为 {major}）：{_INSTALL_HINT_ZH}",
-            )
-
     def _conf_port(self) -> int | None:
-        try:
-            text = self.conf_path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            return None
-        m = re.search(r"^server\.bolt\.listen_address=[^:\n]*:(\d+)$", text, re.M)
-        return int(m.group(1)) if m else None
+        return conf_port(self.conf_path)
 
     def _choose_port(self) -> int:
         if self._port is not None:
             return self._port
-        previous = self._conf_port()
-        if previous is not None and _port_free(previous):
-            return previous
-        return free_port()
+        return choose_port(self.conf_path)
 
     def _write_conf(self, port: int) -> None:
-        lines = [
-            "# Written by mnemoql (engine/store/neo4j/managed.py) on every start; edits are lost.",
-            "server.default_listen_address=127.0.0.1",
-            "server.default_advertised_address=127.0.0.1",
-            "server.bolt.enabled=true",
-            f"server.bolt.listen_address=127.0.0.1:{port}",
-            f"server.bolt.advertised_address=127.0.0.1:{port}",
-            "server.bolt.tls_level=DISABLED",
-            "server.http.enabled=false",
-            "server.https.enabled=false",
-            # never phone home
-            "dbms.usage_report.enabled=false",
-            "dbms.security.auth_enabled=true",
-            "dbms.security.allow_csv_import_from_file_urls=false",
-            f"server.memory.pagecache.size={self.page_cache}",
-            # heap comes from -Xms/-Xmx; written for the record (the entry point ignores it)
-            f"server.memory.heap.initial_size={self.heap}",
-            f"server.memory.heap.max_size={self.heap}",
-            "server.directories.data=data",
-            "server.directories.logs=logs",
-            "server.directories.run=run",
-            "server.directories.import=import",
-            "db.tx_log.rotation.retention_policy=1 days 512M",
-            # Bolt otherwise idles 2 x 5 s on shutdown, waiting for connections that are gone.
-            "internal.server.bolt.connection_shutdown_wait_time=1s",
-            "internal.server.bolt.thread_pool_shutdown_wait_time=1s",
-            "",
-        ]
-        self.conf_path.write_text("\n".join(lines), encoding="utf-8")
+        write_conf(self.conf_path, port, self.heap, self.page_cache)
         self._port = port
 
     def _ensure_password(self) -> None:
-        if self.password_path.exists():
-            return
-        if (self.home / "data" / "databases" / "system").exists():
-            raise StoreUnavailable(
-                f"{self.home} holds Neo4j data but no password file; restore "
-                f"{self.password_path} or remove the home to start afresh",
-                zh=f"{self.home} 中有 Neo4j 数据但没有密码文件；"
-                f"请恢复 {self.password_path}，或删除该目录重新开始",
-            )
-        password = _generate_password()
-        fd = os.open(self.password_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(password + "\n")
-        # "@file" is picocli's argument file: the password never appears on a command line.
-        env = {**os.environ, "NEO4J_HOME": str(self.home), "NEO4J_CONF": str(self.home / "conf")}
-        cmd = [self._java_path(), "-cp", f"{self.lib_dir}/*", ADMIN_TOOL,
-               "dbms", "set-initial-password", f"@{self.password_path}"]  # fmt: skip
-        proc = subprocess.run(
-            cmd, capture_output=True, text=True, env=env, cwd=self.home, check=False
-        )
-        if proc.returncode != 0:
-            self.password_path.unlink(missing_ok=True)
-            raise StoreUnavailable(
-                f"neo4j-admin set-initial-password failed (exit {proc.returncode}): "
-                f"{(proc.stdout + proc.stderr).strip()[-1000:]}",
-                zh=f"neo4j-admin set-initial-password 失败（退出码 {proc.returncode}）："
-                f"{(proc.stdout + proc.stderr).strip()[-1000:]}",
-            )
+        ensure_password(self.home, self.password_path, self._java_path, self.lib_dir)
 
     def _launch(self) -> None:
         log = open(self.console_log, "ab")  # noqa: SIM115 - handed to the child
@@ -642,35 +389,6 @@ class ManagedNeo4j:
                 return True
             time.sleep(0.1)
         return False
-
-    @contextlib.contextmanager
-    def _flock(self, path: Path, *, wait: bool) -> Iterator[None]:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
-            except BlockingIOError:
-                raise StoreUnavailable(
-                    f"another process is starting the managed Neo4j on {self.home}",
-                    zh=f"另一个进程正在 {self.home} 上启动托管 Neo4j",
-                ) from None
-            yield
-        finally:
-            os.close(fd)
-
-
-def _stop_group(proc: subprocess.Popen[bytes]) -> None:
-    """SIGTERM the process group of ``proc`` (Maven's launcher script and its JVM), then
-    SIGKILL what is left after 5 s."""
-    for sig, wait in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, sig)
-        try:
-            proc.wait(timeout=wait)
-            return
-        except subprocess.TimeoutExpired:
-            continue
 
 
 # ---- command line ----

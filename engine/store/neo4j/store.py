@@ -75,6 +75,9 @@ from mnemoql.engine.redact import mask_url
 from mnemoql.engine.store import rules
 from mnemoql.engine.store.neo4j import _changes as changes
 from mnemoql.engine.store.neo4j import _cypher as q
+from mnemoql.engine.store.neo4j import _cypher_read as qread
+from mnemoql.engine.store.neo4j import _cypher_route as qroute
+from mnemoql.engine.store.neo4j import _cypher_write as qwrite
 from mnemoql.engine.store.neo4j import _dump as dump
 from mnemoql.engine.store.neo4j import _lexical as lexical
 from mnemoql.engine.store.neo4j import _records as rec
@@ -259,11 +262,11 @@ class Neo4jStore:
     # ------------------------------------------------------------ meta
 
     async def get_meta(self) -> MemoryMeta | None:
-        rows = await self._run(q.GET_META)
+        rows = await self._run(qread.GET_META)
         return rec.meta(rows[0]["m"]) if rows else None
 
     async def counts(self) -> Counts:
-        rows = await self._run(q.COUNTS)
+        rows = await self._run(qread.COUNTS)
         r = rows[0]
         return Counts(
             events=r["events"],
@@ -302,11 +305,11 @@ class Neo4jStore:
         return result
 
     async def replay(self, idempotency_key: str) -> SaveResult | None:
-        rows = await self._run(q.GET_RECORD, {"key": idempotency_key})
+        rows = await self._run(qread.GET_RECORD, {"key": idempotency_key})
         return rules.json_result(rows[0]["result"]) if rows else None
 
     async def events_with_hash(self, content_hash: str) -> list[str]:
-        rows = await self._run(q.EVENTS_WITH_HASH, {"hash": content_hash})
+        rows = await self._run(qread.EVENTS_WITH_HASH, {"hash": content_hash})
         return [r["id"] for r in rows]
 
     async def replace_vectors(self, vectors: VectorSet) -> None:
@@ -320,8 +323,10 @@ class Neo4jStore:
 
     async def all_for_revectorize(self) -> tuple[list[Event], list[Entity]]:
         async def work(tx: AsyncManagedTransaction) -> tuple[list[Event], list[Entity]]:
-            events = [rec.event(r["e"]) for r in await write.run(tx, self.space, q.ALL_EVENTS)]
-            entities = [rec.entity(r["n"]) for r in await write.run(tx, self.space, q.ALL_ENTITIES)]
+            events = [rec.event(r["e"]) for r in await write.run(tx, self.space, qwrite.ALL_EVENTS)]
+            entities = [
+                rec.entity(r["n"]) for r in await write.run(tx, self.space, qwrite.ALL_ENTITIES)
+            ]
             return events, entities
 
         return await self._read(work)
@@ -336,19 +341,19 @@ class Neo4jStore:
         if not keys:
             return []
         if await self._names_usable():
-            rows = await self._by_key(q.FIND_ENTITIES_BY_KEY[lbl], keys)
+            rows = await self._by_key(qread.FIND_ENTITIES_BY_KEY[lbl], keys)
             if rows is not None:
                 return [rec.entity(n) for n in write.oldest_first(rows)]
-        rows = await self._run(q.FIND_ENTITIES[lbl], {"keys": keys})
+        rows = await self._run(qread.FIND_ENTITIES[lbl], {"keys": keys})
         return [rec.entity(r["n"]) for r in rows]
 
     async def resolve_terms(self, normalised_term: str) -> frozenset[str]:
         term = normalise_name(normalised_term)
         if term and await self._names_usable():
-            rows = await self._by_key(q.RESOLVE_TERM_BY_KEY, [term])
+            rows = await self._by_key(qread.RESOLVE_TERM_BY_KEY, [term])
             if rows is not None:
                 return frozenset(r["id"] for r in rows)
-        rows = await self._run(q.RESOLVE_TERM, {"term": term})
+        rows = await self._run(qread.RESOLVE_TERM, {"term": term})
         return frozenset(r["id"] for r in rows)
 
     async def _by_key(self, query: str, keys: list[str]) -> list[dict[str, Any]] | None:
@@ -384,7 +389,7 @@ class Neo4jStore:
             return []
         values, zero = rec.query_param(vector)
         rows = await self._run(
-            q.ENTITY_TOP[lbl],
+            qread.ENTITY_TOP[lbl],
             {
                 "q": values, "qzero": zero, "d": len(values), "k": int(k),
                 "min": None if min_cosine is None else float(min_cosine) - _MIN_EPS,
@@ -471,14 +476,16 @@ class Neo4jStore:
         if limit <= 0 or (restrict is not None and not restrict):
             return []
         params = {**rec.filter_params(filters, exclude, restrict), "limit": int(limit)}
-        rows = await self._run(q.ROUTES[("recent", restrict is not None)], params)
+        rows = await self._run(qroute.ROUTES[("recent", restrict is not None)], params)
         return [r["id"] for r in rows]
 
     async def get_events(self, ids: Sequence[str], *, with_vectors: bool = False) -> list[Event]:
         wanted = list(dict.fromkeys(ids))
         if not wanted:
             return []
-        rows = await self._run(q.GET_EVENTS_VEC if with_vectors else q.GET_EVENTS, {"ids": wanted})
+        rows = await self._run(
+            qread.GET_EVENTS_VEC if with_vectors else qread.GET_EVENTS, {"ids": wanted}
+        )
         found = {r["e"]["id"]: rec.event(r["e"], with_vectors) for r in rows}
         return [found[i] for i in ids if i in found]
 
@@ -489,7 +496,7 @@ class Neo4jStore:
         if not out:
             return out
         rows = await self._run(
-            q.GET_CHUNKS_VEC if with_vectors else q.GET_CHUNKS, {"ids": list(out)}
+            qread.GET_CHUNKS_VEC if with_vectors else qread.GET_CHUNKS, {"ids": list(out)}
         )
         for r in rows:
             c = rec.chunk(r["c"], with_vectors)
@@ -499,17 +506,17 @@ class Neo4jStore:
     async def id_counts(self, ids: Sequence[str]) -> dict[str, int]:
         out = dict.fromkeys(ids, 0)
         if out:
-            rows = await self._run(q.ID_COUNTS, {"ids": list(out)})
+            rows = await self._run(qread.ID_COUNTS, {"ids": list(out)})
             out.update({r["id"]: int(r["n"]) for r in rows})
         return out
 
     async def events_mentioning(self, concept_id: str) -> frozenset[str]:
-        rows = await self._run(q.EVENTS_MENTIONING, {"id": concept_id})
+        rows = await self._run(qread.EVENTS_MENTIONING, {"id": concept_id})
         return frozenset(r["id"] for r in rows)
 
     async def positional_events(self, prefix: str, chapter: str) -> list[str]:
         head = f"{prefix}_ch{chapter}_e"
-        rows = await self._run(q.POSITIONAL, {"head": head})
+        rows = await self._run(qread.POSITIONAL, {"head": head})
         tail = re.compile(r"[0-9]+")
         found = [r["id"] for r in rows if tail.fullmatch(r["id"][len(head) :])]
         return sorted(found, key=lambda i: (int(i[len(head) :]), i))
@@ -520,7 +527,7 @@ class Neo4jStore:
         wanted = list(dict.fromkeys(ids))
         if not wanted:
             return []
-        rows = await self._run(q.GET_NODES, {"ids": wanted})
+        rows = await self._run(qread.GET_NODES, {"ids": wanted})
         found = {r["n"]["id"]: rec.node(r["n"]) for r in rows}
         return [found.get(i) for i in ids]
 
@@ -539,8 +546,8 @@ class Neo4jStore:
         order = ("DESC" if direction == "ASC" else "ASC") if page.backward else direction
 
         async def work(tx: AsyncManagedTransaction) -> tuple[int, list[dict[str, Any]]]:
-            paged = q.list_page(lbl, cond, key, order, page.position is not None)
-            total = await write.run(tx, self.space, q.list_count(lbl, cond), **compiler.params)
+            paged = qread.list_page(lbl, cond, key, order, page.position is not None)
+            total = await write.run(tx, self.space, qread.list_count(lbl, cond), **compiler.params)
             rows = await write.run(tx, self.space, paged, **params)
             return int(total[0]["total"]), rows
 
@@ -588,7 +595,7 @@ class Neo4jStore:
         if not unique or limit_per_node == 0:
             return out
         rows = await self._run(
-            q.NEIGHBOURS_BACKWARD if backward else q.NEIGHBOURS,
+            qread.NEIGHBOURS_BACKWARD if backward else qread.NEIGHBOURS,
             {
                 "ids": unique, "type": kind, "after": after, "before": before,
                 "limit": int(limit_per_node), "out": direction != "in", "in": direction != "out",
@@ -610,11 +617,15 @@ class Neo4jStore:
             raise InvalidInput("graph caps must not be negative", zh="图的上限不能为负数")
 
         async def work(tx: AsyncManagedTransaction) -> GraphSnapshot:
-            rows = await write.run(tx, self.space, q.GRAPH_NODES, cap=max_nodes + 1)
+            rows = await write.run(tx, self.space, qread.GRAPH_NODES, cap=max_nodes + 1)
             truncated_nodes = len(rows) > max_nodes
             nodes = [rec.node(r["n"]) for r in rows[:max_nodes]]
             rels = await write.run(
-                tx, self.space, q.GRAPH_RELATIONS, ids=[n.id for n in nodes], cap=max_relations + 1
+                tx,
+                self.space,
+                qread.GRAPH_RELATIONS,
+                ids=[n.id for n in nodes],
+                cap=max_relations + 1,
             )
             snapshot = GraphSnapshot(
                 nodes=nodes,
@@ -636,12 +647,12 @@ class Neo4jStore:
         self, tx: AsyncManagedTransaction, snapshot: GraphSnapshot, room: int, max_relations: int
     ) -> None:
         """Topic nodes by id into the ``room`` left, with their SUBTOPIC and BINDS links."""
-        found = await write.run(tx, self.space, q.GRAPH_TOPICS, cap=room + 1)
+        found = await write.run(tx, self.space, qread.GRAPH_TOPICS, cap=room + 1)
         kept = [rec.topic(r["t"]) for r in found[:room]]
         snapshot.topics = kept
         snapshot.truncated_nodes = len(found) > room
         binds = await write.run(
-            tx, self.space, q.GRAPH_BINDS, ids=[t.id for t in kept], cap=max_relations + 1
+            tx, self.space, qread.GRAPH_BINDS, ids=[t.id for t in kept], cap=max_relations + 1
         )
         paths = {t.path for t in kept}
         links = [
@@ -658,14 +669,14 @@ class Neo4jStore:
 
     async def topic_rows(self) -> tuple[list[Topic], list[Binding]]:
         async def work(tx: AsyncManagedTransaction) -> tuple[list[Topic], list[Binding]]:
-            topics = await write.run(tx, self.space, q.TOPIC_ROWS)
-            bindings = await write.run(tx, self.space, q.BINDING_ROWS)
+            topics = await write.run(tx, self.space, qread.TOPIC_ROWS)
+            bindings = await write.run(tx, self.space, qread.BINDING_ROWS)
             return [rec.topic(r["t"]) for r in topics], [rec.binding(r["b"]) for r in bindings]
 
         return await self._read(work)
 
     async def event_dates(self) -> list[tuple[str, str]]:
-        rows = await self._run(q.EVENT_DATES)
+        rows = await self._run(qread.EVENT_DATES)
         return [(r["id"], r["day"]) for r in rows]
 
     async def topic_changes(self, since: TopicMark | None) -> TopicChanges | None:
@@ -721,7 +732,7 @@ class Neo4jStore:
     async def changed_elsewhere(self) -> bool:
         """True when another process committed a write to this space since the last call
         (the space's ``writes`` counter ran ahead of this store's own count)."""
-        rows = await self._run(q.GET_WRITES)
+        rows = await self._run(qwrite.GET_WRITES)
         current = int(rows[0]["n"] or 0) if rows else 0
         changed = self._writes is not None and current != self._writes
         self._writes = current
