@@ -46,7 +46,8 @@ from bench._common import (
 from bench.retrieval_quality import units_of
 from bench.search_latency import DIMS, Corpus, StubEmbedder, grow, unit
 from mnemoql.engine.models import EMPTY_FILTERS, Chunk, EventDraft, MemoryMeta, SavePlan
-from mnemoql.engine.retrieval.pipeline import ROUTE_LIMIT, SearchRequest
+from mnemoql.engine.retrieval.pipeline import SearchRequest
+from mnemoql.engine.retrieval.routes import ROUTE_LIMIT
 from mnemoql.engine.text import chunk_ranges, content_hash, text_hash
 
 
@@ -96,12 +97,12 @@ async def measure(
     bench: Bench, stub: StubEmbedder, texts: list[str], rng: np.random.Generator, tag: str
 ) -> dict[str, list[float]]:
     out: dict[str, list[float]] = {"on": [], "off": [], "route": []}
-    memory, retriever = bench.memory, bench.memory.retriever
+    memory, ranker = bench.memory, bench.memory.retriever.ranker
     for i, text in enumerate(texts):
         stub.vectors[text] = unit(rng.standard_normal(DIMS))
         order = (True, False) if i % 2 == 0 else (False, True)
         for lexical in order:
-            retriever.lexical = lexical
+            ranker.lexical = lexical
             t0 = time.perf_counter()
             await memory.search(SearchRequest(query=text), f"{tag}-{lexical}-{i}")
             if i >= 5:
@@ -110,7 +111,7 @@ async def measure(
         await bench.store.lexical_route(text, EMPTY_FILTERS, frozenset(), ROUTE_LIMIT)
         if i >= 5:
             out["route"].append(time.perf_counter() - t0)
-    retriever.lexical = True
+    ranker.lexical = True
     return out
 
 

@@ -93,7 +93,8 @@ from bench.search_latency import (
 )
 from mnemoql.engine.memory import Memory
 from mnemoql.engine.models import EMPTY_FILTERS, ID_PREFIX, RoutePool, SavePlan
-from mnemoql.engine.retrieval.pipeline import ROUTE_LIMIT, SearchRequest
+from mnemoql.engine.retrieval.pipeline import SearchRequest
+from mnemoql.engine.retrieval.routes import ROUTE_LIMIT
 from mnemoql.engine.store import rules
 from mnemoql.engine.store.neo4j import _cypher as q
 from mnemoql.engine.store.neo4j import _cypher_route as qroute

@@ -73,7 +73,8 @@ from mnemoql.engine.ingest import SaveInput
 from mnemoql.engine.memory import Memory
 from mnemoql.engine.models import EMPTY_FILTERS
 from mnemoql.engine.providers.factory import Providers, build_providers
-from mnemoql.engine.retrieval.pipeline import ROUTE_LIMIT, SearchRequest
+from mnemoql.engine.retrieval.pipeline import SearchRequest
+from mnemoql.engine.retrieval.routes import ROUTE_LIMIT
 from mnemoql.engine.store.base import Store
 from mnemoql.engine.store.embedded import EmbeddedStore
 from mnemoql.engine.store.neo4j import _cypher_route as qroute

@@ -50,7 +50,7 @@ async def routes_of(item: dict[str, Any], emb: Any) -> dict[str, Any] | None:
     msgs = messages_of(item)
     bench = await open_memory(where, wrap=lambda _e: emb)
     try:
-        store, r = bench.store, bench.memory.retriever
+        store, r = bench.store, bench.memory.retriever.ranker
         vector = (await emb.embed([query], "query"))[0]
         none: frozenset[str] = frozenset()
         pool = await store.route_pool(vector, EMPTY_FILTERS, none, LIMIT, None, text=query)
@@ -73,7 +73,7 @@ async def routes_of(item: dict[str, Any], emb: Any) -> dict[str, Any] | None:
                 store, vector, seeds, EMPTY_FILTERS, none, LIMIT, span=span, alpha=0.5
             )
             out[f"window{span}"] = [h.event_id for h in hits]
-        ranked = await r._rank(query, vector, EMPTY_FILTERS, none, LIMIT, None)
+        ranked = await r.rank(query, vector, EMPTY_FILTERS, none, LIMIT, None)
         out["mnemoql"] = ranked.picked
         bm, dense, fused = await baseline_orders(msgs, emb, query)
         ids = [m.id for m in msgs]

@@ -62,7 +62,7 @@ from bench.retrieval_quality import (
 )
 from mnemoql.engine.ingest import SaveInput
 from mnemoql.engine.retrieval import scoring
-from mnemoql.engine.retrieval.pipeline import Retriever
+from mnemoql.engine.retrieval.ranking import Ranker
 from mnemoql.engine.text import chunk_ranges
 
 DONE = "saved.ok"
@@ -130,7 +130,7 @@ KNOBS = (
 
 @dataclass(frozen=True)
 class Variant:
-    """One way of ranking, applied to the retriever of a question's memory. ``None`` keeps
+    """One way of ranking, applied to the ranker of a question's memory. ``None`` keeps
     the memory's default for that knob."""
 
     name: str
@@ -161,7 +161,7 @@ class Variant:
     records_session_weight: float | None = None
     time_weight: float | None = None
 
-    def apply(self, r: Retriever) -> dict[str, Any]:
+    def apply(self, r: Ranker) -> dict[str, Any]:
         """Set this variant's knobs; returns the old values (for ``restore``)."""
         old: dict[str, Any] = {}
         for knob in KNOBS:
@@ -340,8 +340,8 @@ def five_row(v: Variant) -> str:
     return f"mnemoql search x5 (20 events): {v.name}"
 
 
-def allowed(v: Variant, r: Retriever) -> bool:
-    """Whether this retriever has every knob the variant sets (an older engine may not)."""
+def allowed(v: Variant, r: Ranker) -> bool:
+    """Whether this ranker has every knob the variant sets (an older engine may not)."""
     return all(getattr(v, k) is None or hasattr(r, k) for k in KNOBS)
 
 
@@ -414,7 +414,7 @@ async def run_question(
         log(f"{qid}: {how} {len(msgs)} messages in {res.seconds['save']:.0f}s")
         res.seconds["save_new_vectors"] = float(emb.misses - misses0)
         res.seconds["save_cached_vectors"] = float(emb.hits - hits0)
-        memory, r = bench.memory, bench.memory.retriever
+        memory, r = bench.memory, bench.memory.retriever.ranker
         memory.ingestor._now = clock_at(lme_time(item["question_date"]), memory.ingestor.tz)
         t0 = time.perf_counter()
         calls = 0

@@ -96,14 +96,10 @@ from mnemoql.engine.providers.local import HashingEmbedder, LocalEmbedder
 from mnemoql.engine.providers.offline import OfflineExtractor
 from mnemoql.engine.retrieval import scoring
 from mnemoql.engine.retrieval.evidence import EvidencePage
-from mnemoql.engine.retrieval.pipeline import (
-    ROUTE_LIMIT,
-    Outcome,
-    SearchRequest,
-    lexical_fade,
-    lexical_route_for,
-)
+from mnemoql.engine.retrieval.pipeline import Outcome, SearchRequest
+from mnemoql.engine.retrieval.ranking import lexical_fade
 from mnemoql.engine.retrieval.render import render
+from mnemoql.engine.retrieval.routes import ROUTE_LIMIT, lexical_route_for
 from mnemoql.engine.retrieval.terms import coverage, is_cjk_term, query_terms
 from mnemoql.engine.text import chunk_ranges
 from mnemoql.prompts.extraction import EntityItem, EventItem, Extraction
@@ -141,16 +137,16 @@ AS_DOCUMENTS: dict[str, float] = {
 def tune(bench: Bench) -> None:
     """Apply this run's ranking options to a fresh memory."""
     if LEXICAL_OFF:
-        bench.memory.retriever.lexical = False
+        bench.memory.retriever.ranker.lexical = False
     if COVERAGE_WEIGHT:
-        bench.memory.retriever.coverage_weight = COVERAGE_WEIGHT[0]
+        bench.memory.retriever.ranker.coverage_weight = COVERAGE_WEIGHT[0]
     if LEXICAL_WEIGHT:
-        bench.memory.retriever.lexical_weight = LEXICAL_WEIGHT[0]
+        bench.memory.retriever.ranker.lexical_weight = LEXICAL_WEIGHT[0]
     if RECORDS_AS_DOCUMENTS:
         for knob, value in AS_DOCUMENTS.items():
-            setattr(bench.memory.retriever, knob, value)
-        bench.memory.retriever.records_window_weight = 0.0
-        bench.memory.retriever.records_followup_window_weight = 0.0
+            setattr(bench.memory.retriever.ranker, knob, value)
+        bench.memory.retriever.ranker.records_window_weight = 0.0
+        bench.memory.retriever.ranker.records_followup_window_weight = 0.0
 
 
 def log(msg: str) -> None:
@@ -581,12 +577,12 @@ async def run_question(
         runs["hint"] = await hint_chain(memory, query, f"hint-{qid}", "en")
         res.seconds["calls"] = time.perf_counter() - t0
         res.seconds["n_calls"] = float(sum(len(c) for c in runs.values()))
-        long_terms = memory.retriever.long_query_terms
-        memory.retriever.long_query_terms = 0  # round 1's fixed lexical weights
+        long_terms = memory.retriever.ranker.long_query_terms
+        memory.retriever.ranker.long_query_terms = 0  # round 1's fixed lexical weights
         runs["five-flat"] = await searches(memory, query, f"flat-{qid}", 5, "en")
-        memory.retriever.long_query_terms = long_terms
+        memory.retriever.ranker.long_query_terms = long_terms
         rrf_only, fused = await fusion_orders(bench, query, qvec)
-        memory.retriever.lexical = False  # the seed's two routes, same memory, same run
+        memory.retriever.ranker.lexical = False  # the seed's two routes, same memory, same run
         runs["five-off"] = await searches(memory, query, f"off-{qid}", 5, "en")
     finally:
         await bench.close()
@@ -857,23 +853,23 @@ DIAG_FUSED = "diagnostic: route candidates by RRF + coverage (no MMR)"
 
 
 async def fusion_orders(bench: Bench, cue: str, qv: Any) -> tuple[list[str], list[str]]:
-    """The pipeline's candidates ranked by RRF alone and by its fused score (no session, no
+    """The ranking's candidates ranked by RRF alone and by its fused score (no session, no
     MMR): shows what the coverage term does to the order."""
-    store, retriever = bench.store, bench.memory.retriever
-    text = cue if lexical_route_for(cue, retriever.lexical) else None
+    store, ranker = bench.store, bench.memory.retriever.ranker
+    text = cue if lexical_route_for(cue, ranker.lexical) else None
     pool = await store.route_pool(qv, EMPTY_FILTERS, frozenset(), ROUTE_LIMIT, text=text)
     s_ids, c_ids = [h.event_id for h in pool.summary], [h.event_id for h in pool.chunk]
     terms = query_terms(cue)
     cov = {e.id: coverage(terms, e.summary, e.content) for e in pool.events.values()}
     l_ids = [h.event_id for h in pool.lexical]
-    fade = lexical_fade(sum(not is_cjk_term(t) for t in terms), retriever.long_query_terms)
+    fade = lexical_fade(sum(not is_cjk_term(t) for t in terms), ranker.long_query_terms)
     fused = scoring.fuse(
         s_ids,
         c_ids,
         cov,
         lexical_ids=l_ids,
-        weight=retriever.coverage_weight * fade,
-        lexical_weight=retriever.lexical_weight * fade,
+        weight=ranker.coverage_weight * fade,
+        lexical_weight=ranker.lexical_weight * fade,
     )
     by_rrf = sorted(fused, key=lambda x: (-x.rrf, x.id))
     return [x.id for x in by_rrf], [x.id for x in fused]
@@ -946,16 +942,16 @@ async def run_madial(
                 c1 = page_chars(first.page)
                 record(rows["mnemoql search (call 1)"], got1, relevant, c1)
                 record(rows["mnemoql search x2"], got2, relevant, c1 + page_chars(second.page))
-                lexical = bench.memory.retriever.lexical
-                bench.memory.retriever.lexical = False
+                lexical = bench.memory.retriever.ranker.lexical
+                bench.memory.retriever.ranker.lexical = False
                 off = await bench.memory.search(SearchRequest(query=cue), f"{session}-off")
-                bench.memory.retriever.lexical = lexical
+                bench.memory.retriever.ranker.lexical = lexical
                 got_off = [i.event_id[1:] for i in off.page.items]
                 record(rows[names[2]], got_off, relevant, page_chars(off.page))
-                long_terms = bench.memory.retriever.long_query_terms
-                bench.memory.retriever.long_query_terms = 0
+                long_terms = bench.memory.retriever.ranker.long_query_terms
+                bench.memory.retriever.ranker.long_query_terms = 0
                 flat = await bench.memory.search(SearchRequest(query=cue), f"{session}-flat")
-                bench.memory.retriever.long_query_terms = long_terms
+                bench.memory.retriever.ranker.long_query_terms = long_terms
                 got_flat = [i.event_id[1:] for i in flat.page.items]
                 record(rows[names[3]], got_flat, relevant, page_chars(flat.page))
                 qv = (await emb.embed([cue], "query"))[0]

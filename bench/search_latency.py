@@ -77,7 +77,8 @@ from mnemoql.engine.models import (
 )
 from mnemoql.engine.providers.base import EmbedKind
 from mnemoql.engine.providers.factory import Providers, build_providers
-from mnemoql.engine.retrieval.pipeline import ROUTE_LIMIT, SearchRequest
+from mnemoql.engine.retrieval.pipeline import SearchRequest
+from mnemoql.engine.retrieval.routes import ROUTE_LIMIT
 from mnemoql.engine.store.embedded import EmbeddedStore, _search
 from mnemoql.engine.store.embedded._ann import AnnSettings
 from mnemoql.engine.store.embedded._hnsw import (

@@ -28,7 +28,7 @@ the grammar resolves days. Impossible days are not days (2026-02-30). Parsers ra
 ``ValueError`` for anything else; the callers turn it into their coded error.
 
 ``find_spans`` finds the span phrases of running text (a question naming "the past weekend"
-or "last Saturday": the time route of ``engine.retrieval.pipeline``).
+or "last Saturday": the time route of ``engine.retrieval.routes``).
 
 ``dateparser`` was measured for this and left out (docs/DECISIONS.md, "One date grammar").
 """

@@ -10,6 +10,7 @@ import asyncio
 import time
 from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass
+from datetime import date
 from typing import TYPE_CHECKING
 
 from pydantic import TypeAdapter
@@ -44,6 +45,7 @@ from mnemoql.engine.models import (
 from mnemoql.engine.recall import Recall, Recollection, TopicTree
 from mnemoql.engine.retrieval.delivery import Outcome
 from mnemoql.engine.retrieval.pipeline import Retriever, SearchRequest, TargetedPage
+from mnemoql.engine.retrieval.ranking import Ranker
 from mnemoql.engine.revectorize import Progress, RevectorizeReport, revectorize
 from mnemoql.engine.session_state import LocalState, SharedState
 from mnemoql.engine.sessions import Clock, SessionStore
@@ -150,12 +152,12 @@ class Memory:
             limits=settings.limits,
         )
 
-        self.retriever = Retriever(
+        def today() -> date:
+            return self.ingestor.now().date()
+
+        ranker = Ranker(
             store,
-            providers.embedder,
-            self.sessions,
-            self.cursors,
-            today=lambda: self.ingestor.now().date(),
+            today,
             lexical=settings.retrieval.lexical,
             coverage_weight=settings.retrieval.coverage_weight,
             lexical_weight=settings.retrieval.lexical_weight,
@@ -165,6 +167,9 @@ class Memory:
             summary_weight=settings.retrieval.summary_weight,
             time_weight=settings.retrieval.time_weight,
             records=settings.retrieval.records,
+        )
+        self.retriever = Retriever(
+            store, providers.embedder, self.sessions, self.cursors, today, ranker=ranker
         )
 
     # ---- evidence ----

@@ -1,7 +1,7 @@
 """An evidence page's delivery (SPEC §1.6-§1.9): the picked events' quotes under one budget,
 their concepts, the cursor that continues them, and the session's ledger.
 
-Ranking (``pipeline``) says which events and why; delivery reads what the page shows and records
+Ranking (``ranking``) says which events and why; delivery reads what the page shows and records
 it. A call records nothing unless it completes: the page is fully built first, then the cursor is
 issued and the session committed.
 """

@@ -13,7 +13,7 @@ person): the speaker route then stays out of the ranking.
 A question in the third person may name a speaker ("What did Caroline research?"): since
 issue #11 a named speaker is a Person the message MENTIONS. ``named_people`` gives the names a
 question may hold (capitalised words and pairs of them, English); the person route
-(``Retriever._person_route``) keeps those the memory knows as Persons and ranks their
+(``routes.person_route``) keeps those the memory knows as Persons and ranks their
 messages and mentions.
 """
 

@@ -244,7 +244,7 @@ async def test_nearby_reads_neighbouring_records_in_order(api: Api) -> None:
 
 
 async def test_a_long_query_fades_the_coverage_term_and_a_question_keeps_it(api: Api) -> None:
-    from mnemoql.engine.retrieval.pipeline import lexical_fade
+    from mnemoql.engine.retrieval.ranking import lexical_fade
     from mnemoql.engine.retrieval.terms import query_terms
 
     await seed_neo4j_notes(api)

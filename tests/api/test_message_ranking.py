@@ -205,7 +205,7 @@ async def _weights_seen(tmp_path: Path, **retrieval: Any) -> list[bool]:
     used session: tests/store/test_contract_followups.py)."""
     async with running(offline_settings(tmp_path, retrieval=retrieval)) as api:
         await _seed(api, CHAT)
-        r = api.app.state.memory.retriever
+        r = api.app.state.memory.retriever.ranker
         seen: list[bool] = []
         weights = r.record_weights
 

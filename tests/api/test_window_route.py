@@ -113,7 +113,7 @@ async def _nearby_ids(tmp_path: Path, by_query: bool) -> list[str]:
     async with running(offline_settings(tmp_path, retrieval=AS_DOCUMENTS)) as api:
         for i, text in enumerate(SESSION):
             await api.gql(SAVE, input={"content": text, "id": f"day_ch1_e{i}"})
-        api.app.state.memory.retriever.nearby_by_query = by_query
+        api.app.state.memory.retriever.ranker.nearby_by_query = by_query
         page = (await api.gql(FIRST, q="What is the puppy I adopted called?", s="n"))["search"]
         assert page["items"][0]["eventId"] == "day_ch1_e5"
         out = await api.gql(NEARBY, c=page["cursor"], id="day_ch1_e5", s="n")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mnemoql.engine.retrieval.pipeline import LONG_QUERY_POWER, LONG_QUERY_TERMS, lexical_fade
+from mnemoql.engine.retrieval.ranking import LONG_QUERY_POWER, LONG_QUERY_TERMS, lexical_fade
 from mnemoql.engine.retrieval.terms import query_terms
 
 
@@ -49,7 +49,7 @@ def test_a_three_utterance_cue_is_long_and_a_question_is_not() -> None:
     ],
 )
 def test_auto_lexical_route_joins_for_identifiers_and_quotes(query: str, joins: bool) -> None:
-    from mnemoql.engine.retrieval.pipeline import lexical_route_for
+    from mnemoql.engine.retrieval.routes import lexical_route_for
 
     assert lexical_route_for(query, "auto") is joins
     assert lexical_route_for(query, True) is True

@@ -51,7 +51,11 @@ NOT_MESSAGES = {
     ("schema/topics.py", "'省略了 N 条消息': N left out."),
 }
 # Modules whose patterns match Chinese punctuation or scripts (regular expressions only).
-PATTERNS = {"engine/retrieval/pipeline.py", "engine/providers/local.py"}
+PATTERNS = {
+    "engine/retrieval/pipeline.py",
+    "engine/retrieval/routes.py",
+    "engine/providers/local.py",
+}
 # The Chinese wording of errors built at the raise site, passed on to ``zh=``.
 ERROR_WORDING = {
     "engine/providers/openai.py",

@@ -14,6 +14,7 @@ from mnemoql.engine.config import RecordWeights
 from mnemoql.engine.cursors import CursorStore
 from mnemoql.engine.models import Vector
 from mnemoql.engine.retrieval.pipeline import Retriever, SearchRequest
+from mnemoql.engine.retrieval.ranking import Ranker
 from mnemoql.engine.sessions import SessionStore
 from mnemoql.engine.store.base import Store
 from tests.store._builders import DIMS, META, vec
@@ -46,6 +47,10 @@ class QueryEmbedder:
         return np.stack([self.vector_of(t) for t in texts])
 
 
+def _today() -> date:
+    return date(2026, 3, 2)
+
+
 def message_retriever(
     store: Store, vector_of: Callable[[str], Vector], **weights: Any
 ) -> Retriever:
@@ -53,16 +58,16 @@ def message_retriever(
     (``RecordWeights`` fields), in rank order only (MMR lambda 1: the hand-made vectors are
     near one another)."""
     cursors = CursorStore()
-    r = Retriever(
+    ranker = Ranker(store, _today, records=RecordWeights(**{**ROUTES_OFF, **weights}))
+    ranker.mmr_lambda = 1.0
+    return Retriever(
         store,
         QueryEmbedder(vector_of),  # type: ignore[arg-type]
         SessionStore(cursors=cursors),
         cursors,
-        today=lambda: date(2026, 3, 2),
-        records=RecordWeights(**{**ROUTES_OFF, **weights}),
+        today=_today,
+        ranker=ranker,
     )
-    r.mmr_lambda = 1.0
-    return r
 
 
 def at(c: float) -> Vector:

@@ -55,13 +55,13 @@ def _retriever(store: Store, followup_share: float) -> tuple[Retriever, list[boo
     # the chunk route alone for the first call; a follow-up adds the neighbour share
     r = message_retriever(store, _query, followup_neighbour_share=followup_share)
     seen: list[bool] = []
-    weights = r.record_weights
+    weights = r.ranker.record_weights
 
     def spy(followup: bool = False):  # type: ignore[no-untyped-def]
         seen.append(followup)
         return weights(followup)
 
-    r.record_weights = spy  # type: ignore[method-assign]
+    r.ranker.record_weights = spy  # type: ignore[method-assign]
     return r, seen
 
 
