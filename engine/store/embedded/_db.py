@@ -46,10 +46,8 @@ from mnemoql.engine.models import (
 )
 from mnemoql.engine.store.embedded import _lexical as lexical
 from mnemoql.engine.store.embedded import _write as write
-from mnemoql.engine.store.embedded._ann import (
-    FOREIGN_INLINE_ROWS,
-    AnnIndexes,
-    AnnSettings,
+from mnemoql.engine.store.embedded._ann import FOREIGN_INLINE_ROWS, AnnIndexes, AnnSettings
+from mnemoql.engine.store.embedded._epoch import (
     ensure_tables,
     forgotten_mark,
     new_epoch,
