@@ -1,6 +1,6 @@
 """The embedded store's forget logs are bounded (issue 30): the topic and date removal log
 (``recall_removed``, ``_schema.RECALL_BOUND_DDL``) and the ANN forget log (``ann_forgotten``,
-``_ann.record_forgotten``) keep a horizon of recent records. A real second process forgets;
+``_epoch.record_forgotten``) keep a horizon of recent records. A real second process forgets;
 this process follows it by rows while its mark is within the horizon, and reloads in full
 (ending where a fresh open ends) once the log was pruned past it."""
 
@@ -33,10 +33,10 @@ KEEP = 4  # the horizon the other process prunes to (the log holds at most KEEP 
 # the other process: forgets the given events on the store, with a small ANN log horizon
 FORGET_ON_STORE = """
 import asyncio, sys
-from mnemoql.engine.store.embedded import EmbeddedStore, _ann
+from mnemoql.engine.store.embedded import EmbeddedStore, _epoch
 from mnemoql.engine.store.embedded._ann import AnnSettings
 
-_ann.FORGOTTEN_KEEP = int(sys.argv[2])
+_epoch.FORGOTTEN_KEEP = int(sys.argv[2])
 
 async def main(path, ids):
     store = EmbeddedStore(path, ann=AnnSettings(mode="exact", persist=False))

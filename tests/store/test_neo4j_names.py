@@ -47,8 +47,8 @@ def space() -> str:
 async def online(store: Neo4jStore) -> None:
     """Wait for the name index (made on open) and make the store read its state again."""
     await store._run("CALL db.awaitIndex($name, 300)", {"name": q.NAME_INDEX})
-    store._names_seen = -1e9
-    assert await store._names_usable()
+    store.names.seen = -1e9
+    assert await store.names.usable()
 
 
 def _hits(plan_: dict[str, Any]) -> int:

@@ -7,9 +7,9 @@ space's filters, rescores them exactly from the float32 mirror and cuts the page
 order and ties are the exact scan's whenever the true top rows are among the candidates
 (bench/results/search_latency.md measures how often). docs/DECISIONS.md says why usearch.
 
-This module keeps the set of indexes in step with the mirrors and the database (its tables
-``ann_state`` and ``ann_forgotten``); one index over its rows is ``_hnsw``, the saved files
-are ``_ann_files``.
+This module keeps the set of indexes in step with the mirrors and the database; one index over
+its rows is ``_hnsw``, the saved files are ``_ann_files``, the database's vector epoch and
+forget log (its tables ``ann_state`` and ``ann_forgotten``) are ``_epoch``.
 
 Derived data, never the only copy:
     Keys are the nodes' SQLite ``seq`` numbers, stable across reloads. An index covers a prefix
@@ -20,27 +20,19 @@ Derived data, never the only copy:
     background thread and are swapped in when done.
 Persistence (``<database>.ann/``):
     Saved after each background build and on close, each file written beside and renamed over,
-    the manifest last. It names the database's *vector epoch* (a token in the ``ann_state``
-    table, changed before every re-vectorize and restore), and forgetting records each deleted
-    node's seq in ``ann_forgotten`` in the same transaction. At open an index is used only if
-    its epoch is the database's; the keys of forgotten nodes are removed from it and every
-    mirror row it lacks is added, so a crash, a stale copy or a copy made mid-write can cost a
-    rebuild but never serves a vector the database does not hold.
-Bounded forget log:
-    ``ann_forgotten`` numbers its entries (``n``, counted in ``ann_state`` as
-    ``forgotten_n``) and keeps the newest ``FORGOTTEN_KEEP`` (pruned once it holds a quarter
-    more; ``forgotten_pruned`` is the highest number dropped). Whatever read the log at
-    position ``m`` (a process's mirrors, a saved mirror file or index) can follow it only
-    while ``m >= forgotten_pruned``: mirrors further behind load in full (``_load.advance``),
-    a saved index further behind serves as *stale* until a fresh build replaces it (its
-    candidates are rescored from the mirrors, where a forgotten node has no live row).
+    the manifest last. It names the database's *vector epoch* (``_epoch``, changed before every
+    re-vectorize and restore), and forgetting records each deleted node's seq in the forget
+    log in the same transaction. At open an index is used only if its epoch is the database's;
+    the keys of forgotten nodes are removed from it and every mirror row it lacks is added, so
+    a crash, a stale copy or a copy made mid-write can cost a rebuild but never serves a vector
+    the database does not hold. A saved index further behind the forget log than its horizon
+    serves as *stale* until a fresh build replaces it (``_epoch``, "Bounded forget log").
 """
 
 from __future__ import annotations
 
 import functools
 import logging
-import secrets
 import sqlite3
 import threading
 from collections.abc import Callable, Mapping
@@ -53,9 +45,11 @@ import numpy as np
 import numpy.typing as npt
 
 from mnemoql.engine.store.embedded._ann_files import AnnFiles, mutable_copy
+from mnemoql.engine.store.embedded._epoch import ensure_tables, forgotten, forgotten_mark
 from mnemoql.engine.store.embedded._hnsw import (
     EXPANSION_ADD,
     KINDS,
+    Hnsw,
     Kind,
     add_rows,
     first_missing,
@@ -63,7 +57,6 @@ from mnemoql.engine.store.embedded._hnsw import (
     new_index,
     remove_keys,
 )
-from mnemoql.engine.store.embedded._hnsw import Hnsw as Hnsw  # _search imports it from here
 from mnemoql.engine.store.embedded._index import I64, EntityView, EventView
 
 log = logging.getLogger(__name__)
@@ -78,14 +71,6 @@ FROZEN_TAIL_ROWS = 1024
 # chunks cost ~1 CPU second to add)
 FOREIGN_INLINE_ROWS = 256
 BUILD_BATCH = 65_536  # rows per add call while a fresh index is built (nothing searches it)
-
-# forget records kept in ann_forgotten (at most a quarter more before the oldest are pruned)
-FORGOTTEN_KEEP = 50_000
-
-DDL = """
-CREATE TABLE IF NOT EXISTS ann_state (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS ann_forgotten (seq INTEGER PRIMARY KEY, n INTEGER);
-"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,86 +100,6 @@ class AnnSettings:
     mirror_min_rows: int = 20_000
     prefetch: bool = True
     first_overfetch: int = 3
-
-
-# ---------------------------------------------------------------- database bookkeeping
-
-
-def ensure_tables(conn: sqlite3.Connection) -> str:
-    """Create the bookkeeping tables if missing; the database's vector epoch. Statement by
-    statement (``executescript`` would commit a transaction in progress: a catch-up inside a
-    save's transaction comes here)."""
-    for statement in DDL.strip().split(";"):
-        if statement.strip():
-            conn.execute(statement)
-    if "n" not in {r[1] for r in conn.execute("PRAGMA table_info(ann_forgotten)")}:
-        conn.execute("ALTER TABLE ann_forgotten ADD COLUMN n INTEGER")  # older files: NULL
-    conn.execute("CREATE INDEX IF NOT EXISTS ann_forgotten_n ON ann_forgotten (n)")
-    row = conn.execute("SELECT value FROM ann_state WHERE key = 'epoch'").fetchone()
-    if row is not None:
-        return str(row[0])
-    epoch = secrets.token_hex(8)
-    conn.execute("INSERT INTO ann_state (key, value) VALUES ('epoch', ?)", (epoch,))
-    return epoch
-
-
-def new_epoch(conn: sqlite3.Connection) -> str:
-    """Mark every saved index stale (call *before* the vectors change: a crash between the
-    two costs a rebuild, never a stale index). Forgotten seqs no longer matter after it."""
-    epoch = secrets.token_hex(8)
-    conn.execute(
-        "INSERT INTO ann_state (key, value) VALUES ('epoch', ?) "
-        "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-        (epoch,),
-    )
-    conn.execute("DELETE FROM ann_forgotten")
-    return epoch
-
-
-def record_forgotten(conn: sqlite3.Connection, seqs: list[int]) -> None:
-    """Inside the forget transaction: these keys must leave any saved index. Each gets the
-    next log number (a seq forgotten again, after the next node was given it, moves up);
-    the oldest records go once the log holds a quarter more than ``FORGOTTEN_KEEP``."""
-    if not seqs:
-        return
-    last = _state_int(conn, "forgotten_n")
-    conn.executemany(
-        "INSERT INTO ann_forgotten (seq, n) VALUES (?, ?) "
-        "ON CONFLICT (seq) DO UPDATE SET n = excluded.n",
-        [(s, last + k + 1) for k, s in enumerate(seqs)],
-    )
-    last += len(seqs)
-    _set_state(conn, "forgotten_n", last)
-    keep = max(FORGOTTEN_KEEP, 1)
-    if int(conn.execute("SELECT COUNT(*) FROM ann_forgotten").fetchone()[0]) > keep + keep // 4:
-        horizon = last - keep
-        conn.execute("DELETE FROM ann_forgotten WHERE n IS NULL OR n <= ?", (horizon,))
-        # at least 1: records from before the numbering (NULL) are gone too
-        pruned = max(_state_int(conn, "forgotten_pruned"), horizon, 1)
-        _set_state(conn, "forgotten_pruned", pruned)
-
-
-def forgotten_mark(conn: sqlite3.Connection) -> tuple[int, int]:
-    """(the log's position: the number of its newest record, the highest number pruned)."""
-    return _state_int(conn, "forgotten_n"), _state_int(conn, "forgotten_pruned")
-
-
-def _state_int(conn: sqlite3.Connection, key: str) -> int:
-    row = conn.execute("SELECT value FROM ann_state WHERE key = ?", (key,)).fetchone()
-    return int(row[0]) if row is not None else 0
-
-
-def _set_state(conn: sqlite3.Connection, key: str, value: int) -> None:
-    conn.execute(
-        "INSERT INTO ann_state (key, value) VALUES (?, ?) "
-        "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-        (key, str(value)),
-    )
-
-
-def forgotten(conn: sqlite3.Connection) -> npt.NDArray[np.uint64]:
-    rows = conn.execute("SELECT seq FROM ann_forgotten").fetchall()
-    return np.asarray([r[0] for r in rows], dtype=np.uint64)
 
 
 # ---------------------------------------------------------------- the set of indexes

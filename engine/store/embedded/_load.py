@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from mnemoql.engine.models import ENTITY_LABELS, EntityLabel
-from mnemoql.engine.store.embedded._ann import forgotten_mark
+from mnemoql.engine.store.embedded._epoch import epoch_of, forgotten_mark
 from mnemoql.engine.store.embedded._index import (
     F32,
     I64,
@@ -131,18 +131,13 @@ def max_seq(conn: sqlite3.Connection) -> int:
     return int(conn.execute("SELECT COALESCE(MAX(seq), 0) FROM nodes").fetchone()[0])
 
 
-def epoch_of(conn: sqlite3.Connection) -> str:
-    row = conn.execute("SELECT value FROM ann_state WHERE key = 'epoch'").fetchone()
-    return "" if row is None else str(row[0])
-
-
 @dataclass(slots=True)
 class Loaded:
     """Mirrors and what they hold: every node with ``seq <= upto`` of vector epoch ``epoch``
     (a forgotten one as a dead row). ``rows`` counts the rows read from SQLite (tests and
     benchmarks); ``dropped`` the seqs marked dead and ``filled`` the entity rows given a vector
     in place, per ANN kind; ``forgotten`` the position of the forget log they follow from
-    (``_ann.forgotten_mark``)."""
+    (``_epoch.forgotten_mark``)."""
 
     events: EventView
     entities: dict[EntityLabel, EntityView]

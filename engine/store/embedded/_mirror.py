@@ -71,7 +71,7 @@ class Snapshot:
     events: EventView
     ids: list[str]
     entities: dict[EntityLabel, tuple[list[str], npt.NDArray[Any], npt.NDArray[Any], Any]]
-    forgotten: int = 0  # the forget log's position the rows follow from (_ann.forgotten_mark)
+    forgotten: int = 0  # the forget log's position the rows follow from (_epoch.forgotten_mark)
 
     @property
     def rows(self) -> int:

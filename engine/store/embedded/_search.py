@@ -27,7 +27,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from mnemoql.engine.models import Filters, Hit, RouteName
-from mnemoql.engine.store.embedded._ann import AnnIndexes, Hnsw, rows_of_keys
+from mnemoql.engine.store.embedded._ann import AnnIndexes, rows_of_keys
+from mnemoql.engine.store.embedded._hnsw import Hnsw
 from mnemoql.engine.store.embedded._index import (
     F32,
     I64,

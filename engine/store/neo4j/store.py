@@ -27,6 +27,11 @@ Transactions
 
 All Cypher text is static (see ``_cypher.py``); labels and relationship types reach it only
 through allow-lists.
+
+The class is the ``Store`` protocol; its methods hand their work to the module of its concept:
+``_reads`` (rows by id, lists, the graph, topics), ``_names`` (entity lookups by name),
+``_routes`` and ``_lexical`` (retrieval), ``_write`` (saves, forgets, bindings), ``_schema``,
+``_dump`` and ``_changes``.
 """
 
 from __future__ import annotations
@@ -34,7 +39,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-import time
 from collections.abc import AsyncIterator, Iterable, Sequence
 from typing import Any
 
@@ -76,19 +80,19 @@ from mnemoql.engine.store import rules
 from mnemoql.engine.store.neo4j import _changes as changes
 from mnemoql.engine.store.neo4j import _cypher as q
 from mnemoql.engine.store.neo4j import _cypher_read as qread
-from mnemoql.engine.store.neo4j import _cypher_route as qroute
 from mnemoql.engine.store.neo4j import _cypher_write as qwrite
 from mnemoql.engine.store.neo4j import _dump as dump
 from mnemoql.engine.store.neo4j import _lexical as lexical
+from mnemoql.engine.store.neo4j import _reads as reads
 from mnemoql.engine.store.neo4j import _records as rec
 from mnemoql.engine.store.neo4j import _routes as routes
 from mnemoql.engine.store.neo4j import _write as write
+from mnemoql.engine.store.neo4j._names import Names
 from mnemoql.engine.store.neo4j._runner import UNREACHABLE, Runner, T, TxFn
 from mnemoql.engine.store.neo4j._schema import Schema
 from mnemoql.engine.store.neo4j._sessions import DROP_ALL as DROP_STATE
 from mnemoql.engine.store.neo4j._sessions import Neo4jState
 from mnemoql.engine.store.window import window_route_by_parts
-from mnemoql.engine.text import normalise_name
 from mnemoql.engine.topics.changes import TopicChanges, TopicMark
 
 __all__ = ["Neo4jStore"]
@@ -96,7 +100,6 @@ __all__ = ["Neo4jStore"]
 log = logging.getLogger(__name__)
 
 SPACE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
-_MIN_EPS = 1e-6  # Neo4j scores in float32 through (1+cos)/2: keep boundary cosines in
 
 
 # ---------------------------------------------------------------- the store
@@ -154,9 +157,7 @@ class Neo4jStore:
         self.schema = Schema(self.runner, self, changed=self.index.invalidate)
         # entity lookups by name go through the name index once it is ONLINE and the space's
         # entities all carry their keys (``_cypher.NAME_INDEX``); the scan answers before
-        self._names_keyed = False
-        self._names_seen = -routes.INDEX_STATE_TTL  # monotonic time of the index state read
-        self._names_online = False
+        self.names = Names(self.runner)
 
     def __repr__(self) -> str:
         return f"Neo4jStore({self.uri!r}, database={self.database!r}, space={self.space!r})"
@@ -191,7 +192,7 @@ class Neo4jStore:
             await self.runner.connect()
             await self.runner.check_version()
             await self.schema.ensure()
-            await self._key_names()
+            await self.names.key()
             await self.changed_elsewhere()  # the baseline of the writes counter
         except (*UNREACHABLE, OSError) as exc:
             await self.close()
@@ -208,36 +209,6 @@ class Neo4jStore:
         except BaseException:
             await self.close()
             raise
-
-    async def _key_names(self) -> None:
-        """Give the space's entities written before the name keys theirs (in batches), then
-        mark the space named; a space without its node yet is new (named when created)."""
-        rows = await self._run(q.SPACE_NAMED)
-        if rows and not rows[0]["named"]:
-            while True:
-                done = await self._run(q.KEY_NAMES, {"batch": 10_000, **self._name_params()},
-                                       writable=True)  # fmt: skip
-                if not done or int(done[0]["n"]) < 10_000:
-                    break
-            await self._run(q.MARK_NAMED, writable=True)
-            log.info("keyed the entity names of space %r", self.space)
-        self._names_keyed = True
-
-    def _name_params(self) -> dict[str, str]:
-        return {"name_prefix": q.name_prefix(self.space)}
-
-    async def _names_usable(self) -> bool:
-        """Whether entity lookups by name can read the name index: the space's entities are
-        keyed and the index is ONLINE (read again at most every INDEX_STATE_TTL seconds until
-        it is; a populating index answers nothing, so the scan answers meanwhile)."""
-        if not self._names_keyed:
-            return False
-        aged = time.monotonic() - self._names_seen >= routes.INDEX_STATE_TTL
-        if not self._names_online and aged:
-            rows = await self._run(q.NAME_INDEX_STATE, {"name": q.NAME_INDEX})
-            self._names_online = bool(rows) and rows[0]["state"] == "ONLINE"
-            self._names_seen = time.monotonic()
-        return self._names_online
 
     def session_state(self, budget: int) -> Neo4jState:
         """The space's evidence sessions and cursors as nodes every replica shares
@@ -266,16 +237,7 @@ class Neo4jStore:
         return rec.meta(rows[0]["m"]) if rows else None
 
     async def counts(self) -> Counts:
-        rows = await self._run(qread.COUNTS)
-        r = rows[0]
-        return Counts(
-            events=r["events"],
-            persons=r["persons"],
-            concepts=r["concepts"],
-            locations=r["locations"],
-            chunks=r["chunks"],
-            relations=r["relations"],
-        )
+        return await reads.counts(self.runner)
 
     # ------------------------------------------------------------ writes
 
@@ -283,7 +245,7 @@ class Neo4jStore:
         rules.check_plan(plan)
 
         size = 0
-        names_indexed = await self._names_usable()
+        names_indexed = await self.names.usable()
 
         async def work(tx: AsyncManagedTransaction) -> SaveResult:
             nonlocal size
@@ -322,80 +284,27 @@ class Neo4jStore:
         await self.schema.rebuild_vector_indexes(vectors.meta.dimensions)
 
     async def all_for_revectorize(self) -> tuple[list[Event], list[Entity]]:
-        async def work(tx: AsyncManagedTransaction) -> tuple[list[Event], list[Entity]]:
-            events = [rec.event(r["e"]) for r in await write.run(tx, self.space, qwrite.ALL_EVENTS)]
-            entities = [
-                rec.entity(r["n"]) for r in await write.run(tx, self.space, qwrite.ALL_ENTITIES)
-            ]
-            return events, entities
-
-        return await self._read(work)
+        return await reads.all_for_revectorize(self.runner)
 
     # ------------------------------------------------------------ entity resolution
 
     async def find_entities(
         self, label: EntityLabel, normalised_names: Iterable[str]
     ) -> list[Entity]:
-        lbl = q.entity_label(label)
-        keys = sorted({normalise_name(n) for n in normalised_names} - {""})
-        if not keys:
-            return []
-        if await self._names_usable():
-            rows = await self._by_key(qread.FIND_ENTITIES_BY_KEY[lbl], keys)
-            if rows is not None:
-                return [rec.entity(n) for n in write.oldest_first(rows)]
-        rows = await self._run(qread.FIND_ENTITIES[lbl], {"keys": keys})
-        return [rec.entity(r["n"]) for r in rows]
+        return await self.names.find_entities(label, normalised_names)
 
     async def resolve_terms(self, normalised_term: str) -> frozenset[str]:
-        term = normalise_name(normalised_term)
-        if term and await self._names_usable():
-            rows = await self._by_key(qread.RESOLVE_TERM_BY_KEY, [term])
-            if rows is not None:
-                return frozenset(r["id"] for r in rows)
-        rows = await self._run(qread.RESOLVE_TERM, {"term": term})
-        return frozenset(r["id"] for r in rows)
-
-    async def _by_key(self, query: str, keys: list[str]) -> list[dict[str, Any]] | None:
-        """A lookup through the name index, in batches of keys; None (the scan answers) when
-        the index fails (dropped, or not ONLINE after all)."""
-        out: list[dict[str, Any]] = []
-        try:
-            for i in range(0, len(keys), q.NAME_LOOKUP_BATCH):
-                batch = keys[i : i + q.NAME_LOOKUP_BATCH]
-                out += await self._run(query, {"keys": batch, **self._name_params()})
-        except ClientError as exc:
-            log.info("the name index is unavailable, scanning: %s", exc.code)
-            self._names_online = False
-            self._names_seen = time.monotonic()
-            return None
-        return out
+        return await self.names.resolve_terms(normalised_term)
 
     async def similar_entities(
         self, label: EntityLabel, vector: Vector, k: int, min_cosine: float
     ) -> list[tuple[Entity, float]]:
-        return await self._entity_top(label, vector, k, min_cosine)
+        return await reads.entity_top(self.runner, label, vector, k, min_cosine)
 
     async def entity_vector_top(
         self, label: EntityLabel, query: Vector, k: int
     ) -> list[tuple[Entity, float]]:
-        return await self._entity_top(label, query, k, None)
-
-    async def _entity_top(
-        self, label: EntityLabel, vector: Vector, k: int, min_cosine: float | None
-    ) -> list[tuple[Entity, float]]:
-        lbl = q.entity_label(label)
-        if k <= 0:
-            return []
-        values, zero = rec.query_param(vector)
-        rows = await self._run(
-            qread.ENTITY_TOP[lbl],
-            {
-                "q": values, "qzero": zero, "d": len(values), "k": int(k),
-                "min": None if min_cosine is None else float(min_cosine) - _MIN_EPS,
-            },
-        )  # fmt: skip
-        return [(rec.entity(r["n"]), rec.raw_cosine(r["s"])) for r in rows]
+        return await reads.entity_top(self.runner, label, query, k, None)
 
     # ------------------------------------------------------------ retrieval routes
 
@@ -473,95 +382,34 @@ class Neo4jStore:
         limit: int,
         restrict: frozenset[str] | None = None,
     ) -> list[str]:
-        if limit <= 0 or (restrict is not None and not restrict):
-            return []
-        params = {**rec.filter_params(filters, exclude, restrict), "limit": int(limit)}
-        rows = await self._run(qroute.ROUTES[("recent", restrict is not None)], params)
-        return [r["id"] for r in rows]
+        return await reads.recent_events(self.runner, filters, exclude, limit, restrict)
 
     async def get_events(self, ids: Sequence[str], *, with_vectors: bool = False) -> list[Event]:
-        wanted = list(dict.fromkeys(ids))
-        if not wanted:
-            return []
-        rows = await self._run(
-            qread.GET_EVENTS_VEC if with_vectors else qread.GET_EVENTS, {"ids": wanted}
-        )
-        found = {r["e"]["id"]: rec.event(r["e"], with_vectors) for r in rows}
-        return [found[i] for i in ids if i in found]
+        return await reads.get_events(self.runner, ids, with_vectors)
 
     async def get_chunks(
         self, event_ids: Sequence[str], *, with_vectors: bool = False
     ) -> dict[str, list[Chunk]]:
-        out: dict[str, list[Chunk]] = {i: [] for i in event_ids}
-        if not out:
-            return out
-        rows = await self._run(
-            qread.GET_CHUNKS_VEC if with_vectors else qread.GET_CHUNKS, {"ids": list(out)}
-        )
-        for r in rows:
-            c = rec.chunk(r["c"], with_vectors)
-            out[c.event_id].append(c)
-        return out
+        return await reads.get_chunks(self.runner, event_ids, with_vectors)
 
     async def id_counts(self, ids: Sequence[str]) -> dict[str, int]:
-        out = dict.fromkeys(ids, 0)
-        if out:
-            rows = await self._run(qread.ID_COUNTS, {"ids": list(out)})
-            out.update({r["id"]: int(r["n"]) for r in rows})
-        return out
+        return await reads.id_counts(self.runner, ids)
 
     async def events_mentioning(self, concept_id: str) -> frozenset[str]:
-        rows = await self._run(qread.EVENTS_MENTIONING, {"id": concept_id})
-        return frozenset(r["id"] for r in rows)
+        return await reads.events_mentioning(self.runner, concept_id)
 
     async def positional_events(self, prefix: str, chapter: str) -> list[str]:
-        head = f"{prefix}_ch{chapter}_e"
-        rows = await self._run(qread.POSITIONAL, {"head": head})
-        tail = re.compile(r"[0-9]+")
-        found = [r["id"] for r in rows if tail.fullmatch(r["id"][len(head) :])]
-        return sorted(found, key=lambda i: (int(i[len(head) :]), i))
+        return await reads.positional_events(self.runner, prefix, chapter)
 
     # ------------------------------------------------------------ graph reads
 
     async def get_nodes(self, ids: Sequence[str]) -> list[Node | None]:
-        wanted = list(dict.fromkeys(ids))
-        if not wanted:
-            return []
-        rows = await self._run(qread.GET_NODES, {"ids": wanted})
-        found = {r["n"]["id"]: rec.node(r["n"]) for r in rows}
-        return [found.get(i) for i in ids]
+        return await reads.get_nodes(self.runner, ids)
 
     async def list_nodes(
         self, label: NodeLabel, where: Where | None, sort: SortSpec, page: Page
     ) -> NodePage:
-        lbl = q.label(label)
-        key, direction = rec.sort_key(lbl, sort)
-        compiler = rec.WhereCompiler(lbl)
-        cond = compiler.compile(where)
-        rec.check_page(page)
-        params: dict[str, Any] = {**compiler.params, "limit": page.size + 1}
-        if page.position is not None:
-            params["after_key"], params["after_id"] = page.position
-        # a backward page walks the sort the other way from its position, then is reversed
-        order = ("DESC" if direction == "ASC" else "ASC") if page.backward else direction
-
-        async def work(tx: AsyncManagedTransaction) -> tuple[int, list[dict[str, Any]]]:
-            paged = qread.list_page(lbl, cond, key, order, page.position is not None)
-            total = await write.run(tx, self.space, qread.list_count(lbl, cond), **compiler.params)
-            rows = await write.run(tx, self.space, paged, **params)
-            return int(total[0]["total"]), rows
-
-        total, rows = await self._read(work)
-        rows, more = rows[: page.size], len(rows) > page.size
-        if page.backward:
-            rows.reverse()
-        return NodePage(
-            nodes=[rec.node(r["n"]) for r in rows],
-            has_next=more and not page.backward,
-            positions=[(r["k"], r["n"]["id"]) for r in rows],
-            total=total,
-            has_previous=more and page.backward,
-        )
+        return await reads.list_nodes(self.runner, label, where, sort, page)
 
     async def neighbours(
         self,
@@ -574,106 +422,19 @@ class Neo4jStore:
         *,
         backward: bool = False,
     ) -> dict[str, list[Neighbour]]:
-        kind = None if rel_type is None else q.rel_type(rel_type)
-        backward = backward or before is not None
-        if after is not None and before is not None:
-            raise InvalidInput(
-                "neighbours pages forward (after) or backward (before), not both",
-                zh="neighbours 只能向前（after）或向后（before）翻页，不能同时两者",
-            )
-        if direction not in ("out", "in", "both"):
-            raise InvalidInput(
-                f"direction must be out, in or both (got {direction!r})",
-                zh=f"direction 须为 out、in 或 both（收到 {direction!r}）",
-            )
-        if limit_per_node < 0:
-            raise InvalidInput(
-                "limit_per_node must not be negative", zh="limit_per_node 不能为负数"
-            )
-        unique = list(dict.fromkeys(node_ids))
-        out: dict[str, list[Neighbour]] = {i: [] for i in unique}
-        if not unique or limit_per_node == 0:
-            return out
-        rows = await self._run(
-            qread.NEIGHBOURS_BACKWARD if backward else qread.NEIGHBOURS,
-            {
-                "ids": unique, "type": kind, "after": after, "before": before,
-                "limit": int(limit_per_node), "out": direction != "in", "in": direction != "out",
-            },
-        )  # fmt: skip
-        for r in rows:
-            node_id = r["id"]
-            for e in r["rows"]:
-                rel = rec.relation(e["type"], e["source"], e["target"], e["props"] or {})
-                out[node_id].append(Neighbour(node_id, rel, e["other"], e["dir"]))
-            if backward:
-                out[node_id].reverse()  # walked backward from `before` (or the end)
-        return out
+        return await reads.neighbours(
+            self.runner, node_ids, rel_type, direction, limit_per_node, after, before, backward
+        )
 
     async def graph(
         self, max_nodes: int, max_relations: int, *, topics: bool = False
     ) -> GraphSnapshot:
-        if max_nodes < 0 or max_relations < 0:
-            raise InvalidInput("graph caps must not be negative", zh="图的上限不能为负数")
-
-        async def work(tx: AsyncManagedTransaction) -> GraphSnapshot:
-            rows = await write.run(tx, self.space, qread.GRAPH_NODES, cap=max_nodes + 1)
-            truncated_nodes = len(rows) > max_nodes
-            nodes = [rec.node(r["n"]) for r in rows[:max_nodes]]
-            rels = await write.run(
-                tx,
-                self.space,
-                qread.GRAPH_RELATIONS,
-                ids=[n.id for n in nodes],
-                cap=max_relations + 1,
-            )
-            snapshot = GraphSnapshot(
-                nodes=nodes,
-                relations=[
-                    rec.relation(r["type"], r["source"], r["target"], r["props"] or {})
-                    for r in rels
-                ],
-                truncated_nodes=truncated_nodes,
-                truncated_relations=len(rels) > max_relations,
-            )
-            if topics and not truncated_nodes:
-                await self._add_topics(tx, snapshot, max_nodes - len(nodes), max_relations)
-            snapshot.relations = snapshot.relations[:max_relations]
-            return snapshot
-
-        return await self._read(work)
-
-    async def _add_topics(
-        self, tx: AsyncManagedTransaction, snapshot: GraphSnapshot, room: int, max_relations: int
-    ) -> None:
-        """Topic nodes by id into the ``room`` left, with their SUBTOPIC and BINDS links."""
-        found = await write.run(tx, self.space, qread.GRAPH_TOPICS, cap=room + 1)
-        kept = [rec.topic(r["t"]) for r in found[:room]]
-        snapshot.topics = kept
-        snapshot.truncated_nodes = len(found) > room
-        binds = await write.run(
-            tx, self.space, qread.GRAPH_BINDS, ids=[t.id for t in kept], cap=max_relations + 1
-        )
-        paths = {t.path for t in kept}
-        links = [
-            link for t in kept if t.parent in paths and (link := t.subtopic_relation()) is not None
-        ]
-        merged = sorted(
-            [*snapshot.relations, *(rec.binding(r["b"]).relation() for r in binds), *links],
-            key=lambda r: (r.type, r.source, r.target),
-        )
-        snapshot.relations = merged
-        snapshot.truncated_relations = len(merged) > max_relations
+        return await reads.graph(self.runner, max_nodes, max_relations, topics)
 
     # ------------------------------------------------------------ topics
 
     async def topic_rows(self) -> tuple[list[Topic], list[Binding]]:
-        async def work(tx: AsyncManagedTransaction) -> tuple[list[Topic], list[Binding]]:
-            topics = await write.run(tx, self.space, qread.TOPIC_ROWS)
-            bindings = await write.run(tx, self.space, qread.BINDING_ROWS)
-            return [rec.topic(r["t"]) for r in topics], [rec.binding(r["b"]) for r in bindings]
-
-        return await self._read(work)
+        return await reads.topic_rows(self.runner)
 
     async def event_dates(self) -> list[tuple[str, str]]:
         rows = await self._run(qread.EVENT_DATES)
