@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 
@@ -16,6 +17,7 @@ from mnemoql.engine.session_state import DEFAULT_BUDGET
 from mnemoql.engine.sessions import SessionStore
 from mnemoql.engine.store.neo4j import Neo4jStore
 from tests.store.factory_neo4j import make, unreachable
+from tests.store.test_embedded_session_pages import Clock, _keep, _seen
 
 pytestmark = pytest.mark.skipif(unreachable() is not None, reason=f"neo4j: {unreachable()}")
 
@@ -87,3 +89,59 @@ async def test_cursors_and_ledgers_are_shared_and_swept(
     async with b_sessions.acquire("s1") as session:
         assert session.excluded == frozenset()
 
+
+def _count_statements(store: Neo4jStore) -> list[str]:
+    """The statements ``store``'s runner runs from now on (a wrapper around ``run``)."""
+    ran: list[str] = []
+    run = store.runner.run
+
+    async def counted(query: str, params: Any = None, *, writable: bool = False) -> Any:
+        ran.append(query)
+        return await run(query, params, writable=writable)
+
+    store.runner.run = counted  # type: ignore[method-assign]
+    return ran
+
+
+async def test_a_read_is_one_statement_and_fetches_only_the_pages_not_held(
+    replicas: tuple[Neo4jStore, Neo4jStore],
+) -> None:
+    a, b = replicas
+    clock = Clock()
+    a_state, b_state = a.session_state(DEFAULT_BUDGET), b.session_state(DEFAULT_BUDGET)
+    a_sessions, b_sessions = SessionStore(clock, state=a_state), SessionStore(clock, state=b_state)
+    await _keep(a_sessions, "s1", {f"k{i}": {"items": [i]} for i in range(3)})
+    ran = _count_statements(a)
+    assert (await _seen(a_sessions, "s1")).page("k2") == {"items": [2]}
+    assert len(ran) == 1  # the ledger and its pages' listing, no body read: kept on commit
+    assert (await _seen(b_sessions, "s1")).page("k0") == {"items": [0]}
+    assert b_state.page_cache.fetched == 3
+    clock.now += 1
+    await _keep(a_sessions, "s1", {"k3": {"items": [3]}})
+    session = await _seen(b_sessions, "s1")
+    assert [session.page(f"k{i}") for i in range(4)] == [{"items": [i]} for i in range(4)]
+    assert b_state.page_cache.fetched == 4  # the new page only
+    ran.clear()
+    assert (await _seen(a_sessions, "s1")).page("k3") == {"items": [3]}
+    assert len(ran) == 1
+
+
+async def test_a_page_kept_again_on_another_replica_replaces_the_held_one(
+    replicas: tuple[Neo4jStore, Neo4jStore],
+) -> None:
+    a, b = replicas
+    clock = Clock()
+    a_sessions = SessionStore(clock, state=a.session_state(DEFAULT_BUDGET))
+    b_sessions = SessionStore(clock, state=b.session_state(DEFAULT_BUDGET))
+    await _keep(a_sessions, "s1", {"k": {"items": ["first"]}})
+    assert (await _seen(a_sessions, "s1")).page("k") == {"items": ["first"]}
+    clock.now += 1
+    async with b_sessions.acquire("s1") as session:  # reset_seen on b, then the same call
+        b_sessions.reset("s1")  # again: a page of the same size under the same key
+        b_sessions.commit("s1", ["event_x"])
+        session.keep_page("k", {"items": ["again"]})
+    assert (await _seen(a_sessions, "s1")).page("k") == {"items": ["again"]}
+    clock.now += 1
+    async with b_sessions.acquire("s1"):  # reset_seen alone: no page is read back
+        b_sessions.reset("s1")
+    assert (await _seen(a_sessions, "s1")).page("k") is None
