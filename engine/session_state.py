@@ -155,24 +155,42 @@ class PageCache:
     def __init__(self, limit: int = PAGE_CACHE_BYTES) -> None:
         self.limit = limit
         self.fetched = 0  # bodies read from the store (tests)
-        self._bodies: OrderedDict[PageStamp, bytes] = OrderedDict()
+        self._bodies: OrderedDict[PageStamp, tuple[str, bytes]] = OrderedDict()  # (owner, body)
+        self._owned: dict[str, set[PageStamp]] = {}
         self._bytes = 0
 
     def get(self, stamp: PageStamp) -> bytes | None:
-        body = self._bodies.get(stamp)
-        if body is not None:
-            self._bodies.move_to_end(stamp)
-        return body
+        found = self._bodies.get(stamp)
+        if found is None:
+            return None
+        self._bodies.move_to_end(stamp)
+        return found[1]
 
-    def put(self, stamp: PageStamp, body: bytes) -> None:
-        old = self._bodies.pop(stamp, None)
-        self._bytes -= len(old) if old is not None else 0
+    def owned(self, owner: str) -> list[PageStamp]:
+        """The stamps of ``owner``'s pages held here (a store that can skip their bodies in
+        the listing itself asks for them)."""
+        return sorted(self._owned.get(owner, ()))
+
+    def put(self, stamp: PageStamp, body: bytes, owner: str) -> None:
+        self._forget(stamp)
         if len(body) > self.limit:
             return
-        self._bodies[stamp] = body
+        self._bodies[stamp] = (owner, body)
+        self._owned.setdefault(owner, set()).add(stamp)
         self._bytes += len(body)
         while self._bytes > self.limit:
-            self._bytes -= len(self._bodies.popitem(last=False)[1])
+            self._forget(next(iter(self._bodies)))
+
+    def _forget(self, stamp: PageStamp) -> None:
+        found = self._bodies.pop(stamp, None)
+        if found is None:
+            return
+        owner, body = found
+        self._bytes -= len(body)
+        stamps = self._owned[owner]
+        stamps.discard(stamp)
+        if not stamps:
+            del self._owned[owner]
 
     def held(self, listed: Iterable[PageStamp]) -> tuple[dict[PageStamp, bytes | None], list[str]]:
         """The listed pages (oldest first) with the bodies held here, and the keys of those
@@ -181,13 +199,17 @@ class PageCache:
         return held, [stamp[0] for stamp, body in held.items() if body is None]
 
     def filled(
-        self, held: dict[PageStamp, bytes | None], fetched: Iterable[tuple[PageStamp, bytes]]
+        self,
+        held: dict[PageStamp, bytes | None],
+        fetched: Iterable[tuple[PageStamp, bytes]],
+        owner: str,
     ) -> list[tuple[str, bytes]]:
-        """``(key, body)`` of the pages once the missing bodies are ``fetched``. A page gone
-        or kept again between the listing and the fetch is left out or read as it is now."""
+        """``(key, body)`` of ``owner``'s pages once the missing bodies are ``fetched``. A page
+        gone or kept again between the listing and the fetch is left out or read as it is
+        now."""
         for stamp, body in fetched:
             held[stamp] = body
-            self.put(stamp, body)
+            self.put(stamp, body, owner)
             self.fetched += 1
         return [(stamp[0], body) for stamp, body in held.items() if body is not None]
 

@@ -107,7 +107,7 @@ def _pages(
         chunk = missing[at : at + 500]
         rows = conn.execute(_BODIES.format(",".join("?" * len(chunk))), chunk)
         fetched += [((str(k), float(u), int(n)), bytes(b)) for k, u, n, b in rows]
-    return cache.filled(held, fetched)
+    return cache.filled(held, fetched, owner)
 
 
 def state_file(database: Path) -> Path:
@@ -194,7 +194,7 @@ class SqliteState:
                     [("c", t, sid, b, len(b), at + ttl, ttl, at) for t, b, at in commit.cursors],
                 )
             for k, b in commit.pages:  # committed: this process need not read them back
-                self.page_cache.put((k, now, len(b)), b)
+                self.page_cache.put((k, now, len(b)), b, sid)
             if sweep:
                 self._sweep(conn, now)
 

@@ -12,9 +12,9 @@ loads the session hands them to its driver's bookmark manager, so its next reads
 the server has the writes this session saw. On a single server they cost nothing.
 
 **A session's read** is one statement: the ledger and its kept pages listed without their
-bodies, in one record (the async driver spends ~80 us of client CPU per record: 64 page
-records were ~5 ms of a ~10 ms read). Only the bodies the process does not hold
-(``PageCache``) are read, in a second statement.
+bodies the process holds (``PageCache``), in one record (the async driver spends ~80 us of
+client CPU per record: 64 page records were ~5 ms of a ~10 ms read). A body let go of while
+the statement ran is read by a second one.
 """
 
 from __future__ import annotations
@@ -81,14 +81,15 @@ OWNED: Final = (
     "WHERE n.expires_at > $now AND n.body IS NOT NULL "
     "RETURN n.key AS key, n.body AS body ORDER BY n.used_at, n.key"
 )
-SESSION: Final = (  # the ledger, and its live pages listed without their bodies: one record
+SESSION: Final = (  # the ledger and its live pages in one record; no body the caller holds
     f"MATCH (s:{LABEL} {{space: $space, kind: 's', key: $key}}) "
     "WHERE s.expires_at > $now AND s.body IS NOT NULL "
     f"OPTIONAL MATCH (n:{LABEL} {{space: $space, kind: 'p', owner: $key}}) "
     "WHERE n.expires_at > $now AND n.body IS NOT NULL "
     "WITH s, n ORDER BY n.used_at, n.key "
-    "RETURN s.body AS body, s.bookmarks AS bookmarks, "
-    "collect(CASE WHEN n IS NOT NULL THEN [n.key, n.used_at, n.size] END) AS pages"
+    "RETURN s.body AS body, s.bookmarks AS bookmarks, collect(CASE WHEN n IS NOT NULL THEN "
+    "[n.key, n.used_at, n.size, CASE WHEN [n.key, n.used_at] IN $held THEN null ELSE n.body END] "
+    "END) AS pages"
 )
 BODIES: Final = (
     f"UNWIND $keys AS k MATCH (n:{LABEL} {{space: $space, kind: 'p', key: k}}) "
@@ -135,16 +136,20 @@ class Neo4jState:
 
     async def session(self, key: str, now: float) -> tuple[bytes | None, list[tuple[str, bytes]]]:
         await self._schema()
-        rows = await self.runner.run(SESSION, {"key": key, "now": now}, writable=True)
+        held_here = [[k, u] for k, u, _ in self.page_cache.owned(key)]
+        params = {"key": key, "now": now, "held": held_here}
+        rows = await self.runner.run(SESSION, params, writable=True)
         if not rows:
             return None, []
         await self._follow(rows[0]["bookmarks"])
-        held, missing = self.page_cache.held(_stamp(p) for p in rows[0]["pages"])
-        fetched: list[tuple[PageStamp, bytes]] = []
-        if missing:  # a page gone since is left out, one kept again read as it is now
-            found = await self.runner.run(BODIES, {"keys": missing}, writable=True)
-            fetched = [(_stamp(p), str(p[3]).encode()) for p in found[0]["pages"]]
-        return str(rows[0]["body"]).encode(), self.page_cache.filled(held, fetched)
+        listed = [(_stamp(p), p[3]) for p in rows[0]["pages"]]
+        held, missing = self.page_cache.held(stamp for stamp, _ in listed)
+        fetched = [(stamp, str(body).encode()) for stamp, body in listed if body is not None]
+        late = set(missing) - {stamp[0] for stamp, _ in fetched}
+        if late:  # let go of meanwhile (another read filled the cache): a second statement
+            found = await self.runner.run(BODIES, {"keys": sorted(late)}, writable=True)
+            fetched += [(_stamp(p), str(p[3]).encode()) for p in found[0]["pages"]]
+        return str(rows[0]["body"]).encode(), self.page_cache.filled(held, fetched, key)
 
     async def _follow(self, bookmarks: list[str] | None) -> None:
         """Read what this session's last call saw, on any replica."""
@@ -183,7 +188,7 @@ class Neo4jState:
 
         await self.runner.write(write)
         for k, b in commit.pages:  # committed: this process need not read them back
-            self.page_cache.put((k, now, len(b)), b)
+            self.page_cache.put((k, now, len(b)), b, sid)
         await self._maybe_sweep(now)
 
     async def get(self, kind: Kind, key: str, now: float) -> Row | None:
