@@ -25,7 +25,8 @@ not a count, bounds the state (between two sweeps it may run over by what was wr
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
@@ -33,6 +34,7 @@ Kind = Literal["s", "c", "p"]
 SWEEP_EVERY = 200  # writes between two sweeps of one process
 SWEEP_SECONDS = 30.0  # or this much clock time, whichever comes first
 DEFAULT_BUDGET = 64 * 1024 * 1024  # bytes of session and cursor bodies per memory space
+PAGE_CACHE_BYTES = 16 * 1024 * 1024  # kept pages' bodies a process holds (``PageCache``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +138,80 @@ async def read_session(
     if row is None or row.body is None:
         return None, []
     return row.body, await state.owned("p", key, now)
+
+
+PageStamp = tuple[str, float, int]  # a page row's key, used_at and size
+
+
+class PageCache:
+    """Bodies of kept pages this process has read or written, least recently used out past
+    ``limit`` bytes. A page row is written once per key and time (``used_at``, the writer's
+    clock) and never changed, so a body found under its row's stamp is the row's body: a
+    session's read lists its pages without their bodies (``held``), fetches only the bodies
+    missing here and hands them to ``filled``. A page kept again (after reset_seen) has a new
+    stamp, so the held one is not used. Not thread-safe: one store's state uses it from one
+    thread (or one event loop)."""
+
+    def __init__(self, limit: int = PAGE_CACHE_BYTES) -> None:
+        self.limit = limit
+        self.fetched = 0  # bodies read from the store (tests)
+        self._bodies: OrderedDict[PageStamp, tuple[str, bytes]] = OrderedDict()  # (owner, body)
+        self._owned: dict[str, set[PageStamp]] = {}
+        self._bytes = 0
+
+    def get(self, stamp: PageStamp) -> bytes | None:
+        found = self._bodies.get(stamp)
+        if found is None:
+            return None
+        self._bodies.move_to_end(stamp)
+        return found[1]
+
+    def owned(self, owner: str) -> list[PageStamp]:
+        """The stamps of ``owner``'s pages held here (a store that can skip their bodies in
+        the listing itself asks for them)."""
+        return sorted(self._owned.get(owner, ()))
+
+    def put(self, stamp: PageStamp, body: bytes, owner: str) -> None:
+        self._forget(stamp)
+        if len(body) > self.limit:
+            return
+        self._bodies[stamp] = (owner, body)
+        self._owned.setdefault(owner, set()).add(stamp)
+        self._bytes += len(body)
+        while self._bytes > self.limit:
+            self._forget(next(iter(self._bodies)))
+
+    def _forget(self, stamp: PageStamp) -> None:
+        found = self._bodies.pop(stamp, None)
+        if found is None:
+            return
+        owner, body = found
+        self._bytes -= len(body)
+        stamps = self._owned[owner]
+        stamps.discard(stamp)
+        if not stamps:
+            del self._owned[owner]
+
+    def held(self, listed: Iterable[PageStamp]) -> tuple[dict[PageStamp, bytes | None], list[str]]:
+        """The listed pages (oldest first) with the bodies held here, and the keys of those
+        to fetch."""
+        held = {stamp: self.get(stamp) for stamp in listed}
+        return held, [stamp[0] for stamp, body in held.items() if body is None]
+
+    def filled(
+        self,
+        held: dict[PageStamp, bytes | None],
+        fetched: Iterable[tuple[PageStamp, bytes]],
+        owner: str,
+    ) -> list[tuple[str, bytes]]:
+        """``(key, body)`` of ``owner``'s pages once the missing bodies are ``fetched``. A page
+        gone or kept again between the listing and the fetch is left out or read as it is
+        now."""
+        for stamp, body in fetched:
+            held[stamp] = body
+            self.put(stamp, body, owner)
+            self.fetched += 1
+        return [(stamp[0], body) for stamp, body in held.items() if body is not None]
 
 
 def evictable(

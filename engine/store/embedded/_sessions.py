@@ -10,7 +10,7 @@ writes, and a session's merge runs under ``BEGIN IMMEDIATE``. Losing the file lo
 sessions and cursors, as a restart did before.
 
 A session's read lists its kept pages (up to 64 of a few KB each) from a covering index and
-reads only the bodies its process does not hold yet (``_PageCache``): reading every body on
+reads only the bodies its process does not hold yet (``PageCache``): reading every body on
 every search was most of the session thread's time in the scaling bench (bench/results).
 """
 
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -26,7 +25,16 @@ from pathlib import Path
 from typing import TypeVar
 
 from mnemoql.engine.errors import StoreUnavailable
-from mnemoql.engine.session_state import Commit, Kind, Row, Sweeper, Update, evictable
+from mnemoql.engine.session_state import (
+    Commit,
+    Kind,
+    PageCache,
+    PageStamp,
+    Row,
+    Sweeper,
+    Update,
+    evictable,
+)
 from mnemoql.engine.store.faults import storage_fault
 
 T = TypeVar("T")
@@ -54,7 +62,6 @@ _LISTED = (
     "WHERE kind = 'p' AND owner = ? AND expires_at > ? ORDER BY used_at, key"
 )
 _BODIES = "SELECT key, used_at, size, body FROM state WHERE kind = 'p' AND key IN ({})"
-PAGE_CACHE_BYTES = 16 * 1024 * 1024  # kept pages' bodies a process holds (``_PageCache``)
 _PUT = (
     "INSERT OR REPLACE INTO state (kind, key, owner, body, size, expires_at, ttl, used_at) "
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
@@ -87,55 +94,20 @@ def _merge(
     conn.execute(_PUT, (kind, key, key, body, len(body), now + ttl, ttl, now))
 
 
-PageStamp = tuple[str, float, int]  # a page row's key, used_at and size
-
-
-class _PageCache:
-    """Bodies of kept pages this process has read or written, least recently used out past
-    ``limit`` bytes. A page row is written once per key and time (``used_at``, the writer's
-    clock) and never changed, so a body found under its row's stamp is the row's body: a
-    session's read lists its pages from the index and fetches only the bodies missing here.
-    Used on the state's one thread only."""
-
-    def __init__(self, limit: int = PAGE_CACHE_BYTES) -> None:
-        self.limit = limit
-        self.fetched = 0  # bodies read from the file (tests)
-        self._bodies: OrderedDict[PageStamp, bytes] = OrderedDict()
-        self._bytes = 0
-
-    def get(self, stamp: PageStamp) -> bytes | None:
-        body = self._bodies.get(stamp)
-        if body is not None:
-            self._bodies.move_to_end(stamp)
-        return body
-
-    def put(self, stamp: PageStamp, body: bytes) -> None:
-        old = self._bodies.pop(stamp, None)
-        self._bytes -= len(old) if old is not None else 0
-        if len(body) > self.limit:
-            return
-        self._bodies[stamp] = body
-        self._bytes += len(body)
-        while self._bytes > self.limit:
-            self._bytes -= len(self._bodies.popitem(last=False)[1])
-
-    def pages(self, conn: sqlite3.Connection, owner: str, now: float) -> list[tuple[str, bytes]]:
-        """``(key, body)`` of ``owner``'s live pages, oldest first, in the caller's read
-        transaction."""
-        listed: list[PageStamp] = [
-            (str(k), float(u), int(n)) for k, u, n in conn.execute(_LISTED, (owner, now))
-        ]
-        held = {stamp: self.get(stamp) for stamp in listed}
-        missing = [stamp[0] for stamp, body in held.items() if body is None]
-        for at in range(0, len(missing), 500):  # under SQLite's bound parameters
-            chunk = missing[at : at + 500]
-            sql = _BODIES.format(",".join("?" * len(chunk)))
-            for k, u, n, b in conn.execute(sql, chunk):
-                stamp, body = (str(k), float(u), int(n)), bytes(b)
-                held[stamp] = body
-                self.put(stamp, body)
-                self.fetched += 1
-        return [(stamp[0], body) for stamp, body in held.items() if body is not None]
+def _pages(
+    cache: PageCache, conn: sqlite3.Connection, owner: str, now: float
+) -> list[tuple[str, bytes]]:
+    """``(key, body)`` of ``owner``'s live pages, oldest first, in the caller's read
+    transaction: listed from the index, and only the bodies ``cache`` does not hold read."""
+    held, missing = cache.held(
+        (str(k), float(u), int(n)) for k, u, n in conn.execute(_LISTED, (owner, now))
+    )
+    fetched: list[tuple[PageStamp, bytes]] = []
+    for at in range(0, len(missing), 500):  # under SQLite's bound parameters
+        chunk = missing[at : at + 500]
+        rows = conn.execute(_BODIES.format(",".join("?" * len(chunk))), chunk)
+        fetched += [((str(k), float(u), int(n)), bytes(b)) for k, u, n, b in rows]
+    return cache.filled(held, fetched, owner)
 
 
 def state_file(database: Path) -> Path:
@@ -155,7 +127,7 @@ class SqliteState:
         self._conn: sqlite3.Connection | None = None
         self._pool: ThreadPoolExecutor | None = None
         self._sweeper = Sweeper()
-        self.page_cache = _PageCache()
+        self.page_cache = PageCache()
 
     async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         if self._pool is None:
@@ -192,7 +164,7 @@ class SqliteState:
                 ).fetchone()
                 if found is None or found[0] is None:
                     return None, []
-                return bytes(found[0]), self.page_cache.pages(conn, key, now)
+                return bytes(found[0]), _pages(self.page_cache, conn, key, now)
             finally:
                 conn.execute("COMMIT")
 
@@ -222,7 +194,7 @@ class SqliteState:
                     [("c", t, sid, b, len(b), at + ttl, ttl, at) for t, b, at in commit.cursors],
                 )
             for k, b in commit.pages:  # committed: this process need not read them back
-                self.page_cache.put((k, now, len(b)), b)
+                self.page_cache.put((k, now, len(b)), b, sid)
             if sweep:
                 self._sweep(conn, now)
 
