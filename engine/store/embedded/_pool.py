@@ -43,9 +43,10 @@ POOL_EVENTS_SQL = (
 # the BLOBs of events the mirror holds no vector for (none, or one of another width)
 POOL_BLOBS_SQL = f"SELECT id, embedding FROM nodes WHERE +label = 'Event' AND id IN {IN_SET}"
 # Each event's MENTIONS as ``neighbours(ids, "MENTIONS", "out", CONCEPTS_PER_EVENT)`` orders
-# them, with the name ``get_nodes`` gives an entity (the id for anything else): what the
-# Retriever's ``_concepts`` would read in two more trips after ranking. The ids drive the join
-# through relations_source (on the primary key's ``type`` the planner scanned every MENTIONS).
+# them, with the name ``get_nodes`` gives an entity (the id for anything else): what
+# ``Delivery._concepts`` (engine/retrieval/delivery.py) would read in two more trips after
+# ranking. The ids drive the join through relations_source (on the primary key's ``type``
+# the planner scanned every MENTIONS).
 # The cap is applied while reading (a ROW_NUMBER window cost twice the CPU of the query).
 POOL_CONCEPTS_SQL = (
     "SELECT r.source, r.target, CASE WHEN n.label IN ('Person', 'Concept', 'Location') "
