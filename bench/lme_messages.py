@@ -12,7 +12,7 @@ SHA-1 of the id and alternate tune / held-out (every type has an even count in d
 20). They are written out below so nobody re-draws them: every weight, threshold and gate is
 chosen on ``TUNE``; ``HELD_OUT`` is what the README and closing notes quote.
 
-``save_texts`` is what one such save hands the embedder (``engine.ingest``'s ``_embed``): the
+``save_texts`` is what one such save hands the embedder (``engine.save_plan.embed``): the
 summary of the extraction folded to one event (a caller id names one event), every person,
 concept and location name, then the 800/120 chunks of the content. ``warm`` fills the vector
 cache with exactly those texts, question by question, tune half first.
@@ -28,7 +28,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from mnemoql.engine.ingest import _single_event
+from mnemoql.engine.extraction_input import single_event
 from mnemoql.engine.providers.offline import OfflineExtractor
 from mnemoql.engine.text import chunk_ranges
 
@@ -172,7 +172,7 @@ _offline = OfflineExtractor()
 def save_texts(content: str) -> list[str]:
     """The passage texts a save of ``content`` with a caller id embeds, in ``_embed``'s order
     (summary, person/concept/location names, chunks), deduplicated."""
-    ex = _single_event(_offline.extract_sync(content))
+    ex = single_event(_offline.extract_sync(content))
     names = [e.name for e in (*ex.persons, *ex.concepts, *ex.locations)]
     chunks = [content[s:e] for s, e in chunk_ranges(len(content))]
     return list(dict.fromkeys([*(e.summary for e in ex.events), *names, *chunks]))

@@ -69,6 +69,8 @@ DONE = "saved.ok"
 # What a saved memory depends on besides the data: the save path and the offline extractor.
 SAVE_SOURCES = (
     "engine/ingest.py",
+    "engine/extraction_input.py",
+    "engine/save_plan.py",
     "engine/text.py",
     "engine/binding.py",
     "engine/providers/offline.py",

@@ -2,67 +2,38 @@
 -> embed -> merge entities -> one write transaction (with the topic binding, SPEC §2.3).
 
 Extraction and embedding run outside the save lock, so concurrent saves overlap on the slow
-part; entity merging, id allocation and the write happen under one process-wide lock.
+part; entity merging, id allocation and the write happen under one process-wide lock. The
+extraction as input (a client's parsed, refusals worded) is ``engine.extraction_input``; the
+parts of the plan (vectors, entity merges, relations) are ``engine.save_plan``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import logging
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Protocol
 from zoneinfo import ZoneInfo
 
-import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from pydantic_core import ErrorDetails
+from pydantic import BaseModel, ConfigDict, Field
 
-from mnemoql.engine import checks
+from mnemoql.engine import checks, save_plan
 from mnemoql.engine.binding import TopicChoice, choose_topic
 from mnemoql.engine.config import Limits
-from mnemoql.engine.errors import (
-    Conflict,
-    ExtractionInvalid,
-    Forgotten,
-    InvalidId,
-    InvalidInput,
-    MnemoError,
-)
-from mnemoql.engine.messages import (
-    CATALOGUE,
-    DEFAULT_LOCALE,
-    Locale,
-    message,
-    template,
-)
+from mnemoql.engine.errors import Conflict, Forgotten, InvalidId, InvalidInput
+from mnemoql.engine.extraction_input import single_event
+from mnemoql.engine.messages import DEFAULT_LOCALE, Locale, message, template
 from mnemoql.engine.meta import check_vectors
-from mnemoql.engine.models import (
-    CALLER_ID,
-    Chunk,
-    Entity,
-    EntityDraft,
-    EntityLabel,
-    EventDraft,
-    MemoryMeta,
-    RelationDraft,
-    SavePlan,
-    SaveResult,
-    Vector,
-)
+from mnemoql.engine.models import CALLER_ID, EventDraft, MemoryMeta, SavePlan, SaveResult
 from mnemoql.engine.providers.base import ConceptJudge, Embedder, Extractor
 from mnemoql.engine.store.base import Store
-from mnemoql.engine.text import chunk_ranges, content_hash, normalise_name, text_hash
-from mnemoql.prompts.extraction import EntityItem, EventItem, Extraction, ProfileItem
-
-log = logging.getLogger(__name__)
+from mnemoql.engine.text import content_hash
+from mnemoql.prompts.extraction import Extraction, ProfileItem
 
 _ALLOCATED = re.compile(r"^(event|person|concept|location)_\d+$")
 IDEMPOTENCY_KEY_MAX = 200
-CONCEPT_CANDIDATES = 5
-CONCEPT_MIN_COSINE = 0.75
 
 
 class SaveInput(BaseModel):
@@ -204,7 +175,7 @@ class Ingestor:
         extraction = item.extraction or await self.extractor.extract(
             item.content, now.isoformat(), topic_tree=tree or None
         )
-        extraction = _single_event(extraction) if item.id is not None else extraction
+        extraction = single_event(extraction) if item.id is not None else extraction
         topic = choose_topic(
             item.content,
             extraction,
@@ -214,7 +185,7 @@ class Ingestor:
             related_topics=item.related_topics,
             profile=item.activation_profile,
         )
-        prepared = await self._embed(item, extraction)
+        prepared = await save_plan.embed(self.embedder, item.content, extraction)
         async with self.lock:
             return await self._write(item, extraction, prepared, now, topic)
 
@@ -251,39 +222,11 @@ class Ingestor:
 
     # ---- steps ----
 
-    async def _embed(self, item: SaveInput, ex: Extraction) -> _Prepared:
-        ranges = chunk_ranges(len(item.content))
-        chunk_texts = [item.content[s:e] for s, e in ranges]
-        entity_names = [e.name for e in (*ex.persons, *ex.concepts, *ex.locations)]
-        summaries = [e.summary for e in ex.events]
-        texts = [*summaries, *entity_names, *chunk_texts]
-        unique = list(dict.fromkeys(texts))
-        matrix = (
-            await self.embedder.embed(unique, "passage") if unique else np.zeros((0, 0), np.float32)
-        )
-        row = {t: i for i, t in enumerate(unique)}
-
-        def vec(text: str) -> Vector:
-            found: Vector = matrix[row[text]]
-            return found
-
-        chunks = [
-            Chunk(
-                "", i, s, e, item.content[s:e], text_hash(item.content[s:e]), vec(item.content[s:e])
-            )
-            for i, (s, e) in enumerate(ranges)
-        ]
-        return _Prepared(
-            summaries={e.ref: vec(e.summary) for e in ex.events},
-            names={e.ref: vec(e.name) for e in (*ex.persons, *ex.concepts, *ex.locations)},
-            chunks=chunks,
-        )
-
     async def _write(
         self,
         item: SaveInput,
         ex: Extraction,
-        prep: _Prepared,
+        prep: save_plan.Prepared,
         now: datetime,
         topic: TopicChoice | None = None,
     ) -> SaveOutcome:
@@ -299,7 +242,9 @@ class Ingestor:
                 zh=f"ID 已存在：{item.id}",
                 argument="id",
             )
-        entities, alias_of = await self._merge_entities(ex, prep)
+        entities, alias_of = await save_plan.merge_entities(
+            self.store, self.judge, self.judge_threshold, ex, prep
+        )
         events = [
             EventDraft(
                 ref=ev.ref,
@@ -308,7 +253,7 @@ class Ingestor:
                 time=(ev.time or item.time or None),
                 content_hash=digest,
                 embedding=prep.summaries[ev.ref],
-                chunks=[_copy_chunk(c) for c in prep.chunks],
+                chunks=[save_plan.copy_chunk(c) for c in prep.chunks],
                 given_id=item.id,
             )
             for ev in ex.events
@@ -316,7 +261,7 @@ class Ingestor:
         plan = SavePlan(
             events=events,
             entities=entities,
-            relations=_relations(ex, alias_of),
+            relations=save_plan.relations(ex, alias_of),
             create_time=now.isoformat(timespec="seconds"),
             create_date=now.date().isoformat(),
             meta=MemoryMeta(self.embedder.model, self.embedder.dimensions, now.isoformat()),
@@ -329,150 +274,6 @@ class Ingestor:
         if self.topics is not None:
             self.topics.saved(plan, result)
         return SaveOutcome(result, topic)
-
-    async def _merge_entities(
-        self, ex: Extraction, prep: _Prepared
-    ) -> tuple[list[EntityDraft], dict[str, str]]:
-        """Drafts for the store, and ref -> canonical ref for refs folded into another."""
-        drafts: list[EntityDraft] = []
-        alias_of: dict[str, str] = {}
-        groups: tuple[tuple[EntityLabel, list[EntityItem]], ...] = (
-            ("Person", ex.persons),
-            ("Concept", ex.concepts),
-            ("Location", ex.locations),
-        )
-        for label, items in groups:
-            seen: dict[str, EntityDraft] = {}
-            keys = {normalise_name(n) for it in items for n in (it.name, *it.aliases) if n.strip()}
-            existing = await self.store.find_entities(label, keys) if keys else []
-            by_key: dict[str, Entity] = {}
-            for ent in existing:
-                for n in (ent.name, *ent.aliases):
-                    by_key.setdefault(normalise_name(n), ent)
-            for it in items:
-                names = [n for n in (it.name, *it.aliases) if n.strip()]
-                norm = [normalise_name(n) for n in names]
-                twin = next((seen[k] for k in norm if k in seen), None)
-                if twin is not None:  # the same entity twice in one extraction
-                    alias_of[it.ref] = twin.ref
-                    _add_aliases(twin, names)
-                    continue
-                match = next((by_key[k] for k in norm if k in by_key), None)
-                if match is None and label == "Concept":
-                    match = await self._align(it, prep.names[it.ref])
-                draft = EntityDraft(
-                    ref=it.ref,
-                    label=label,
-                    name=it.name.strip(),
-                    aliases=[a.strip() for a in it.aliases if a.strip()],
-                    description=it.description or None,
-                    embedding=prep.names[it.ref],
-                )
-                if match is not None:
-                    draft.merge_into = match.id
-                    known = {normalise_name(n) for n in (match.name, *match.aliases)}
-                    draft.aliases = [
-                        n for n in dict.fromkeys(names) if normalise_name(n) not in known
-                    ]
-                    draft.embedding = None  # merged nodes keep their vector
-                drafts.append(draft)
-                for k in norm:
-                    seen[k] = draft
-        return drafts, alias_of
-
-    async def _align(self, item: EntityItem, vector: Vector) -> Entity | None:
-        """Concept alignment (SPEC §1.3.4b): vector candidates judged in order."""
-        if self.judge is None:
-            return None
-        candidates = await self.store.similar_entities(
-            "Concept", vector, CONCEPT_CANDIDATES, CONCEPT_MIN_COSINE
-        )
-        for ent, _cos in candidates:
-            try:
-                p = await self.judge.same_concept(
-                    (item.name, item.aliases, item.description),
-                    (ent.name, ent.aliases, ent.description),
-                )
-            except MnemoError as exc:  # a failing judge means "not the same"
-                log.warning("concept judge failed for %s vs %s: %s", item.name, ent.id, exc.code)
-                continue
-            if p >= self.judge_threshold:
-                return ent
-        return None
-
-
-@dataclass(slots=True)
-class _Prepared:
-    summaries: dict[str, Vector]
-    names: dict[str, Vector]
-    chunks: list[Chunk]
-
-
-def _copy_chunk(c: Chunk) -> Chunk:
-    return Chunk(c.event_id, c.chunk_index, c.start, c.end, c.text, c.text_hash, c.embedding)
-
-
-def _add_aliases(draft: EntityDraft, names: Sequence[str]) -> None:
-    known = {normalise_name(n) for n in (draft.name, *draft.aliases)}
-    for n in names:
-        if normalise_name(n) not in known:
-            draft.aliases.append(n.strip())
-            known.add(normalise_name(n))
-
-
-def _relations(ex: Extraction, alias_of: dict[str, str]) -> list[RelationDraft]:
-    def ref(r: str) -> str:
-        return alias_of.get(r, r)
-
-    rels: dict[tuple[str, str, str, str], RelationDraft] = {}
-
-    def add(draft: RelationDraft) -> None:
-        key = (draft.type, draft.source, draft.target, str(draft.event_ref or ""))
-        rels.setdefault(key, draft)
-
-    for ev in ex.events:
-        for p in ev.participants:
-            props: dict[str, Any] = {"role": p.role} if p.role else {}
-            add(RelationDraft("PARTICIPATED_IN", ref(p.person), ev.ref, props))
-        for loc in ev.locations:
-            add(RelationDraft("OCCURRED_AT", ev.ref, ref(loc)))
-        for c in ev.concepts:
-            add(RelationDraft("MENTIONS", ev.ref, ref(c)))
-    first_event = ex.events[0].ref
-    for att in ex.attitudes:
-        add(
-            RelationDraft(
-                "HAS_ATTITUDE",
-                ref(att.person),
-                ref(att.target),
-                {"attitude": att.attitude},
-                event_ref=att.event or first_event,
-            )
-        )
-    return list(rels.values())
-
-
-def _single_event(ex: Extraction) -> Extraction:
-    """A caller id names one event: fold several extracted events into the first."""
-    if len(ex.events) <= 1:
-        return ex
-    head = ex.events[0]
-    merged = EventItem(
-        ref=head.ref,
-        summary="；".join(e.summary.strip() for e in ex.events),
-        time=next((e.time for e in ex.events if e.time), None),
-        participants=[p for e in ex.events for p in e.participants],
-        locations=list(dict.fromkeys(x for e in ex.events for x in e.locations)),
-        concepts=list(dict.fromkeys(x for e in ex.events for x in e.concepts)),
-    )
-    refs = {e.ref for e in ex.events}
-    attitudes = [
-        a.model_copy(update={"event": head.ref}) if a.event in refs else a for a in ex.attitudes
-    ]
-    try:
-        return ex.model_copy(update={"events": [merged], "attitudes": attitudes})
-    except ValidationError as exc:  # pragma: no cover - the inputs were valid already
-        raise refused_extraction(exc.errors(include_url=False)) from exc
 
 
 def describe(result: SaveResult, locale: Locale = DEFAULT_LOCALE) -> str:
@@ -492,64 +293,3 @@ def describe(result: SaveResult, locale: Locale = DEFAULT_LOCALE) -> str:
             + (message("save.aliases", locale, added=added) if added else "")
         )
     return template("save.sep", locale).join(parts)
-
-
-def parse_extraction(data: Any) -> Extraction:
-    """Validate a client-sent extraction with SPEC's wording on failure, its details in both
-    languages; unknown fields are refused (relations are stated inside events and attitudes,
-    never beside them)."""
-    if unknown := checks.unknown_extraction_fields(data):
-        shown = ", ".join(checks.clip(f, 60) for f in unknown[:5])
-        en, zh = (message("extraction.unknown_fields", lc, fields=shown) for lc in ("en", "zh"))
-        raise _invalid(en, zh)
-    try:
-        return Extraction.model_validate(data)
-    except ValidationError as exc:
-        raise refused_extraction(exc.errors(include_url=False)) from exc
-
-
-def refused_extraction(errors: Sequence[ErrorDetails]) -> ExtractionInvalid:
-    """EXTRACTION_INVALID for pydantic's errors of an extraction (``loc`` from the
-    extraction's root), each ``field: problem`` in both languages."""
-    return _invalid(_problems(errors, "en"), _problems(errors, "zh"))
-
-
-def _invalid(en: str, zh: str) -> ExtractionInvalid:
-    """EXTRACTION_INVALID with its reason in each language."""
-    return ExtractionInvalid(
-        message("extraction.invalid", "en", reason=en),
-        zh=message("extraction.invalid", "zh", reason=zh),
-    )
-
-
-def input_problem(error: ErrorDetails, locale: Locale, *, allowed: str | None = None) -> str:
-    """One pydantic error of an input as its problem in ``locale`` (``input.<type>``, else
-    pydantic's words); ``allowed`` names the fields an unknown field's problem lists (without
-    it, pydantic's words)."""
-    kind, ctx = error["type"], error.get("ctx") or {}
-    if kind == "extra_forbidden" and allowed is not None:
-        return message("input.extra_forbidden", locale, fields=allowed)
-    if kind == "model_type":
-        return message("input.model_type", locale, class_name=ctx.get("class_name", "object"))
-    if f"input.{kind}" in CATALOGUE and kind != "extra_forbidden":
-        return message(f"input.{kind}", locale)
-    return message("input.other", locale, detail=error["msg"])
-
-
-def _problems(errors: Sequence[ErrorDetails], locale: Locale) -> str:
-    """Each error as ``field: problem`` in ``locale``: the model's own checks by their type
-    (``extraction.<name>``), field types as a save input's (``input.<type>``)."""
-    said = []
-    for error in errors:
-        kind, ctx = error["type"], error.get("ctx") or {}
-        if (name := kind.removeprefix("extraction_")) != kind and f"extraction.{name}" in CATALOGUE:
-            values = {k: template(f"extraction.kind.{v}", locale) if k == "kind" else v
-                      for k, v in ctx.items()}  # fmt: skip
-            problem = message(f"extraction.{name}", locale, **values)
-        else:
-            problem = input_problem(error, locale)
-        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error["loc"])
-        field = where.removeprefix(".")
-        said.append(message("input.problem", locale, field=field, problem=problem) if field
-                    else problem)  # fmt: skip
-    return message("input.sep", locale).join(said)

@@ -236,9 +236,9 @@ CATALOGUE: Mapping[str, Mapping[Locale, str]] = {
         "zh": "应为 JSON 对象（{class_name}）",
     },
     "input.other": {"en": "{detail}", "zh": "值无效：{detail}"},
-    # ---- an extraction a client sent (engine.ingest.parse_extraction): EXTRACTION_INVALID;
-    # ``extraction.<name>`` words the model's checks (``prompts.extraction``, error types
-    # ``extraction_<name>``), field type problems use the ``input.*`` keys above ----
+    # ---- an extraction a client sent (engine.extraction_input.parse_extraction):
+    # EXTRACTION_INVALID; ``extraction.<name>`` words the model's checks (``prompts.extraction``,
+    # error types ``extraction_<name>``), field type problems use the ``input.*`` keys above ----
     "extraction.invalid": {"en": "invalid extraction: {reason}", "zh": "提取结果无效：{reason}"},
     "extraction.unknown_fields": {
         "en": "unknown field(s) {fields}: events hold their relations (participants, "

@@ -308,7 +308,8 @@ def _save_input(**fields: Any) -> SaveInput:
     naming the argument, as GraphQL's own type check would be."""
     from pydantic import ValidationError
 
-    from mnemoql.engine.ingest import SaveInput, parse_extraction
+    from mnemoql.engine.extraction_input import parse_extraction
+    from mnemoql.engine.ingest import SaveInput
 
     extraction = fields.pop("extraction")
     if extraction is not None:

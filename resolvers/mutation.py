@@ -10,6 +10,7 @@ from typing import Annotated
 import strawberry
 
 from mnemoql.engine import ingest
+from mnemoql.engine.extraction_input import parse_extraction
 from mnemoql.schema.context import Info
 from mnemoql.schema.inputs import SaveInput
 from mnemoql.schema.locale import request_locale
@@ -24,7 +25,7 @@ from mnemoql.schema.snapshot import MemoryChange
 
 
 def to_domain(item: SaveInput) -> ingest.SaveInput:
-    extraction = ingest.parse_extraction(item.extraction) if item.extraction is not None else None
+    extraction = parse_extraction(item.extraction) if item.extraction is not None else None
     return ingest.SaveInput(
         content=item.content,
         id=item.id,

@@ -25,7 +25,8 @@ from starlette.applications import Starlette
 
 from mnemoql.engine.config import Settings, load_settings
 from mnemoql.engine.errors import MnemoError
-from mnemoql.engine.ingest import SaveInput, parse_extraction
+from mnemoql.engine.extraction_input import parse_extraction
+from mnemoql.engine.ingest import SaveInput
 from mnemoql.engine.memory import Memory
 
 DEMO_DATA = Path(__file__).with_name("demo_data.jsonl")

@@ -30,7 +30,8 @@ from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
 from mnemoql.engine.errors import Forgotten, MnemoError
-from mnemoql.engine.ingest import SaveInput, input_problem, parse_extraction
+from mnemoql.engine.extraction_input import input_problem, parse_extraction
+from mnemoql.engine.ingest import SaveInput
 from mnemoql.engine.memory import Memory
 from mnemoql.engine.messages import Locale, message
 

@@ -31,7 +31,7 @@ from mnemoql.engine.errors import (
     MissingApiKey,
     UpstreamFailed,
 )
-from mnemoql.engine.ingest import refused_extraction
+from mnemoql.engine.extraction_input import refused_extraction
 from mnemoql.engine.messages import message
 from mnemoql.engine.models import Vector
 from mnemoql.engine.providers.base import EmbedKind

@@ -42,7 +42,7 @@ INPUT_EXAMPLES = ("12月1日", "最近3天", "上周五", "上周一", "上周")
 # Single Chinese literals elsewhere that are not messages in a language of ours, with why.
 NOT_MESSAGES = {
     # merged event summaries are data, joined as the extraction model writes them
-    ("engine/ingest.py", "；"),
+    ("engine/extraction_input.py", "；"),
     # the Partner projection's wire format (SliceEntry.text "as Partner words it")
     ("engine/topics/slices.py", "省略了 "),
     ("engine/topics/slices.py", " 条消息"),

@@ -13,7 +13,6 @@ import pytest
 import pytest_asyncio
 from pydantic import SecretStr
 
-from mnemoql.engine import ingest
 from mnemoql.engine.config import HASHING_EMBEDDING_MODEL, LOCAL_EMBEDDING_MODEL, load_settings
 from mnemoql.engine.errors import (
     EmbeddingDimension,
@@ -22,6 +21,7 @@ from mnemoql.engine.errors import (
     MnemoError,
     UpstreamFailed,
 )
+from mnemoql.engine.extraction_input import parse_extraction
 from mnemoql.engine.providers.factory import build_providers
 from mnemoql.engine.providers.local import (
     HashingEmbedder,
@@ -382,7 +382,7 @@ async def test_a_refused_model_extraction_is_worded_as_a_client_one(
         "提取结果无效：events[0].summary：应为字符串；events[0].participants[0].person：应为字符串"
     )
     with pytest.raises(ExtractionInvalid) as sent:  # a client sending the same is told the same
-        ingest.parse_extraction(bad)
+        parse_extraction(bad)
     assert (got.en, got.zh) == (sent.value.en, sent.value.zh)
     fake.queue_extraction({"events": [{"ref": "e1", "summary": "s"}], "persons": [{"ref": "p1", "name": " "}]})
     with pytest.raises(ExtractionInvalid) as info:

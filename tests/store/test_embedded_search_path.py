@@ -163,17 +163,17 @@ async def test_a_pool_goes_to_the_database_thread_once_and_reads_on_its_own_conn
         )
         a, b, c = saved.event_ids
         trips: list[str] = []
-        inner = store._call
+        inner = store.threads.call
 
         async def call(fn, *args, **kwargs):  # type: ignore[no-untyped-def]
             trips.append(getattr(fn, "__name__", repr(fn)))
             return await inner(fn, *args, **kwargs)
 
-        store._call = call  # type: ignore[method-assign]
+        store.threads.call = call  # type: ignore[method-assign]
         await store.route_pool(axis(0), EMPTY_FILTERS, frozenset(), 5, text="lighthouse")
-        assert trips == ["_route_ready"], trips  # before: the lexical route and pool_rows too
+        assert trips == ["route_ready"], trips  # before: the lexical route and pool_rows too
         statements: list[tuple[str, str]] = []  # (thread, statement)
-        rows = store._rows
+        rows = store.threads.rows
         assert rows is not None and rows.opened >= 1, "the pool read nothing on its own"
         opened = rows._conn
 
@@ -221,4 +221,4 @@ async def test_a_pool_goes_to_the_database_thread_once_and_reads_on_its_own_conn
         assert pool.concepts is not None and [x for x, _ in pool.concepts[a]] == [saved.refs["k"]]
     finally:
         await store.close()
-    assert store._rows is None
+    assert store.threads.rows is None

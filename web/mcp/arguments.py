@@ -20,6 +20,7 @@ from mnemoql.engine.activation import ACTIVATE_LIMIT, MAX_LINES
 from mnemoql.engine.activation import DEFAULT_LIMIT as DEFAULT_ACTIVATE_LIMIT
 from mnemoql.engine.config import Limits
 from mnemoql.engine.errors import InvalidInput, ResetSeenMisuse
+from mnemoql.engine.extraction_input import parse_extraction
 from mnemoql.engine.memory import READ_DEFAULT, READ_MAX, TIME_HINT_MAX
 from mnemoql.engine.retrieval.pipeline import EXPAND_MAX, NEARBY_MAX
 from mnemoql.prompts.extraction import Extraction
@@ -278,7 +279,7 @@ def parse(model: type[M], arguments: dict[str, Any] | None) -> M:
         raise _coded(exc) from None
     if extraction is None:
         return parsed
-    return parsed.model_copy(update={"extraction": ingest.parse_extraction(extraction)})
+    return parsed.model_copy(update={"extraction": parse_extraction(extraction)})
 
 
 def _coded(exc: ValidationError) -> InvalidInput:

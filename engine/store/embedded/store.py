@@ -17,22 +17,19 @@ Threads
     mirrored in numpy matrices (event summaries, chunks grouped by event, one matrix per
     entity label) that the writer extends after each commit and publishes as immutable views;
     the vector routes read a view on a small compute pool, without touching SQLite unless an
-    entity filter has to be resolved through the relations table.
+    entity filter has to be resolved through the relations table. The threads are
+    ``_threads``; which part of a route runs on which of them is ``_routes``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
-import os
 import re
-import sqlite3
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, ParamSpec, Protocol, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
-from mnemoql.engine.errors import InvalidInput, StorageFault, StoreUnavailable
+from mnemoql.engine.errors import InvalidInput, StorageFault
 from mnemoql.engine.models import (
     Binding,
     Chunk,
@@ -63,16 +60,12 @@ from mnemoql.engine.models import (
     Where,
 )
 from mnemoql.engine.store.embedded import _dump as dump
+from mnemoql.engine.store.embedded import _routes as routes
 from mnemoql.engine.store.embedded._ann import AnnSettings
 from mnemoql.engine.store.embedded._db import Database
-from mnemoql.engine.store.embedded._index import event_mask, normalise
-from mnemoql.engine.store.embedded._lexical import hits as lexical_hits
-from mnemoql.engine.store.embedded._pool import PoolReader, pool_rows
-from mnemoql.engine.store.embedded._reader import Reader
-from mnemoql.engine.store.embedded._search import entity_hits, pool_hits, route_hits
 from mnemoql.engine.store.embedded._sessions import SqliteState, state_file
-from mnemoql.engine.store.faults import probe_write, storage_fault, unwritable
-from mnemoql.engine.store.lexical import query_terms as lexical_terms
+from mnemoql.engine.store.embedded._threads import Threads, not_open
+from mnemoql.engine.store.faults import probe_write
 from mnemoql.engine.store.rules import entity_label
 from mnemoql.engine.store.window import window_route_by_parts
 from mnemoql.engine.topics.changes import TopicChanges, TopicMark
@@ -84,34 +77,6 @@ T = TypeVar("T")
 
 DB_SUFFIXES = frozenset({".db", ".sqlite", ".sqlite3"})
 SPACE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
-# Below this many matrix cells the maths is cheaper than a hop to the compute pool.
-_INLINE_CELLS = 1 << 18
-
-
-class _Runs(Protocol):
-    def run(self, ticket: object, fn: Callable[[], T]) -> T: ...
-    def interrupt(self, ticket: object) -> None: ...
-
-
-async def _interruptible(
-    target: _Runs, pool: ThreadPoolExecutor, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs
-) -> T:
-    """``fn`` on ``pool``'s thread under a ticket of its own; a caller that stops waiting
-    drops it if queued and interrupts its statement if running."""
-    ticket = object()
-    loop = asyncio.get_running_loop()
-    job = functools.partial(target.run, ticket, functools.partial(fn, *args, **kwargs))
-    future = loop.run_in_executor(pool, job)
-    try:
-        return await future
-    except asyncio.CancelledError:
-        target.interrupt(ticket)
-        raise
-    except (sqlite3.Error, OSError) as exc:  # a full disk, a lock held elsewhere: coded
-        fault = storage_fault(exc, getattr(target, "file", None))
-        if fault is None:
-            raise
-        raise fault from exc
 
 
 class EmbeddedStore:
@@ -142,16 +107,9 @@ class EmbeddedStore:
         self._hint = dimensions_hint
         self._ann = ann or AnnSettings()
         self._sessions: SqliteState | None = None  # evidence sessions, opened on first use
-        self._db: Database | None = None
-        self._writer: ThreadPoolExecutor | None = None
-        self._compute: ThreadPoolExecutor | None = None
-        self._side: ThreadPoolExecutor | None = None  # index queries beside the compute pool
-        self._reader: Reader | None = None  # list queries, on a connection and thread of their own
-        self._reading: ThreadPoolExecutor | None = None
-        self._rows: PoolReader | None = None  # a search's own reads, on the compute threads
+        self.threads = Threads(space)  # the database, reader, compute and side threads
         self._open_lock = asyncio.Lock()  # binds to no loop until first used
         self._caught_up = 0  # Database.caught_up at the last changed_elsewhere()
-        self._calls_in_flight = 0  # _call()s queued or running on the writer thread
 
     @property
     def file(self) -> Path:
@@ -175,138 +133,49 @@ class EmbeddedStore:
     # ------------------------------------------------------------ plumbing
 
     async def _call(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-        """Run ``fn`` on the database thread. A caller that stops waiting (a request past its
-        deadline) stops the work too: a call still queued is dropped, and a statement that
-        is running is interrupted (``Database.run``; a write rolls back)."""
-        if self._writer is None or self._db is None:
-            raise StoreUnavailable(
-                "the embedded store is not open; call open() first", zh="存储未打开"
-            )
-        self._calls_in_flight += 1
-        try:
-            return await _interruptible(self._db, self._writer, fn, *args, **kwargs)
-        finally:
-            self._calls_in_flight -= 1
-
-    async def _read(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-        """Run ``fn`` on the reader's thread (``_reader``), stopped like ``_call``."""
-        if self._reading is None or self._reader is None:
-            raise StoreUnavailable(
-                "the embedded store is not open; call open() first", zh="存储未打开"
-            )
-        return await _interruptible(self._reader, self._reading, fn, *args, **kwargs)
+        """Run ``fn`` on the database thread (``Threads.call``)."""
+        return await self.threads.call(fn, *args, **kwargs)
 
     @property
     def interrupted(self) -> int:
         """Statements stopped because their caller gave up, on both connections."""
-        db, reader = self._db, self._reader
-        return (db.interrupted if db else 0) + (reader.interrupted if reader else 0)
-
-    async def _compute_on(self, cells: int, fn: Callable[[], T]) -> T:
-        """Run pure numpy work inline when tiny, else on the compute pool."""
-        if cells <= _INLINE_CELLS or self._compute is None:
-            return fn()
-        return await asyncio.get_running_loop().run_in_executor(self._compute, fn)
+        return self.threads.interrupted
 
     @property
     def _database(self) -> Database:
-        if self._db is None:
-            raise StoreUnavailable(
-                "the embedded store is not open; call open() first", zh="存储未打开"
-            )
-        return self._db
+        return self.threads.database
 
     # ------------------------------------------------------------ lifecycle
 
     async def open(self) -> None:
         """Create the directory, database and tables if missing; load the vector mirrors."""
         async with self._open_lock:
-            if self._db is None:
-                await self._open()
-
-    async def _open(self) -> None:
-        writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"mnemoql-db-{self.space}")
-        db = Database(self.file, self._hint, self._ann)
-        try:
-            await asyncio.get_running_loop().run_in_executor(writer, db.open)
-        except (OSError, sqlite3.Error) as exc:
-            writer.submit(db.close)
-            writer.shutdown(wait=False)
-            fault = storage_fault(exc, self.file)
-            if fault is not None:  # a full disk, a lock held elsewhere: say which
-                raise fault from exc
-            why = unwritable(self.file.parent) or exc
-            raise StoreUnavailable(
-                f"cannot open the embedded database {self.file}: {why}",
-                zh=f"无法打开数据库：{self.file}",
-            ) from exc
-        except BaseException:
-            writer.submit(db.close)
-            writer.shutdown(wait=False)
-            raise
-        reading = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"mnemoql-read-{self.space}")
-        reader = Reader(self.file)
-        try:
-            await asyncio.get_running_loop().run_in_executor(reading, reader.open)
-        except BaseException:
-            reading.shutdown(wait=False)
-            writer.submit(db.close)
-            writer.shutdown(wait=False)
-            raise
-        self._writer, self._db = writer, db
-        self._reading, self._reader = reading, reader
-        workers = max(1, min(4, os.cpu_count() or 1))
-        self._compute = ThreadPoolExecutor(
-            max_workers=workers, thread_name_prefix=f"mnemoql-vec-{self.space}"
-        )
-        # a search's second index query and its lexical route, beside its first index query
-        # on a compute thread (``route_pool``): threads of their own, so they never wait
-        # behind the compute pool's queue (nor deadlock it), two for each compute thread
-        self._side = ThreadPoolExecutor(
-            max_workers=2 * workers, thread_name_prefix=f"mnemoql-ann-{self.space}"
-        )
-        self._rows = PoolReader(self.file)
+            if self.threads.db is None:
+                await self.threads.open(self.file, self._hint, self._ann)
 
     async def close(self) -> None:
         if self._sessions is not None:
             await self._sessions.close()
-        db, writer, compute, side = self._db, self._writer, self._compute, self._side
-        reader, reading, rows = self._reader, self._reading, self._rows
-        if db is None or writer is None:
-            return
-        loop = asyncio.get_running_loop()
-        try:
-            # Queued behind any pending work (one worker, FIFO), so that work finishes first.
-            if reader is not None and reading is not None:
-                await loop.run_in_executor(reading, reader.close)
-            await loop.run_in_executor(writer, db.close)
-        finally:
-            self._db = self._writer = self._compute = self._side = None
-            self._reader = self._reading = self._rows = None
-            if rows is not None:
-                rows.close()
-            writer.shutdown(wait=False)
-            for pool in (compute, reading, side):
-                if pool is not None:
-                    pool.shutdown(wait=False)
+        await self.threads.close()
 
     async def ping(self) -> bool:
-        if self._db is None:
+        db = self.threads.db
+        if db is None:
             return False
         try:
-            return await self._call(self._db.ping)
+            return await self._call(db.ping)
         except Exception:
             return False
 
     async def write_fault(self) -> StorageFault | None:
         """``STORAGE_FULL`` / ``STORAGE_BUSY`` when a write would be refused now, else None
         (``/readyz``; ``engine.store.faults.probe_write``)."""
-        if self._db is None:
+        if self.threads.db is None:
             return None
         # While this store's own writer works (a revectorize, a large import) the write lock
         # may be ours: probing it would call our own work STORAGE_BUSY. Another process's
         # lock then surfaces in that work itself, as STORAGE_BUSY on the request.
-        lock = self._calls_in_flight == 0
+        lock = self.threads.calls_in_flight == 0
         return await asyncio.to_thread(probe_write, self.file, lock=lock)
 
     # ------------------------------------------------------------ meta
@@ -355,28 +224,12 @@ class EmbeddedStore:
     async def similar_entities(
         self, label: EntityLabel, vector: Vector, k: int, min_cosine: float
     ) -> list[tuple[Entity, float]]:
-        return await self._entity_top(label, vector, k, min_cosine)
+        return await routes.entity_top(self.threads, label, vector, k, min_cosine)
 
     async def entity_vector_top(
         self, label: EntityLabel, query: Vector, k: int
     ) -> list[tuple[Entity, float]]:
-        return await self._entity_top(label, query, k, None)
-
-    async def _entity_top(
-        self, label: EntityLabel, vector: Vector, k: int, min_cosine: float | None
-    ) -> list[tuple[Entity, float]]:
-        entity_label(label)
-        db = self._database
-        await self._call(db.catch_up)  # another process may have written (Database.catch_up)
-        gen, view = db.generation, db.entities[label]
-        q = normalise(vector)
-        scored = await self._compute_on(
-            view.n * view.dims, lambda: entity_hits(view, gen, db.ann, label, q, k, min_cosine)
-        )
-        if not scored:
-            return []
-        found = await self._call(self._database.entities_by_ids, [i for i, _ in scored])
-        return [(found[i], s) for i, s in scored if i in found]
+        return await routes.entity_top(self.threads, label, query, k, None)
 
     # ------------------------------------------------------------ retrieval routes
 
@@ -389,25 +242,7 @@ class EmbeddedStore:
         limit: int,
         restrict: frozenset[str] | None = None,
     ) -> list[Hit]:
-        if route not in ("summary", "chunk"):
-            raise InvalidInput(
-                f"unknown route {route!r}; use summary or chunk",
-                zh=f"未知检索路线 {route!r}，可用 summary 或 chunk",
-            )
-        if limit <= 0:
-            return []
-        db = self._database
-        allowed = await self._call(self._route_ready, filters)
-        view, gen = db.events, db.generation  # one snapshot for the whole computation
-        q = normalise(query)
-        cells = (view.n if route == "summary" else view.nc) * view.dims
-
-        def run() -> list[Hit]:
-            return route_hits(
-                route, view, gen, db.ann, q, filters, exclude, restrict, allowed, limit
-            )
-
-        return await self._compute_on(cells, run)
+        return await routes.route(self.threads, route, query, filters, exclude, limit, restrict)
 
     async def lexical_route(
         self,
@@ -417,31 +252,7 @@ class EmbeddedStore:
         limit: int,
         restrict: frozenset[str] | None = None,
     ) -> list[Hit]:
-        terms = _searchable(text, limit, restrict)
-        if not terms:
-            return []
-        return await self._call(self._lexical_now, terms, filters, exclude, restrict, limit)
-
-    def _lexical_now(
-        self,
-        terms: Sequence[str],
-        filters: Filters,
-        exclude: frozenset[str],
-        restrict: frozenset[str] | None,
-        limit: int,
-    ) -> list[Hit]:
-        """The lexical route after a catch-up (another process may have written), in one trip
-        to the database thread."""
-        db = self._database
-        db.catch_up()
-        return db.lexical_hits(terms, filters, exclude, restrict, limit)
-
-    def _route_ready(self, filters: Filters) -> frozenset[str] | None:
-        """Catch up with other processes' writes (``Database.catch_up``), then the events of
-        the entity filter (None without one): what a vector route reads first, in one trip."""
-        db = self._database
-        db.catch_up()
-        return db.events_in_groups(filters) if filters.groups else None
+        return await routes.lexical_route(self.threads, text, filters, exclude, limit, restrict)
 
     async def route_pool(
         self,
@@ -452,46 +263,9 @@ class EmbeddedStore:
         restrict: frozenset[str] | None = None,
         text: str | None = None,
     ) -> RoutePool:
-        """Both vector routes in one computation (``pool_hits``: above the ANN threshold each
-        rescores both indexes' candidates), the lexical route beside them when ``text`` is
-        given, then the events, chunk hashes and concepts of everything they found, read on
-        the compute thread (``_pool``): two trips, the catch-up and the computation."""
-        if limit <= 0:
-            return RoutePool([], [], {}, {})
-        db, rows, compute = self._database, self._rows, self._compute
-        if rows is None or compute is None:
-            raise StoreUnavailable(
-                "the embedded store is not open; call open() first", zh="存储未打开"
-            )
-        allowed = await self._call(self._route_ready, filters)
-        view, gen, side = db.events, db.generation, self._side  # one snapshot for all of it
-        q = normalise(query)
-        terms = _searchable(text, limit, restrict) if text is not None else []
-
-        def lexical() -> list[Hit]:
-            mask = event_mask(view, filters, exclude, restrict, allowed)
-            with rows.reading() as conn:
-                return lexical_hits(conn, terms, view, mask, limit, restrict)
-
-        def run() -> RoutePool:
-            later = None
-            if terms and side is not None:
-                try:  # beside the vector routes, on a connection of its own
-                    later = side.submit(rows.run, rows.ticket(), lexical)
-                except RuntimeError:  # the store is closing under this search
-                    later = None
-            summary, chunk = pool_hits(
-                view, gen, db.ann, q, filters, exclude, restrict, allowed, limit, side
-            )
-            found = later.result() if later is not None else lexical() if terms else []
-            union = list(dict.fromkeys(h.event_id for h in [*summary, *chunk, *found]))
-            if not union:
-                return RoutePool(summary, chunk, {}, {}, lexical=found)
-            with rows.reading() as conn:
-                events, hashes, concepts = pool_rows(conn, view, union)
-            return RoutePool(summary, chunk, events, hashes, concepts, found)
-
-        return await _interruptible(rows, compute, run)
+        """Both vector routes and the lexical one, with their candidates' rows
+        (``_routes.route_pool``)."""
+        return await routes.route_pool(self.threads, query, filters, exclude, limit, restrict, text)
 
     async def window_route(
         self,
@@ -543,11 +317,10 @@ class EmbeddedStore:
     async def list_nodes(
         self, label: NodeLabel, where: Where | None, sort: SortSpec, page: Page
     ) -> NodePage:
-        if self._reader is None:
-            raise StoreUnavailable(
-                "the embedded store is not open; call open() first", zh="存储未打开"
-            )
-        return await self._read(self._reader.list_nodes, label, where, sort, page)
+        reader = self.threads.reader
+        if reader is None:
+            raise not_open()
+        return await self.threads.read(reader.list_nodes, label, where, sort, page)
 
     async def neighbours(
         self,
@@ -612,11 +385,3 @@ class EmbeddedStore:
         db = self._database
         await self._call(db.vectors_changing)
         return await self._call(dump.import_records, db, records)
-
-
-def _searchable(text: str, limit: int, restrict: frozenset[str] | None) -> list[str]:
-    """The lexical route's terms of ``text``; none when there is nothing to look for (no
-    terms, no room, or a restriction to no events)."""
-    if limit <= 0 or (restrict is not None and not restrict):
-        return []
-    return lexical_terms(text)

@@ -1,0 +1,166 @@
+"""The embedded store's retrieval routes and entity top-k: which thread does which part.
+
+A route is a catch-up on the database thread (another process may have written:
+``Database.catch_up``), then maths over one snapshot of the vector mirrors (``_search``), inline
+when small, else on the compute pool; ``route_pool`` also reads its candidates' rows on that
+compute thread (``_pool``) and runs the lexical route beside the vector routes on a side
+thread. Kept apart from ``store.py`` so the store reads as the ``Store`` protocol it
+implements, and the trips a search makes to each thread (issue #30) read in one place; the
+threads themselves are ``_threads``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from mnemoql.engine.errors import InvalidInput
+from mnemoql.engine.models import Entity, EntityLabel, Filters, Hit, RouteName, RoutePool, Vector
+from mnemoql.engine.store.embedded._db import Database
+from mnemoql.engine.store.embedded._index import event_mask, normalise
+from mnemoql.engine.store.embedded._lexical import hits as lexical_hits
+from mnemoql.engine.store.embedded._pool import pool_rows
+from mnemoql.engine.store.embedded._search import entity_hits, pool_hits, route_hits
+from mnemoql.engine.store.embedded._threads import Threads, interruptible, not_open
+from mnemoql.engine.store.lexical import query_terms as lexical_terms
+from mnemoql.engine.store.rules import entity_label
+
+
+async def entity_top(
+    threads: Threads, label: EntityLabel, vector: Vector, k: int, min_cosine: float | None
+) -> list[tuple[Entity, float]]:
+    """The ``k`` entities of ``label`` nearest ``vector`` (at least ``min_cosine`` when given)."""
+    entity_label(label)
+    db = threads.database
+    await threads.call(db.catch_up)  # another process may have written (Database.catch_up)
+    gen, view = db.generation, db.entities[label]
+    q = normalise(vector)
+    scored = await threads.compute_on(
+        view.n * view.dims, lambda: entity_hits(view, gen, db.ann, label, q, k, min_cosine)
+    )
+    if not scored:
+        return []
+    found = await threads.call(threads.database.entities_by_ids, [i for i, _ in scored])
+    return [(found[i], s) for i, s in scored if i in found]
+
+
+async def route(
+    threads: Threads,
+    route: RouteName,
+    query: Vector,
+    filters: Filters,
+    exclude: frozenset[str],
+    limit: int,
+    restrict: frozenset[str] | None = None,
+) -> list[Hit]:
+    """One vector route (``summary`` or ``chunk``) over the event mirror."""
+    if route not in ("summary", "chunk"):
+        raise InvalidInput(
+            f"unknown route {route!r}; use summary or chunk",
+            zh=f"未知检索路线 {route!r}，可用 summary 或 chunk",
+        )
+    if limit <= 0:
+        return []
+    db = threads.database
+    allowed = await threads.call(route_ready, db, filters)
+    view, gen = db.events, db.generation  # one snapshot for the whole computation
+    q = normalise(query)
+    cells = (view.n if route == "summary" else view.nc) * view.dims
+
+    def run() -> list[Hit]:
+        return route_hits(route, view, gen, db.ann, q, filters, exclude, restrict, allowed, limit)
+
+    return await threads.compute_on(cells, run)
+
+
+async def lexical_route(
+    threads: Threads,
+    text: str,
+    filters: Filters,
+    exclude: frozenset[str],
+    limit: int,
+    restrict: frozenset[str] | None = None,
+) -> list[Hit]:
+    """The lexical route alone, on the database thread."""
+    terms = searchable(text, limit, restrict)
+    if not terms:
+        return []
+    db = threads.database
+    return await threads.call(lexical_now, db, terms, filters, exclude, restrict, limit)
+
+
+def lexical_now(
+    db: Database,
+    terms: Sequence[str],
+    filters: Filters,
+    exclude: frozenset[str],
+    restrict: frozenset[str] | None,
+    limit: int,
+) -> list[Hit]:
+    """The lexical route after a catch-up (another process may have written), in one trip
+    to the database thread."""
+    db.catch_up()
+    return db.lexical_hits(terms, filters, exclude, restrict, limit)
+
+
+def route_ready(db: Database, filters: Filters) -> frozenset[str] | None:
+    """Catch up with other processes' writes (``Database.catch_up``), then the events of
+    the entity filter (None without one): what a vector route reads first, in one trip."""
+    db.catch_up()
+    return db.events_in_groups(filters) if filters.groups else None
+
+
+async def route_pool(
+    threads: Threads,
+    query: Vector,
+    filters: Filters,
+    exclude: frozenset[str],
+    limit: int,
+    restrict: frozenset[str] | None = None,
+    text: str | None = None,
+) -> RoutePool:
+    """Both vector routes in one computation (``pool_hits``: above the ANN threshold each
+    rescores both indexes' candidates), the lexical route beside them when ``text`` is
+    given, then the events, chunk hashes and concepts of everything they found, read on
+    the compute thread (``_pool``): two trips, the catch-up and the computation."""
+    if limit <= 0:
+        return RoutePool([], [], {}, {})
+    db, rows, compute = threads.database, threads.rows, threads.compute
+    if rows is None or compute is None:
+        raise not_open()
+    allowed = await threads.call(route_ready, db, filters)
+    view, gen, side = db.events, db.generation, threads.side  # one snapshot for all of it
+    q = normalise(query)
+    terms = searchable(text, limit, restrict) if text is not None else []
+
+    def lexical() -> list[Hit]:
+        mask = event_mask(view, filters, exclude, restrict, allowed)
+        with rows.reading() as conn:
+            return lexical_hits(conn, terms, view, mask, limit, restrict)
+
+    def run() -> RoutePool:
+        later = None
+        if terms and side is not None:
+            try:  # beside the vector routes, on a connection of its own
+                later = side.submit(rows.run, rows.ticket(), lexical)
+            except RuntimeError:  # the store is closing under this search
+                later = None
+        summary, chunk = pool_hits(
+            view, gen, db.ann, q, filters, exclude, restrict, allowed, limit, side
+        )
+        found = later.result() if later is not None else lexical() if terms else []
+        union = list(dict.fromkeys(h.event_id for h in [*summary, *chunk, *found]))
+        if not union:
+            return RoutePool(summary, chunk, {}, {}, lexical=found)
+        with rows.reading() as conn:
+            events, hashes, concepts = pool_rows(conn, view, union)
+        return RoutePool(summary, chunk, events, hashes, concepts, found)
+
+    return await interruptible(rows, compute, run)
+
+
+def searchable(text: str, limit: int, restrict: frozenset[str] | None) -> list[str]:
+    """The lexical route's terms of ``text``; none when there is nothing to look for (no
+    terms, no room, or a restriction to no events)."""
+    if limit <= 0 or (restrict is not None and not restrict):
+        return []
+    return lexical_terms(text)
