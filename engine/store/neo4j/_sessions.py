@@ -54,9 +54,9 @@ GET: Final = (
     f"MATCH {_ROW} {_DELTAS}RETURN n.owner AS owner, n.body AS body, n.expires_at AS expires_at, "
     "n.ttl AS ttl, n.bookmarks AS bookmarks, deltas, listed"
 )
-LOCK_LEDGER: Final = (  # the session's write lock and its deltas' keys, no body read
+LOCK_LEDGER: Final = (  # the session's write lock, its bookmarks, its deltas' keys; no body
     f"MERGE {_ROW} ON CREATE SET n.expires_at = 0.0, n.ttl = 0.0, n.size = 0 "
-    "SET n.owner = $key WITH n "
+    "SET n.owner = $key, n.bookmarks = $bookmarks WITH n "
     f"OPTIONAL MATCH (d:{LABEL} {{space: $space, kind: 'd', owner: $key}}) "
     "WITH n, d ORDER BY d.key "
     "RETURN n.expires_at AS expires_at, collect([d.key, d.expires_at]) AS listed"
@@ -273,7 +273,9 @@ class Neo4jState:
     ) -> None:
         """Store a call's ledger change: a delta node, or the merge (``session_state``)."""
         sid, ttl, delta, space = commit.session, commit.ttl, commit.delta, self.runner.space
-        found = await (await tx.run(LOCK_LEDGER, space=space, kind="s", key=sid)).single()
+        found = await (
+            await tx.run(LOCK_LEDGER, space=space, kind="s", key=sid, bookmarks=bookmarks)
+        ).single()
         listed = [d for d in found["listed"] if d[0] is not None]
         live = max([float(found["expires_at"]), *(float(d[1]) for d in listed)]) > now
         if delta is not None and live and len(listed) < FOLD_AFTER:
@@ -283,8 +285,6 @@ class Neo4jState:
                 body=delta.decode(), size=len(delta), expires_at=now + ttl, ttl=ttl, now=now,
                 bookmarks=[],
             )  # fmt: skip
-            await tx.run("MATCH " + _ROW + " SET n.bookmarks = $bookmarks",
-                         space=space, kind="s", key=sid, bookmarks=bookmarks)  # fmt: skip
             return
         current = await _ledger(tx, space, sid, now) if live else None
         await self._put(tx, "s", sid, fn(current.encode() if current else None), now, ttl,
