@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
 Caps = tuple[int, int, int]  # ids, excerpts, pages kept per session
 Span = tuple[str, int, int]  # an excerpt's event id, start, end
+_UNCAPPED: Caps = (1 << 62,) * 3
 
 
 class PageCodec(Protocol):
@@ -82,25 +83,39 @@ class SessionBody:
         return out
 
     def encode(self) -> bytes:
-        """The ledger's ids and excerpts (pages are rows of their own: ``SessionStore``)."""
-        return json.dumps(
-            {
-                "ids": list(self.ids),
-                "excerpts": [[t, *span] for t, span in self.excerpts.items()],
-            },
-            ensure_ascii=False,
-        ).encode()
+        """The ledger's ids and excerpts (pages are rows of their own: ``SessionStore``); a
+        change that reset first says so (``cleared``)."""
+        raw: dict[str, Any] = {
+            "ids": list(self.ids),
+            "excerpts": [[t, *span] for t, span in self.excerpts.items()],
+        }
+        if self.cleared:
+            raw["cleared"] = True
+        return json.dumps(raw, ensure_ascii=False).encode()
 
     @classmethod
-    def decode(cls, data: bytes) -> SessionBody:
-        """The stored ledger; one that does not decode (another version's) reads as empty."""
+    def decode(cls, data: bytes, caps: Caps | None = None) -> SessionBody:
+        """The stored ledger: one JSON line, the base, then one line per call's change not
+        folded into it yet (``SharedState``'s deltas), applied in order within ``caps``. A
+        line that does not decode (another version's) reads as empty."""
+        base, *deltas = data.split(b"\n")
+        body = cls._line(base)
+        for line in deltas:
+            change = cls._line(line)
+            body = body.merge(change, caps or _UNCAPPED)
+        body.cleared = False
+        return body
+
+    @classmethod
+    def _line(cls, data: bytes) -> SessionBody:
         try:
             raw = json.loads(data)
             return cls(
                 dict.fromkeys(raw["ids"]),
                 {t: (e, int(s), int(n)) for t, e, s, n in raw["excerpts"]},
+                cleared=raw.get("cleared") is True,
             )
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, AttributeError):
             return cls()
 
 

@@ -14,6 +14,13 @@ a size budget:
   state. It expires ``ttl`` seconds after it was issued; its body is then dropped, and the row
   stays as a tombstone for another ``ttl`` so that a late follow-up gets ``CURSOR_EXPIRED``
   rather than ``CURSOR_INVALID``. A cursor evicted for the budget becomes a tombstone too.
+- a **delta** row (``kind="d"``, owned by a session, keyed ``<session>\x1f<number>``) holds
+  what one call changed in the ledger (``Commit.delta``), so that a call writes what it added
+  rather than the whole ledger (~140 KB at its caps). A session reads as its ledger then its
+  deltas in order, one JSON line each (``SessionBody.decode``), and lives until ``ttl`` after
+  its latest row. A commit runs the ledger's merge instead (``Commit.update``: the merged
+  ledger replaces the row, the deltas go) when the session has ``FOLD_AFTER`` deltas or is
+  not live. Sweeps and the budget treat a ledger and its deltas as one.
 
 Every adapter (the embedded store's own SQLite file, Neo4j nodes, ``LocalState`` here for a
 single process) implements ``SharedState``. A session's update is a read-modify-write inside
@@ -30,11 +37,12 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
-Kind = Literal["s", "c", "p"]
+Kind = Literal["s", "c", "p", "d"]
 SWEEP_EVERY = 200  # writes between two sweeps of one process
 SWEEP_SECONDS = 30.0  # or this much clock time, whichever comes first
 DEFAULT_BUDGET = 64 * 1024 * 1024  # bytes of session and cursor bodies per memory space
 PAGE_CACHE_BYTES = 16 * 1024 * 1024  # kept pages' bodies a process holds (``PageCache``)
+FOLD_AFTER = 16  # a session's deltas before a commit folds them into its ledger
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +66,7 @@ class Commit:
     session: str
     ttl: float
     update: Update | None = None  # the ledger's merge; None when the call changed no ledger
+    delta: bytes | None = None  # the call's change alone: a state with deltas appends it
     clear_pages: bool = False  # reset_seen: every page row of the session goes
     drop_pages: list[str] = field(default_factory=list)  # page row keys past the cap
     pages: list[tuple[str, bytes]] = field(default_factory=list)  # (row key, page)

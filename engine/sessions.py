@@ -203,7 +203,7 @@ class SessionStore:
 
     async def _load(self, session_id: str) -> Session:
         stored, pages = await self.state.session(session_id, self._clock())
-        body = SessionBody.decode(stored) if stored is not None else SessionBody()
+        body = SessionBody.decode(stored, self._caps) if stored is not None else SessionBody()
         prefix = _page_key(session_id, "")
         for key, text in pages:
             body.pages[key.removeprefix(prefix)] = text.decode()
@@ -220,10 +220,10 @@ class SessionStore:
             change, caps = session.change, self._caps
 
             def merged(current: bytes | None) -> bytes:
-                body = SessionBody.decode(current) if current else SessionBody()
+                body = SessionBody.decode(current, caps) if current else SessionBody()
                 return body.merge(change, caps).encode()
 
-            commit.update = merged
+            commit.update, commit.delta = merged, change.encode()
             commit.clear_pages = change.cleared
             if not change.cleared:
                 gone = set(session.stored_pages) - set(session.body.pages)
@@ -241,8 +241,10 @@ class SessionStore:
         latest writes (Neo4j: its bookmarks), so the session's next call on another replica
         reads them. Restarts the session's TTL."""
 
+        caps = self._caps
+
         def same(current: bytes | None) -> bytes:
-            return current if current is not None else SessionBody().encode()
+            return (SessionBody.decode(current, caps) if current else SessionBody()).encode()
 
         await self.state.update("s", session_id, same, self._clock(), self._ttl)
 

@@ -12,6 +12,11 @@ sessions and cursors, as a restart did before.
 A session's read lists its kept pages (up to 64 of a few KB each) from a covering index and
 reads only the bodies its process does not hold yet (``PageCache``): reading every body on
 every search was most of the session thread's time in the scaling bench (bench/results).
+
+A call's commit appends its ledger change as a delta row (``session_state``): the ledger row,
+whose body comes before ``expires_at``, is neither read nor written then; whether the session
+is live and its deltas' numbers come from the ``state_owned`` index (a ledger row's owner is
+its own key).
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from typing import TypeVar
 
 from mnemoql.engine.errors import StoreUnavailable
 from mnemoql.engine.session_state import (
+    FOLD_AFTER,
     Commit,
     Kind,
     PageCache,
@@ -62,6 +68,15 @@ _LISTED = (
     "WHERE kind = 'p' AND owner = ? AND expires_at > ? ORDER BY used_at, key"
 )
 _BODIES = "SELECT key, used_at, size, body FROM state WHERE kind = 'p' AND key IN ({})"
+_LEDGER_ROWS = (  # a session's ledger row and its deltas from the index: no body read
+    "SELECT kind, key, expires_at FROM state INDEXED BY state_owned "
+    "WHERE kind IN ('s', 'd') AND owner = ? ORDER BY kind DESC, key"
+)
+_LIVE = (  # rows the budget may drop: a session with its deltas as one
+    "SELECT CASE kind WHEN 'd' THEN 's' ELSE kind END AS k, "
+    "CASE kind WHEN 'd' THEN owner ELSE key END AS name, sum(size), max(used_at) "
+    "FROM state WHERE body IS NOT NULL GROUP BY k, name"
+)
 _PUT = (
     "INSERT OR REPLACE INTO state (kind, key, owner, body, size, expires_at, ttl, used_at) "
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
@@ -81,17 +96,62 @@ def _immediate(conn: sqlite3.Connection) -> Iterator[None]:
         raise
 
 
+@contextmanager
+def _snapshot(conn: sqlite3.Connection) -> Iterator[None]:
+    """A read transaction: one snapshot for several statements."""
+    conn.execute("BEGIN")
+    try:
+        yield
+    finally:
+        conn.execute("COMMIT")
+
+
 def _merge(
     conn: sqlite3.Connection, kind: Kind, key: str, fn: Update, now: float, ttl: float
 ) -> None:
     """Replace a row's body by ``fn(current body)`` (None when missing or expired), renewing
-    its TTL; inside the caller's transaction."""
-    found = conn.execute(
-        "SELECT body, expires_at FROM state WHERE kind = ? AND key = ?", (kind, key)
-    ).fetchone()
-    current = found[0] if found is not None and found[1] > now else None
-    body = fn(current)
+    its TTL; inside the caller's transaction. A session's deltas are folded into it."""
+    if kind == "s":
+        body = fn(_ledger(conn, key, now))
+        conn.execute("DELETE FROM state WHERE kind = 'd' AND owner = ?", (key,))
+    else:
+        found = conn.execute(
+            "SELECT body, expires_at FROM state WHERE kind = ? AND key = ?", (kind, key)
+        ).fetchone()
+        body = fn(found[0] if found is not None and found[1] > now else None)
     conn.execute(_PUT, (kind, key, key, body, len(body), now + ttl, ttl, now))
+
+
+def _ledger_rows(conn: sqlite3.Connection, key: str, now: float) -> list[str] | None:
+    """The keys of a live session's deltas in order, or None when it is not live."""
+    rows = conn.execute(_LEDGER_ROWS, (key,)).fetchall()
+    if not rows or max(float(r[2]) for r in rows) <= now:
+        return None
+    return [str(k) for kind, k, _ in rows if kind == "d"]
+
+
+def _ledger(conn: sqlite3.Connection, key: str, now: float) -> bytes | None:
+    """A live session's ledger then its deltas, one line each; None when it is not live."""
+    if _ledger_rows(conn, key, now) is None:
+        return None
+    base = conn.execute("SELECT body FROM state WHERE kind = 's' AND key = ?", (key,)).fetchone()
+    deltas = conn.execute(
+        "SELECT body FROM state WHERE kind = 'd' AND owner = ? ORDER BY key", (key,)
+    ).fetchall()
+    lines = [base[0] if base is not None and base[0] is not None else b""]
+    return b"\n".join(bytes(b) for b in lines + [d[0] for d in deltas])
+
+
+def _append(conn: sqlite3.Connection, commit: Commit, fn: Update, now: float) -> None:
+    """Store a call's ledger change: a delta row, or the merge (``session_state``)."""
+    sid, ttl, delta = commit.session, commit.ttl, commit.delta
+    deltas = _ledger_rows(conn, sid, now)
+    if delta is None or deltas is None or len(deltas) >= FOLD_AFTER:
+        _merge(conn, "s", sid, fn, now, ttl)
+        return
+    number = int(deltas[-1].rsplit("\x1f", 1)[1]) + 1 if deltas else 1
+    key = f"{sid}\x1f{number:012d}"
+    conn.execute(_PUT, ("d", key, sid, delta, len(delta), now + ttl, ttl, now))
 
 
 def _pages(
@@ -156,17 +216,11 @@ class SqliteState:
 
     async def session(self, key: str, now: float) -> tuple[bytes | None, list[tuple[str, bytes]]]:
         def read(conn: sqlite3.Connection) -> tuple[bytes | None, list[tuple[str, bytes]]]:
-            conn.execute("BEGIN")  # one snapshot for the ledger and its pages
-            try:
-                found = conn.execute(
-                    "SELECT body FROM state WHERE kind = 's' AND key = ? AND expires_at > ?",
-                    (key, now),
-                ).fetchone()
-                if found is None or found[0] is None:
+            with _snapshot(conn):  # one snapshot for the ledger and its pages
+                found = _ledger(conn, key, now)
+                if found is None:
                     return None, []
-                return bytes(found[0]), _pages(self.page_cache, conn, key, now)
-            finally:
-                conn.execute("COMMIT")
+                return found, _pages(self.page_cache, conn, key, now)
 
         return await self._run(read)
 
@@ -177,7 +231,7 @@ class SqliteState:
         def write(conn: sqlite3.Connection) -> None:
             with _immediate(conn):
                 if commit.update is not None:
-                    _merge(conn, "s", sid, commit.update, now, ttl)
+                    _append(conn, commit, commit.update, now)
                 if commit.clear_pages:
                     conn.execute("DELETE FROM state WHERE kind = 'p' AND owner = ?", (sid,))
                 if commit.clear_cursors:
@@ -202,6 +256,13 @@ class SqliteState:
 
     async def get(self, kind: Kind, key: str, now: float) -> Row | None:
         def read(conn: sqlite3.Connection) -> Row | None:
+            if kind == "s":
+                with _snapshot(conn):  # rare: tests, ``touch``'s callers
+                    ledger = _ledger(conn, key, now)
+                    rows = conn.execute(_LEDGER_ROWS, (key,)).fetchall()
+                if ledger is None:
+                    return None
+                return Row(key, ledger, max(float(r[2]) for r in rows))
             found = conn.execute(
                 "SELECT owner, body, expires_at, ttl FROM state WHERE kind = ? AND key = ?",
                 (kind, key),
@@ -256,7 +317,17 @@ class SqliteState:
             sql, args = sql + " AND key = ?", [*args, key]
         if owner is not None:
             sql, args = sql + " AND owner = ?", [*args, owner]
-        await self._run(lambda conn: conn.execute(sql, args))
+        deltas = "DELETE FROM state WHERE kind = 'd'"  # a session's go with it
+        if key is not None or owner is not None:
+            deltas += " AND owner IN (" + sql.replace("DELETE", "SELECT key", 1) + ")"
+
+        def delete(conn: sqlite3.Connection) -> None:
+            with _immediate(conn):
+                if kind == "s":
+                    conn.execute(deltas, args if key is not None or owner is not None else [])
+                conn.execute(sql, args)
+
+        await self._run(delete)
 
     async def sweep(self, now: float) -> None:
         """Expired rows out, then the least recently used past the budget (tests call it)."""
@@ -265,9 +336,14 @@ class SqliteState:
     def _sweep(self, conn: sqlite3.Connection, now: float) -> None:
         with _immediate(conn):
             conn.execute(
-                "DELETE FROM state WHERE (kind != 'c' AND expires_at <= ?) "
-                "OR expires_at + ttl <= ?",
+                "DELETE FROM state WHERE kind IN ('p', 'c') AND ((kind != 'c' AND expires_at <= ?) "
+                "OR expires_at + ttl <= ?)",
                 (now, now),
+            )
+            conn.execute(  # a session goes with its deltas, once its latest row expired
+                "DELETE FROM state WHERE kind IN ('s', 'd') AND owner IN (SELECT owner FROM state "
+                "WHERE kind IN ('s', 'd') GROUP BY owner HAVING max(expires_at) <= ?)",
+                (now,),
             )
             conn.execute(
                 "UPDATE state SET body = NULL, size = 0 "
@@ -276,11 +352,13 @@ class SqliteState:
             )
             total = conn.execute("SELECT coalesce(sum(size), 0) FROM state").fetchone()[0]
             if total > self.budget:
-                live = conn.execute(
-                    "SELECT kind, key, size, used_at FROM state WHERE body IS NOT NULL"
-                ).fetchall()
+                live = conn.execute(_LIVE).fetchall()
                 for kind, key in evictable(live, total, self.budget):
-                    if kind != "c":
+                    if kind == "s":
+                        conn.execute(
+                            "DELETE FROM state WHERE kind IN ('s', 'd') AND owner = ?", (key,)
+                        )
+                    elif kind != "c":
                         conn.execute("DELETE FROM state WHERE kind = ? AND key = ?", (kind, key))
                     else:
                         conn.execute(

@@ -15,6 +15,9 @@ the server has the writes this session saw. On a single server they cost nothing
 bodies the process holds (``PageCache``), in one record (the async driver spends ~80 us of
 client CPU per record: 64 page records were ~5 ms of a ~10 ms read). A body let go of while
 the statement ran is read by a second one.
+
+**A call's commit** appends its ledger change as a ``d`` node (``session_state``): the
+session's node is locked and its deltas listed, its body is neither read nor written.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from mnemoql.engine.session_state import (
+    FOLD_AFTER,
     Commit,
     Kind,
     PageCache,
@@ -41,9 +45,21 @@ SCHEMA: Final = (
     f"CREATE INDEX mnemo_state_owner IF NOT EXISTS FOR (n:{LABEL}) ON (n.space, n.kind, n.owner)",
 )
 _ROW: Final = f"(n:{LABEL} {{space: $space, kind: $kind, key: $key}})"
+_DELTAS: Final = (  # a session's deltas in order (none for another kind's row)
+    f"OPTIONAL MATCH (d:{LABEL} {{space: $space, kind: 'd', owner: $key}}) WHERE $kind = 's' "
+    "WITH n, d ORDER BY d.key WITH n, collect(d.body) AS deltas, "
+    "collect([d.key, d.expires_at]) AS listed "
+)
 GET: Final = (
-    f"MATCH {_ROW} RETURN n.owner AS owner, n.body AS body, n.expires_at AS expires_at, "
-    "n.ttl AS ttl, n.bookmarks AS bookmarks"
+    f"MATCH {_ROW} {_DELTAS}RETURN n.owner AS owner, n.body AS body, n.expires_at AS expires_at, "
+    "n.ttl AS ttl, n.bookmarks AS bookmarks, deltas, listed"
+)
+LOCK_LEDGER: Final = (  # the session's write lock, its bookmarks, its deltas' keys; no body
+    f"MERGE {_ROW} ON CREATE SET n.expires_at = 0.0, n.ttl = 0.0, n.size = 0 "
+    "SET n.owner = $key, n.bookmarks = $bookmarks WITH n "
+    f"OPTIONAL MATCH (d:{LABEL} {{space: $space, kind: 'd', owner: $key}}) "
+    "WITH n, d ORDER BY d.key "
+    "RETURN n.expires_at AS expires_at, collect([d.key, d.expires_at]) AS listed"
 )
 PUT: Final = (
     f"MERGE {_ROW} SET n.owner = $owner, n.body = $body, n.size = $size, "
@@ -53,14 +69,22 @@ LOCK: Final = (  # MERGE + SET takes the node's write lock before its body is re
     f"MERGE {_ROW} ON CREATE SET n.expires_at = 0.0, n.ttl = 0.0, n.size = 0 "
     "SET n.owner = $key RETURN n.body AS body, n.expires_at AS expires_at"
 )
-DROP: Final = (
-    f"MATCH (n:{LABEL} {{space: $space, kind: $kind}}) "
-    "WHERE ($key IS NULL OR n.key = $key) AND ($owner IS NULL OR n.owner = $owner) DELETE n"
+DROP: Final = (  # a session's deltas (owned by its key) go with it
+    f"MATCH (n:{LABEL} {{space: $space}}) WHERE (n.kind = $kind "
+    "AND ($key IS NULL OR n.key = $key) AND ($owner IS NULL OR n.owner = $owner)) "
+    "OR ($kind = 's' AND n.kind = 'd' AND ($key IS NULL OR n.owner = $key) "
+    "AND ($owner IS NULL OR n.owner = $owner)) DELETE n"
 )
 DROP_ALL: Final = f"MATCH (n:{LABEL} {{space: $space}}) DELETE n RETURN count(*) AS n"
 EXPIRE: Final = (
-    f"MATCH (n:{LABEL} {{space: $space}}) WHERE n.expires_at <= $now "
+    f"MATCH (n:{LABEL} {{space: $space}}) WHERE n.expires_at <= $now AND n.kind IN ['p', 'c'] "
     "AND (n.kind <> 'c' OR n.expires_at + n.ttl <= $now) DELETE n"
+)
+EXPIRE_SESSIONS: Final = (  # a session goes with its deltas, once its latest row expired
+    f"MATCH (n:{LABEL} {{space: $space}}) WHERE n.expires_at <= $now AND n.kind IN ['s', 'd'] "
+    f"WITH DISTINCT n.owner AS owner MATCH (m:{LABEL} {{space: $space, owner: owner}}) "
+    "WHERE m.kind IN ['s', 'd'] WITH owner, collect(m) AS rows, max(m.expires_at) AS last "
+    "WHERE last <= $now UNWIND rows AS m DELETE m"
 )
 TOMBSTONE: Final = (
     f"MATCH (n:{LABEL} {{space: $space, kind: 'c'}}) WHERE n.expires_at <= $now "
@@ -69,9 +93,14 @@ TOMBSTONE: Final = (
 TOTAL: Final = (
     f"MATCH (n:{LABEL} {{space: $space}}) WHERE n.body IS NOT NULL RETURN sum(n.size) AS total"
 )
-LIVE: Final = (
+LIVE: Final = (  # a session with its deltas as one
     f"MATCH (n:{LABEL} {{space: $space}}) WHERE n.body IS NOT NULL "
-    "RETURN n.kind AS kind, n.key AS key, n.size AS size, n.used_at AS used_at"
+    "RETURN CASE n.kind WHEN 'd' THEN 's' ELSE n.kind END AS kind, "
+    "CASE n.kind WHEN 'd' THEN n.owner ELSE n.key END AS key, "
+    "sum(n.size) AS size, max(n.used_at) AS used_at"
+)
+DROP_DELTAS: Final = (
+    f"UNWIND $keys AS k MATCH (n:{LABEL} {{space: $space, kind: 'd', owner: k}}) DELETE n"
 )
 EVICT_ROWS: Final = (
     f"UNWIND $keys AS k MATCH (n:{LABEL} {{space: $space, kind: $kind, key: k}}) DELETE n"
@@ -81,13 +110,16 @@ OWNED: Final = (
     "WHERE n.expires_at > $now AND n.body IS NOT NULL "
     "RETURN n.key AS key, n.body AS body ORDER BY n.used_at, n.key"
 )
-SESSION: Final = (  # the ledger and its live pages in one record; no body the caller holds
-    f"MATCH (s:{LABEL} {{space: $space, kind: 's', key: $key}}) "
-    "WHERE s.expires_at > $now AND s.body IS NOT NULL "
+SESSION: Final = (  # the ledger, its deltas and its live pages in one record; no body held
+    f"MATCH (s:{LABEL} {{space: $space, kind: 's', key: $key}}) WHERE s.body IS NOT NULL "
+    f"OPTIONAL MATCH (d:{LABEL} {{space: $space, kind: 'd', owner: $key}}) "
+    "WITH s, d ORDER BY d.key WITH s, collect(d.body) AS deltas, max(d.expires_at) AS last "
+    "WHERE s.expires_at > $now OR last > $now "
     f"OPTIONAL MATCH (n:{LABEL} {{space: $space, kind: 'p', owner: $key}}) "
     "WHERE n.expires_at > $now AND n.body IS NOT NULL "
-    "WITH s, n ORDER BY n.used_at, n.key "
-    "RETURN s.body AS body, s.bookmarks AS bookmarks, collect(CASE WHEN n IS NOT NULL THEN "
+    "WITH s, deltas, n ORDER BY n.used_at, n.key "
+    "RETURN s.body AS body, deltas, s.bookmarks AS bookmarks, "
+    "collect(CASE WHEN n IS NOT NULL THEN "
     "[n.key, n.used_at, n.size, CASE WHEN [n.key, n.used_at] IN $held THEN null ELSE n.body END] "
     "END) AS pages"
 )
@@ -149,7 +181,8 @@ class Neo4jState:
         if late:  # let go of meanwhile (another read filled the cache): a second statement
             found = await self.runner.run(BODIES, {"keys": sorted(late)}, writable=True)
             fetched += [(_stamp(p), str(p[3]).encode()) for p in found[0]["pages"]]
-        return str(rows[0]["body"]).encode(), self.page_cache.filled(held, fetched, key)
+        ledger = "\n".join([str(rows[0]["body"]), *rows[0]["deltas"]]).encode()
+        return ledger, self.page_cache.filled(held, fetched, key)
 
     async def _follow(self, bookmarks: list[str] | None) -> None:
         """Read what this session's last call saw, on any replica."""
@@ -164,13 +197,7 @@ class Neo4jState:
 
         async def write(tx: Any) -> None:
             if commit.update is not None:
-                found = await (await tx.run(LOCK, space=space, kind="s", key=sid)).single()
-                current = found["body"] if found and float(found["expires_at"]) > now else None
-                body = commit.update(current.encode() if current is not None else None)
-                await tx.run(
-                    PUT, space=space, kind="s", key=sid, owner=sid, body=body.decode(),
-                    size=len(body), expires_at=now + ttl, ttl=ttl, now=now, bookmarks=bookmarks,
-                )  # fmt: skip
+                await self._append(tx, commit, commit.update, now, bookmarks)
             for kind, clear in (("p", commit.clear_pages), ("c", commit.clear_cursors)):
                 if clear:
                     await tx.run(DROP_OWNED, space=space, kind=kind, owner=sid)
@@ -198,10 +225,13 @@ class Neo4jState:
             return None
         found = rows[0]
         expires_at, ttl = float(found["expires_at"] or 0), float(found["ttl"] or 0)
+        expires_at = max([expires_at, *(float(d[1]) for d in found["listed"] if d[0])])
         if (kind != "c" and expires_at <= now) or expires_at + ttl <= now:
             return None
         await self._follow(found["bookmarks"])
         body = found["body"]
+        if body is not None and found["deltas"]:
+            body = "\n".join([body, *found["deltas"]])
         live = body is not None and expires_at > now
         return Row(found["owner"], body.encode() if live else None, expires_at)
 
@@ -230,23 +260,48 @@ class Neo4jState:
         async def merge(tx: Any) -> None:
             found = await (await tx.run(LOCK, space=self.runner.space, kind=kind, key=key)).single()
             current = found["body"] if found and float(found["expires_at"]) > now else None
-            body = fn(current.encode() if current is not None else None)
-            await tx.run(
-                PUT,
-                space=self.runner.space,
-                kind=kind,
-                key=key,
-                owner=key,
-                body=body.decode(),
-                size=len(body),
-                expires_at=now + ttl,
-                ttl=ttl,
-                now=now,
-                bookmarks=bookmarks,
-            )
+            if kind == "s":
+                current = await _ledger(tx, self.runner.space, key, now)
+            await self._put(tx, kind, key, fn(current.encode() if current else None), now, ttl,
+                            bookmarks)  # fmt: skip
 
         await self.runner.write(merge)
         await self._maybe_sweep(now)
+
+    async def _append(
+        self, tx: Any, commit: Commit, fn: Update, now: float, bookmarks: list[str]
+    ) -> None:
+        """Store a call's ledger change: a delta node, or the merge (``session_state``)."""
+        sid, ttl, delta, space = commit.session, commit.ttl, commit.delta, self.runner.space
+        found = await (
+            await tx.run(LOCK_LEDGER, space=space, kind="s", key=sid, bookmarks=bookmarks)
+        ).single()
+        listed = [d for d in found["listed"] if d[0] is not None]
+        live = max([float(found["expires_at"]), *(float(d[1]) for d in listed)]) > now
+        if delta is not None and live and len(listed) < FOLD_AFTER:
+            number = int(str(listed[-1][0]).rsplit("\x1f", 1)[1]) + 1 if listed else 1
+            await tx.run(
+                PUT, space=space, kind="d", key=f"{sid}\x1f{number:012d}", owner=sid,
+                body=delta.decode(), size=len(delta), expires_at=now + ttl, ttl=ttl, now=now,
+                bookmarks=[],
+            )  # fmt: skip
+            return
+        current = await _ledger(tx, space, sid, now) if live else None
+        await self._put(tx, "s", sid, fn(current.encode() if current else None), now, ttl,
+                        bookmarks)  # fmt: skip
+
+    async def _put(
+        self, tx: Any, kind: Kind, key: str, body: bytes, now: float, ttl: float,
+        bookmarks: list[str],
+    ) -> None:  # fmt: skip
+        """Write a row merged from its current body; a session's deltas are folded into it."""
+        space = self.runner.space
+        await tx.run(
+            PUT, space=space, kind=kind, key=key, owner=key, body=body.decode(), size=len(body),
+            expires_at=now + ttl, ttl=ttl, now=now, bookmarks=bookmarks,
+        )  # fmt: skip
+        if kind == "s":
+            await tx.run(DROP_DELTAS, space=space, keys=[key])
 
     async def owned(self, kind: Kind, owner: str, now: float) -> list[tuple[str, bytes]]:
         await self._schema()
@@ -265,6 +320,7 @@ class Neo4jState:
     async def sweep(self, now: float) -> None:
         """Expired nodes out, then the least recently used past the budget."""
         await self.runner.run(EXPIRE, {"now": now}, writable=True)
+        await self.runner.run(EXPIRE_SESSIONS, {"now": now}, writable=True)
         await self.runner.run(TOMBSTONE, {"now": now}, writable=True)
         found = await self.runner.run(TOTAL, writable=True)
         total = int(found[0]["total"] or 0) if found else 0
@@ -278,9 +334,20 @@ class Neo4jState:
             statement = EVICT_CURSORS if kind == "c" else EVICT_ROWS
             if keys:
                 await self.runner.run(statement, {"keys": keys, "kind": kind}, writable=True)
+            if keys and kind == "s":
+                await self.runner.run(DROP_DELTAS, {"keys": keys}, writable=True)
 
     async def close(self) -> None:
         return None
+
+
+async def _ledger(tx: Any, space: str, key: str, now: float) -> str | None:
+    """A live session's ledger then its deltas, one line each (its lock held)."""
+    found = await (await tx.run(GET, space=space, kind="s", key=key)).single()
+    if found is None or found["body"] is None:
+        return None
+    last = max([float(found["expires_at"]), *(float(d[1]) for d in found["listed"] if d[0])])
+    return "\n".join([found["body"], *found["deltas"]]) if last > now else None
 
 
 def _stamp(page: list[Any]) -> PageStamp:
