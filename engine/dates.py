@@ -38,7 +38,7 @@ from __future__ import annotations
 import calendar
 import re
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import date, timedelta
 
 DateRange = tuple[date, date]
@@ -233,10 +233,9 @@ _TIME_OF_DAY = re.compile(
 )
 
 
-def find_days(text: str, today: date) -> list[tuple[int, date]]:
-    """Every day expression of running ``text`` as ``(start offset, day)``, in no particular
+def _day_matches(text: str, today: date) -> Iterator[tuple[int, int, date]]:
+    """Every day expression of running ``text`` as ``(start, end, day)``, in no particular
     order (overlapping forms may both appear; impossible days are skipped)."""
-    found: list[tuple[int, date]] = []
     for pattern, resolve in _DAYS:
         for m in pattern.finditer(text):
             try:
@@ -244,8 +243,13 @@ def find_days(text: str, today: date) -> list[tuple[int, date]]:
             except (ValueError, OverflowError):
                 continue  # 9999 years ago is before the calendar
             if day is not None:
-                found.append((m.start(), day))
-    return found
+                yield m.start(), m.end(), day
+
+
+def find_days(text: str, today: date) -> list[tuple[int, date]]:
+    """Every day expression of running ``text`` as ``(start offset, day)``, in no particular
+    order (overlapping forms may both appear; impossible days are skipped)."""
+    return [(start, day) for start, _, day in _day_matches(text, today)]
 
 
 def _day(phrase: str, today: date) -> date | None:
@@ -496,14 +500,7 @@ def find_spans(text: str, today: date) -> list[DateRange]:
             span = _named_span(normalise(m.group(0)), today)
             if span is not None:
                 found.append((m.start(), m.end(), span))
-    for pattern, resolve in _DAYS:
-        for m in pattern.finditer(hint):
-            try:
-                day = resolve(m, today)
-            except (ValueError, OverflowError):
-                continue
-            if day is not None:
-                found.append((m.start(), m.end(), (day, day)))
+    found += [(start, end, (day, day)) for start, end, day in _day_matches(hint, today)]
     found.sort(key=lambda f: (f[0], f[0] - f[1]))  # by start, the longest first
     out: list[DateRange] = []
     end = -1
