@@ -188,3 +188,27 @@ def test_memory_index_names_the_external_neo4j_store(tmp_path: Path) -> None:
 
     assert asyncio.run(name()) == "Neo4jStore"
 
+
+
+@pytest.mark.parametrize(
+    ("args", "prefix", "says"),
+    [
+        (("serve", "--port", "abc"), "mnemoql serve:", "invalid int value: 'abc'"),
+        (("bogus",), "mnemoql:", "invalid choice: 'bogus'"),
+        (("export",), "mnemoql export:", "the following arguments are required: file"),
+        (("restore", "a.jsonl", "--store", "sqlite"), "mnemoql restore:", "invalid choice"),
+    ],
+)
+def test_a_mistyped_command_is_one_line(
+    tmp_path: Path, args: tuple[str, ...], prefix: str, says: str
+) -> None:
+    """argparse's own refusals too: one line naming the command's --help, exit 2, no usage
+    block and nothing opened."""
+    out = subprocess.run([sys.executable, "-m", "mnemoql.web.cli", *args], cwd=ROOT,
+                         capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "MNEMOQL_DATA_DIR": str(tmp_path / "d")})  # fmt: skip
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.count("\n") == 1 and "usage:" not in out.stderr, out.stderr
+    assert out.stderr.startswith(prefix) and says in out.stderr, out.stderr
+    assert out.stderr.rstrip().endswith(f"(see {prefix[:-1]} --help)"), out.stderr
+    assert not (tmp_path / "d").exists()

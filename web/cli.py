@@ -20,7 +20,7 @@ import socket
 import sys
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from pydantic import ValidationError
 from pydantic_settings import SettingsError
@@ -273,8 +273,18 @@ def cmd_neo4j(args: argparse.Namespace) -> int:
     return managed_main([args.action, "--home", str(home)])
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with its refusals on one line, as every other refusal of the command:
+    ``mnemoql serve: argument --port: invalid int value: 'abc' (see mnemoql serve --help)``
+    and exit 2, instead of a usage block first. Subcommands' parsers are of this class too
+    (``add_subparsers`` makes them with the parent's class)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="mnemoql", description="GraphQL graph memory for LLM agents.")
+    p = _Parser(prog="mnemoql", description="GraphQL graph memory for LLM agents.")
     p.add_argument("--version", action="version", version=f"mnemoql {_version()}")
     sub = p.add_subparsers(dest="command", required=True)
 
