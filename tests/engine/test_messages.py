@@ -25,6 +25,7 @@ CJK = re.compile(r"[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]")
 # literals are patterns and word lists, never shown to a user.
 READS_CHINESE = {
     "engine/dates.py",
+    "engine/date_rules.py",
     "engine/providers/offline.py",
     "engine/providers/_namewords.py",  # role words (用户, 助手), split out of offline.py
     "engine/providers/_english_persons.py",  # a full-width colon ends a sentence
