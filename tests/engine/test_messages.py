@@ -49,7 +49,7 @@ NOT_MESSAGES = {
     ("engine/topics/slices.py", " 条消息"),
     # the judge model's prompt (a model reads it, not a user)
     ("engine/providers/openai.py", "A 与 B 是否指同一个概念？"),
-    ("schema/topics.py", "'省略了 N 条消息': N left out."),
+    ("schema/recall.py", "'省略了 N 条消息': N left out."),
 }
 # Modules whose patterns match Chinese punctuation or scripts (regular expressions only).
 PATTERNS = {
