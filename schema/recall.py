@@ -15,7 +15,8 @@ from mnemoql.engine import recall as rc
 from mnemoql.engine.topics import LookupMiss, Omitted, Projection, block
 from mnemoql.engine.topics.block import ActivatedSlice, render_block
 from mnemoql.schema.evidence import Quote
-from mnemoql.schema.graph import Event, SourceRange
+from mnemoql.schema.graph import Event
+from mnemoql.schema.text import SourceRange
 
 
 @strawberry.enum(description="Why a memory was recalled.")
