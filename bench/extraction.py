@@ -92,6 +92,7 @@ Choose = Callable[..., Any]
 # ones (the name rules were split out of offline.py) simply lacks it.
 _BASELINE_MODULES = (
     "engine/providers/offline.py",
+    "engine/providers/_concepts.py",
     "engine/providers/_english.py",
     "engine/providers/_namewords.py",
     "engine/providers/_english_places.py",

@@ -17,9 +17,9 @@ from collections.abc import Iterable, Iterator
 from datetime import date, datetime
 from typing import Any
 
-from mnemoql.engine.config import Limits
 from mnemoql.engine.errors import InvalidInput, InvalidText, OutOfRange, limit_exceeded
 from mnemoql.engine.models import CALLER_ID, AllOf, AnyOf, Cond, Not, Where
+from mnemoql.engine.service_settings import Limits
 from mnemoql.prompts.extraction import Extraction, ProfileItem
 
 # A UTF-16 surrogate code point on its own: JSON decodes a valid pair into one astral

@@ -17,9 +17,10 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from mnemoql.engine.config import SPACE_NAME, Settings
+from mnemoql.engine.config import Settings
 from mnemoql.engine.errors import InvalidInput, MnemoError
 from mnemoql.engine.memory import Memory
+from mnemoql.engine.service_settings import SPACE_NAME
 from mnemoql.engine.sessions import Clock
 from mnemoql.engine.store.base import Store
 

@@ -15,7 +15,8 @@ from __future__ import annotations
 from datetime import date
 
 from mnemoql.engine.checks import clip
-from mnemoql.engine.dates import DateRange, parse_span
+from mnemoql.engine.date_rules import DateRange
+from mnemoql.engine.dates import parse_span
 from mnemoql.engine.errors import TimeHintInvalid
 
 __all__ = ["DateRange", "parse_time_hint"]

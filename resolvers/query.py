@@ -19,7 +19,6 @@ from mnemoql.schema.graph import (
     Location,
     Node,
     Person,
-    TextRange,
     from_node,
     node_by_id,
 )
@@ -27,6 +26,7 @@ from mnemoql.schema.inputs import EntitySort, EntityWhere, EventSort, EventWhere
 from mnemoql.schema.payloads import MemoryIndex
 from mnemoql.schema.relay import After, Before, First, Last, digest, window
 from mnemoql.schema.snapshot import GraphSnapshot
+from mnemoql.schema.text import TextRange
 
 EventFilter = Annotated[
     EventWhere | None, strawberry.argument(description="Only the events that match.")

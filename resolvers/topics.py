@@ -11,7 +11,8 @@ from mnemoql.engine.activation import DEFAULT_LIMIT
 from mnemoql.engine.models import TOPIC_ID_PREFIX
 from mnemoql.schema.context import Info
 from mnemoql.schema.inputs import ActivationProfileInput
-from mnemoql.schema.topics import Activation, Recollection, Topic, TopicTree
+from mnemoql.schema.recall import Activation, Recollection
+from mnemoql.schema.topics import Topic, TopicTree
 
 TopicPath = Annotated[
     str, strawberry.argument(description="A topic path, segments joined by '->'.")

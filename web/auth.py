@@ -26,7 +26,8 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from mnemoql.engine.config import AuthSettings, Settings, TokenGrant
+from mnemoql.engine.config import Settings
+from mnemoql.engine.service_settings import AuthSettings, TokenGrant
 from mnemoql.web.graphql_http import GRAPHQL_RESPONSE, content_type, negotiate
 
 log = logging.getLogger("mnemoql.auth")

@@ -10,7 +10,8 @@ locations from ``ns`` tags, GeoNames and ``in/at <Place>`` patterns, and concept
 salient nouns and noun phrases, about one per 150 characters (``concepts_kept``). The output
 is deterministic and always validates as :class:`prompts.extraction.Extraction`.
 ``bench/extraction.py`` measures it. The English name rules are modules of their own:
-``_english_persons``, ``_english_places`` and the word tests they share, ``_namewords``.
+``_english_persons``, ``_english_places`` and the word tests they share, ``_namewords``; so are
+the concepts' salience and budget, ``_concepts``.
 
 jieba's dictionary and the name lists load (a few seconds) on first use or in ``warm_up``, in a
 worker thread.
@@ -20,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
 import re
 import threading
 from collections import Counter
@@ -28,13 +28,20 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from mnemoql.engine.providers import _english as english
+from mnemoql.engine.providers._concepts import (
+    PHRASE,
+    PROPER,
+    concept_allowance,
+    concept_word,
+    concepts_kept,
+    english_concepts,
+    phrase_salience,
+)
 from mnemoql.engine.providers._english_persons import english_entities, shouted
 from mnemoql.engine.providers._namewords import (
     HEADING_WORDS,
     NAME_WORD,
-    NOT_NAMES,
     ROLE_WORDS,
-    VERBISH,
     name_key,
     ordinary,
 )
@@ -44,10 +51,6 @@ from mnemoql.prompts.extraction import Extraction
 
 MAX_EVENTS = 8
 MAX_CONCEPTS_PER_EVENT = 8
-MAX_CONCEPTS_PER_SAVE = 16
-# One concept per this many characters of a save (the rest are the least salient).
-CHARS_PER_CONCEPT = 150
-CJK_WEIGHT = 3
 MAX_ENTITIES_PER_EVENT = 12
 SUMMARY_MAX = 200
 # A text this short is one event whatever its layout.
@@ -88,8 +91,6 @@ _MARKUP = re.compile(r"^\s*(?:#{1,6}\s+|[-*+>]\s+|\d+[.)]\s+)")
 # Sphinx / reST roles (":c:func:`x`", ":mod:`x`"), inline-code backticks and URLs: markup,
 # not words.
 _ROLE = re.compile(r"(?<![\w:]):(?:[a-z]+:){1,2}(?=`)|`+|\b(?:https?|ftp)://\S+")
-# A reference number ("gh-issue-92173", "bpo-32782", "PEP-8") or a version: no concept.
-_REFERENCE = re.compile(r"^(?:[A-Za-z]+-)+\d[\d.]*$|^v?\d+(?:[.\d]+)*[a-z]?\d*$")
 
 log = logging.getLogger(__name__)
 
@@ -221,99 +222,6 @@ def summarise(block: str) -> str:
     return summary
 
 
-
-
-def _english_concepts(text: str, exclude: set[str]) -> list[tuple[str, int]]:
-    """Content noun phrases (``_english``) with their first position, names left out: a
-    phrase holding a person or place word keeps only the words around it."""
-    out: list[tuple[str, int]] = []
-    folded = text.casefold()
-    for phrase in english.noun_phrases(text):
-        parts: list[list[str]] = [[]]
-        for word in phrase.split():
-            if (
-                name_key(word) in exclude
-                or name_key(word) in NOT_NAMES
-                or name_key(word) in VERBISH
-                or not _concept_word(word)
-            ):
-                parts.append([])
-            else:
-                parts[-1].append(word)
-        for words in parts:
-            if not words or (len(parts) > 1 and english.lone_ambiguous(" ".join(words))):
-                continue
-            name = " ".join(_common_case(w) for w in words)
-            if name_key(name) not in exclude:
-                out.append((name, folded.find(name_key(name))))
-    return out
-
-
-def _techy(phrase: str) -> bool:
-    """An identifier (Neo4j, MemoryRuntime, gpt-4): it names a specific thing, so it counts
-    double where common words often do not."""
-    tail = phrase[1:]
-    return " " not in phrase and (
-        any(c.isdigit() or c == "_" for c in phrase) or tail != tail.lower()
-    ) and not phrase.isupper()
-
-
-# Salience weights per mention: an identifier or acronym names one specific thing; a phrase of
-# several words says more than one word; a capitalised name mid-sentence sits between.
-_IDENTIFIER = 2.0
-_PHRASE = 1.5
-_PROPER = 1.5
-
-
-def _salience(phrase: str) -> float:
-    if _techy(phrase) or (phrase.isupper() and len(phrase) >= 2 and phrase.isalnum()):
-        return _IDENTIFIER
-    return _PHRASE if " " in phrase else 1.0
-
-
-def _concept_word(word: str) -> bool:
-    """Not a reference number or version ("gh-issue-92173", "3.11.2"), not a run of one
-    character ("yyyy..."), not a lone letter."""
-    letters = [c for c in word.casefold() if c.isalnum()]
-    return len(letters) >= 2 and len(set(letters)) > 1 and not _REFERENCE.match(word)
-
-
-def concept_allowance(text: str) -> float:
-    """How many concepts a save's length allows: one per CHARS_PER_CONCEPT characters (a
-    Chinese character counts as CJK_WEIGHT, it says about as much as that many latin ones)."""
-    cjk = len(_CJK.findall(text))
-    return (len(text) - cjk + CJK_WEIGHT * cjk) / CHARS_PER_CONCEPT
-
-
-def concept_budget(text: str) -> int:
-    """The most concepts one save keeps: its allowance rounded, at least 1 and at most
-    MAX_CONCEPTS_PER_SAVE (``concepts_kept`` says how many of them it does keep)."""
-    return max(1, min(MAX_CONCEPTS_PER_SAVE, round(concept_allowance(text))))
-
-
-def concepts_kept(saliences: list[float], allowance: float) -> int:
-    """How many of a save's concepts (their saliences, the most salient first) it keeps: the
-    whole part of its allowance, and one more when that concept's salience times the
-    allowance's fraction is at least one half. That is rounding weighted by salience: a lone
-    word needs half an allowance (75 characters), a phrase or a name a third (50), an
-    identifier a quarter, so a short chat message keeps a name or a phrase but no lone common
-    word ("video", "guys"). Never more than ``concept_budget``."""
-    cap = max(1, min(MAX_CONCEPTS_PER_SAVE, round(allowance)))
-    whole = math.floor(allowance)
-    n = min(cap, whole, len(saliences))
-    if n < cap and n < len(saliences) and saliences[n] * (allowance - whole) >= 0.5:
-        n += 1
-    return n
-
-
-def _common_case(word: str) -> str:
-    """A capitalised dictionary word (a sentence start) in lower case; names, acronyms and
-    identifiers as written."""
-    if word[:1].isupper() and word[1:].islower() and english.readings(word):
-        return word.lower()
-    return word
-
-
 def _plain(text: str) -> str:
     """The block without speaker prefixes, markdown heading/bullet marks and code fences."""
     lines = []
@@ -336,7 +244,7 @@ def _analyse(block: _Block) -> None:
     order: dict[str, int] = {}
 
     def add(word: str, weight: float, position: int) -> None:
-        if not _concept_word(word):
+        if not concept_word(word):
             return
         k = name_key(word)
         nouns[k] = nouns.get(k, 0.0) + weight
@@ -363,18 +271,18 @@ def _analyse(block: _Block) -> None:
             elif (
                 flag in _CONCEPT_FLAGS and w not in _ZH_STOP_NOUNS and name_key(w) not in ROLE_WORDS
             ):
-                add(w, _PHRASE if len(w) >= 3 else 1.0, i)  # 数据库, 演唱会: compounds, as phrases
+                add(w, PHRASE if len(w) >= 3 else 1.0, i)  # 数据库, 演唱会: compounds, as phrases
     en_persons, en_places, proper = english_entities(text)
     persons.extend(en_persons)
     locations.extend(en_places)
     exclude = {name_key(p) for p in persons + locations} | ROLE_WORDS
     exclude |= {k for p in persons + locations for k in name_key(p).split()}
     for name in proper:
-        add(name, _PROPER, text.find(name))
+        add(name, PROPER, text.find(name))
     proper_keys = {name_key(n) for n in proper}
-    for phrase, position in _english_concepts(text, exclude):
+    for phrase, position in english_concepts(text, exclude):
         if name_key(phrase) not in proper_keys:
-            add(phrase, _salience(phrase), position)
+            add(phrase, phrase_salience(phrase), position)
     for k in exclude:
         nouns.pop(k, None)
     block.persons = _dedupe(persons)[:MAX_ENTITIES_PER_EVENT]

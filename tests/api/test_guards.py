@@ -520,7 +520,7 @@ class FakeClock:
 
 
 def test_refusals_refill_over_time_per_client() -> None:
-    from mnemoql.engine.config import HttpSettings
+    from mnemoql.engine.service_settings import HttpSettings
     from mnemoql.web.guards import ClientLimits
 
     clock = FakeClock()
@@ -536,7 +536,7 @@ def test_refusals_refill_over_time_per_client() -> None:
 
 
 def test_busy_time_is_a_budget_a_waiting_client_never_exceeds() -> None:
-    from mnemoql.engine.config import HttpSettings
+    from mnemoql.engine.service_settings import HttpSettings
     from mnemoql.web.guards import ClientLimits
 
     clock = FakeClock()
@@ -557,7 +557,7 @@ def test_busy_time_is_a_budget_a_waiting_client_never_exceeds() -> None:
 
 
 def test_subscriptions_are_capped_per_client_and_in_total() -> None:
-    from mnemoql.engine.config import HttpSettings
+    from mnemoql.engine.service_settings import HttpSettings
     from mnemoql.web.guards import ClientLimits
 
     limits = ClientLimits(HttpSettings(max_subscriptions_per_client=2, max_subscriptions=3))

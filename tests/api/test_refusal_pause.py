@@ -8,7 +8,7 @@ import time
 
 from starlette.routing import Route
 
-from mnemoql.web.app import MemoryGraphQL
+from mnemoql.web.graphql_view import MemoryGraphQL
 from mnemoql.web.guards import RefusalPause
 from tests.api.conftest import Api
 

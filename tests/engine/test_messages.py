@@ -25,6 +25,7 @@ CJK = re.compile(r"[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]")
 # literals are patterns and word lists, never shown to a user.
 READS_CHINESE = {
     "engine/dates.py",
+    "engine/date_rules.py",
     "engine/providers/offline.py",
     "engine/providers/_namewords.py",  # role words (用户, 助手), split out of offline.py
     "engine/providers/_english_persons.py",  # a full-width colon ends a sentence
@@ -48,7 +49,7 @@ NOT_MESSAGES = {
     ("engine/topics/slices.py", " 条消息"),
     # the judge model's prompt (a model reads it, not a user)
     ("engine/providers/openai.py", "A 与 B 是否指同一个概念？"),
-    ("schema/topics.py", "'省略了 N 条消息': N left out."),
+    ("schema/recall.py", "'省略了 N 条消息': N left out."),
 }
 # Modules whose patterns match Chinese punctuation or scripts (regular expressions only).
 PATTERNS = {

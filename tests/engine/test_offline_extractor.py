@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from mnemoql.engine.providers.offline import (
+from mnemoql.engine.providers._concepts import (
     MAX_CONCEPTS_PER_SAVE,
-    MAX_EVENTS,
-    SUMMARY_MAX,
-    OfflineExtractor,
     concept_allowance,
     concept_budget,
     concepts_kept,
+)
+from mnemoql.engine.providers.offline import (
+    MAX_EVENTS,
+    SUMMARY_MAX,
+    OfflineExtractor,
     summarise,
 )
 from mnemoql.prompts.extraction import Extraction

@@ -31,8 +31,8 @@ from strawberry.types import ExecutionResult
 from strawberry.types.graphql import OperationType
 
 from mnemoql.engine import checks
-from mnemoql.engine.config import Limits
 from mnemoql.engine.errors import MnemoError
+from mnemoql.engine.service_settings import Limits
 
 _TREE_KEYS = frozenset({"AND", "OR", "NOT"})
 

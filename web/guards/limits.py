@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from mnemoql.engine.config import HttpSettings
+from mnemoql.engine.service_settings import HttpSettings
 from mnemoql.web.auth import TokenTable, bearer
 from mnemoql.web.guards.replies import refuse
 

@@ -30,7 +30,7 @@ from mnemoql.web.guards.limits import ClientLimits, Refusal, client_key
 
 @runtime_checkable
 class LimitedView(Protocol):
-    """What these handlers read from their view (``web.app.MemoryGraphQL``)."""
+    """What these handlers read from their view (``web.graphql_view.MemoryGraphQL``)."""
 
     tokens: TokenTable
     client_limits: ClientLimits | None

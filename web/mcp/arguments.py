@@ -18,11 +18,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from mnemoql.engine import ingest
 from mnemoql.engine.activation import ACTIVATE_LIMIT, MAX_LINES
 from mnemoql.engine.activation import DEFAULT_LIMIT as DEFAULT_ACTIVATE_LIMIT
-from mnemoql.engine.config import Limits
 from mnemoql.engine.errors import InvalidInput, ResetSeenMisuse
 from mnemoql.engine.extraction_input import parse_extraction
 from mnemoql.engine.memory import READ_DEFAULT, READ_MAX, TIME_HINT_MAX
 from mnemoql.engine.retrieval.pipeline import EXPAND_MAX, NEARBY_MAX
+from mnemoql.engine.service_settings import Limits
 from mnemoql.prompts.extraction import Extraction
 
 SESSION = (

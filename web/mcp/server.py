@@ -32,10 +32,10 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
-from mnemoql.engine.config import Limits
 from mnemoql.engine.errors import Forbidden, MnemoError, StoreUnavailable
 from mnemoql.engine.memory import Memory
 from mnemoql.engine.messages import Locale, message
+from mnemoql.engine.service_settings import Limits
 from mnemoql.web import metrics
 from mnemoql.web.guards import timeout_message
 from mnemoql.web.mcp import arguments, results

@@ -31,7 +31,7 @@ through allow-lists.
 The class is the ``Store`` protocol; its methods hand their work to the module of its concept:
 ``_reads`` (rows by id, lists, the graph, topics), ``_names`` (entity lookups by name),
 ``_routes`` and ``_lexical`` (retrieval), ``_write`` (saves, forgets, bindings), ``_schema``,
-``_dump`` and ``_changes``.
+``_dump`` (export), ``_restore`` (import) and ``_changes``.
 """
 
 from __future__ import annotations
@@ -85,6 +85,7 @@ from mnemoql.engine.store.neo4j import _dump as dump
 from mnemoql.engine.store.neo4j import _lexical as lexical
 from mnemoql.engine.store.neo4j import _reads as reads
 from mnemoql.engine.store.neo4j import _records as rec
+from mnemoql.engine.store.neo4j import _restore as restore
 from mnemoql.engine.store.neo4j import _routes as routes
 from mnemoql.engine.store.neo4j import _write as write
 from mnemoql.engine.store.neo4j._names import Names
@@ -477,8 +478,8 @@ class Neo4jStore:
 
     async def import_records(self, records: Iterable[dict[str, Any]]) -> dict[str, int]:
         """Batches of one transaction each into an empty space, undone on failure (see
-        ``_dump.py``)."""
-        counts = await dump.Importer(self.runner, self.schema).run(records)
+        ``_restore.py``)."""
+        counts = await restore.Importer(self.runner, self.schema).run(records)
         self._wrote()
         await self.schema.ensure_space_indexes()
         return counts
