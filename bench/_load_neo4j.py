@@ -26,16 +26,29 @@ and the searches per core-second of servers and Neo4j together.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 import secrets
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from statistics import median
 from urllib.parse import urlsplit
 
 from bench import _pinning
 from bench._common import command_line, load_average
-from bench.load import SEEDS, Outcome, case, machine, pct, run_load, table, write_report
+from bench.load import (
+    RESULTS,
+    SEEDS,
+    Outcome,
+    case,
+    machine,
+    pct,
+    process_cpu_s,
+    run_load,
+    table,
+    write_report,
+)
 from bench.second_writer import drop_space
 
 LOCAL = {"localhost", "127.0.0.1", "::1"}
@@ -62,6 +75,8 @@ def checked(p: argparse.ArgumentParser, args: argparse.Namespace) -> list[int]:
     for flag in ("data_from", "own_data", "own_sessions"):
         if getattr(args, flag):
             p.error(f"--{flag.replace('_', '-')} is for the embedded store only")
+    if args.out == p.get_default("out"):  # never over the embedded store's results
+        args.out = str(RESULTS / "load_neo4j.md")
     cores = os.cpu_count() or 1
     return [n for n in (1, 2, 4) if n <= cores] if args.scaling else [args.processes]
 
@@ -97,6 +112,7 @@ class Neo4jSpace:
     password: str
     name: str
     pid: int | None  # the local Neo4j process, for its CPU; None when remote or not found
+    before: float = 0.0  # its CPU (cores) in the seconds before the run: other users' work
 
     @staticmethod
     def fresh(args: argparse.Namespace) -> Neo4jSpace:
@@ -105,6 +121,13 @@ class Neo4jSpace:
         pid = listening_pid(url.port) if local and url.port else None
         name = f"load{secrets.token_hex(5)}"
         return Neo4jSpace(args.neo4j_uri, args.neo4j_user, args.neo4j_password, name, pid)
+
+    async def measure_before(self, seconds: float = 5.0) -> None:
+        """Neo4j's CPU while this bench sends nothing (a shared server has other users)."""
+        if self.pid:
+            start = process_cpu_s(self.pid)
+            await asyncio.sleep(seconds)
+            self.before = (process_cpu_s(self.pid) - start) / seconds
 
     def env(self) -> dict[str, str]:
         """docs/operations.md's replica settings (the space comes with the tokens)."""
@@ -126,6 +149,7 @@ async def main_async(args: argparse.Namespace, counts: list[int]) -> int:
     for k in range(1, (args.rounds if args.scaling else 1) + 1):
         for n in counts if k % 2 else counts[::-1]:
             space = Neo4jSpace.fresh(args)
+            await space.measure_before()
             print(f"neo4j: round {k}, {n} process(es), space {space.name}", file=sys.stderr)
             try:
                 runs.append((k, space, await run_load(args, n, False, space)))
@@ -135,23 +159,40 @@ async def main_async(args: argparse.Namespace, counts: list[int]) -> int:
     return 0 if all(r.ok for _, _, r in runs) else 1
 
 
-def row(k: int, r: Outcome, base: float) -> str:
+def row(k: int, space: Neo4jSpace, r: Outcome, base: float) -> str:
     c = case(r, k)
     s, cpu = r.elapsed, r.cpu
     other = max(0.0, cpu.busy_s - cpu.server_s - cpu.clients_s - cpu.store_s)
     work = cpu.server_s + cpu.store_s
-    ratio = c.rate / base if base else float("nan")
-    added = f"{(ratio - 1) / (c.processes - 1):+.2f}" if c.processes > 1 else "-"
+    ratio = c.rate / base if base else None
+    added = f"{(ratio - 1) / (c.processes - 1):+.2f}" if ratio and c.processes > 1 else "-"
     ok = f"{100 * c.follow_ups_ok / c.follow_ups:.1f} %" if c.follow_ups else "-"
     saves = r.stats.latencies.get("save", [])
+    requests = sum(len(x) for x in r.stats.latencies.values())
     return (
         f"| {k} | {c.processes} | {c.rate:.1f} | {c.p50_ms:.0f} | {c.p95_ms:.0f} | "
         f"{c.follow_ups_ok}/{c.follow_ups} ({ok}) | {c.cursor_gone} | {c.errors} | "
         f"{r.check['saves']} ({pct([x * 1000 for x in saves], 95):.0f}) | "
         f"{'yes' if not r.check['problems'] else 'NO'} | {cpu.server_s / s:.2f} | "
-        f"{cpu.store_s / s:.2f} | {cpu.clients_s / s:.2f} | {other / s:.2f} | "
-        f"{c.searches / work if work else float('nan'):.0f} | {ratio:.2f} | {added} |"
+        f"{cpu.store_s / s:.2f} ({space.before:.2f}) | {cpu.clients_s / s:.2f} | {other / s:.2f} | "
+        f"{c.searches / work if work else float('nan'):.0f} | "
+        f"{1000 * cpu.server_s / requests:.0f} / {1000 * cpu.store_s / requests:.0f} | "
+        f"{f'{ratio:.2f}' if ratio else '-'} | {added} |"
     )
+
+
+def medians(cases: list[_pinning.Case]) -> list[str]:
+    """Per process count over the rounds: median searches/s and ratio to one process."""
+    ratios = dict(zip(map(id, cases), _pinning.ratios(cases), strict=True))
+    counts = sorted({c.processes for c in cases})
+    if 1 not in counts or counts == [1]:
+        return []  # nothing to compare
+    return [
+        f"- {n} process(es), median of {len(of)} round(s): {median(c.rate for c in of):.1f} "
+        f"searches/s, **x{median(ratios[id(c)] for c in of):.2f}** one process"
+        for n in counts
+        for of in [[c for c in cases if c.processes == n]]
+    ]
 
 
 def report(args: argparse.Namespace, runs: list[tuple[int, Neo4jSpace, Outcome]]) -> str:
@@ -191,13 +232,13 @@ def report(args: argparse.Namespace, runs: list[tuple[int, Neo4jSpace, Outcome]]
             "",
             "| round | processes | searches/s | p50 ms | p95 ms | follow-ups ok | cursor "
             "expiries | errors | saves acked (p95 ms) | every save once, exact content | "
-            "servers CPU (cores) | Neo4j CPU (cores) | load generator CPU (cores) | other CPU "
-            "(cores) | searches per core-s (servers + Neo4j) | x one process | per added "
-            "process |",
-            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|",
-            *(row(k, r, base.get(k, 0.0)) for k, _, r in runs),
+            "servers CPU (cores) | Neo4j CPU (cores; in the 5 s before) | load generator CPU "
+            "(cores) | other CPU (cores) | searches per core-s (servers + Neo4j) | CPU ms per "
+            "request: servers / Neo4j | x one process | per added process |",
+            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+            *(row(k, space, r, base.get(k, 0.0)) for k, space, r in runs),
             "",
-            *_pinning.medians(cases),
+            *medians(cases),
             "- *searches/s*: `search` requests with a query text answered without an error "
             "(follow-ups not counted); p50 / p95 of every `search`, measured by the clients. "
             "*follow-ups ok*: follow-ups answered without an error; *cursor expiries*: "
@@ -205,7 +246,11 @@ def report(args: argparse.Namespace, runs: list[tuple[int, Neo4jSpace, Outcome]]
             "- *every save once*: each acknowledged save read back by id through the API "
             "(from Neo4j): exactly once, with the content sent; the event count is seeds + saves.",
             "- CPU columns: core-seconds per second of the load (/proc): the servers, the Neo4j "
-            "process, this process (all the clients), everything else on the machine.",
+            "process (in brackets: in the 5 s before the row, when this bench sent nothing: "
+            "other users of a shared server), this process (all the clients), everything "
+            "else on the machine. *CPU ms "
+            "per request*: the servers' and Neo4j's CPU over every request the clients sent "
+            "(searches, follow-ups, saves, replays, event lists).",
             *(
                 f"- round {k}, {r.processes} process(es), {label}: {x}"
                 for k, _, r in runs
