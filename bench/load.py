@@ -35,7 +35,6 @@ import os
 import platform
 import random
 import secrets
-import shlex
 import shutil
 import signal
 import socket
@@ -47,11 +46,15 @@ import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
 from bench import _pinning, _spy, _wrk
+from bench._common import command_line, load_average
+
+if TYPE_CHECKING:
+    from bench._load_neo4j import Neo4jSpace
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
@@ -526,12 +529,14 @@ class CpuUse:
     clients_s: float
     busy_s: float
     total_s: float
+    store_s: float = 0.0  # a local Neo4j's (--store neo4j), else 0
 
     @staticmethod
-    def now(*server_pids: int) -> CpuUse:
+    def now(*server_pids: int, store: int | None = None) -> CpuUse:
         busy, total = machine_cpu_s()
         server = sum(process_cpu_s(pid) for pid in server_pids)
-        return CpuUse(server, time.process_time(), busy, total)
+        store_s = process_cpu_s(store) if store else 0.0
+        return CpuUse(server, time.process_time(), busy, total, store_s)
 
     def __sub__(self, other: CpuUse) -> CpuUse:
         return CpuUse(
@@ -539,26 +544,21 @@ class CpuUse:
             self.clients_s - other.clients_s,
             self.busy_s - other.busy_s,
             self.total_s - other.total_s,
+            self.store_s - other.store_s,
         )
 
     def line(self, seconds: float) -> str:
         if self.total_s <= 0:
             return "- CPU: not measured (no /proc)"
-        other = max(0.0, self.busy_s - self.server_s - self.clients_s)
+        other = max(0.0, self.busy_s - self.server_s - self.clients_s - self.store_s)
         idle = max(0.0, self.total_s - self.busy_s)
         return (
             f"- CPU during the load ({self.total_s / seconds:.1f} cores x {seconds:.0f} s = "
             f"{self.total_s:.0f} core-s): server {self.server_s:.0f} core-s "
             f"({self.server_s / seconds:.2f} cores), clients {self.clients_s:.0f}, "
-            f"other processes {other:.0f}, idle {idle:.0f}"
+            + (f"Neo4j {self.store_s:.0f}, " if self.store_s else "")
+            + f"other processes {other:.0f}, idle {idle:.0f}"
         )
-
-
-def load_average() -> str:
-    try:
-        return " ".join(f"{x:.2f}" for x in os.getloadavg())
-    except OSError:
-        return "unknown"
 
 
 def machine() -> str:
@@ -611,22 +611,24 @@ def server_env(args: argparse.Namespace, tokens: list[dict[str, Any]]) -> dict[s
     return env
 
 
-async def run_load(args: argparse.Namespace, processes: int, pin: bool) -> Outcome:
-    """``processes`` servers over a fresh copy of the same data, the load, the check. With
-    ``pin``, server i on CPU i and this process on the CPUs left (unpinned if none are)."""
-    run = secrets.token_hex(4)
+async def run_load(
+    args: argparse.Namespace, processes: int, pin: bool, neo4j: Neo4jSpace | None = None
+) -> Outcome:
+    """``processes`` servers over a fresh copy of the same data (or ``neo4j``'s space), the load,
+    the check. With ``pin``, server i on CPU i and this process on the CPUs left (if any)."""
+    run, space = secrets.token_hex(4), neo4j.name if neo4j else SPACE
     write_token, read_token = secrets.token_urlsafe(24), secrets.token_urlsafe(24)
     tokens = [
-        {"token": write_token, "space": SPACE, "scopes": ["read", "write"]},
-        {"token": read_token, "space": SPACE, "scopes": ["read"]},
+        {"token": write_token, "space": space, "scopes": ["read", "write"]},
+        {"token": read_token, "space": space, "scopes": ["read"]},
     ]
     # with --follow-ups or --scaling every agent has a read token of its own (the per-client
     # fair share then applies to each agent, not to all fifty as one client: a scaling run
     # measures the servers, not that one client's in-flight cap)
     own = bool(args.follow_ups or args.scaling)
     agent_tokens = [secrets.token_urlsafe(24) for _ in range(args.searchers if own else 0)]
-    tokens += [{"token": t, "space": SPACE, "scopes": ["read"]} for t in agent_tokens]
-    env = server_env(args, tokens)
+    tokens += [{"token": t, "space": space, "scopes": ["read"]} for t in agent_tokens]
+    env = server_env(args, tokens) | (neo4j.env() if neo4j else {})
     server_cpus: list[int | None] = [None] * processes
     generator_cpus: list[int] = []
     if pin:
@@ -640,7 +642,7 @@ async def run_load(args: argparse.Namespace, processes: int, pin: bool) -> Outco
         # diagnostics: --own-data gives each server its own copy (nothing shared between them),
         # --own-sessions its own directory whose space database is a symlink to the first's
         # (the database shared, each session file ``<db>-sessions`` its own)
-        apart = args.own_data or args.own_sessions
+        apart = args.own_data or args.own_sessions or neo4j is not None
         datas = [data.with_name(f"data-{n}") if apart else data for n in range(processes)]
         for d in dict.fromkeys(datas if args.own_data else datas[:1]):
             before = copy_memory(Path(args.data_from), d) if args.data_from else 0
@@ -675,7 +677,8 @@ async def run_load(args: argparse.Namespace, processes: int, pin: bool) -> Outco
             )
             with _pinning.generator_on(generator_cpus):
                 started = time.monotonic()
-                cpu_at_start = CpuUse.now(*(p.pid for p in procs))
+                store_pid = neo4j.pid if neo4j else None
+                cpu_at_start = CpuUse.now(*(p.pid for p in procs), store=store_pid)
                 spy = (
                     _spy.start_py_spy(args.py_spy, proc.pid, args.seconds) if args.py_spy else None
                 )
@@ -743,7 +746,7 @@ async def run_load(args: argparse.Namespace, processes: int, pin: bool) -> Outco
                     ),
                 )
                 elapsed = time.monotonic() - started
-                cpu = CpuUse.now(*(p.pid for p in procs)) - cpu_at_start
+                cpu = CpuUse.now(*(p.pid for p in procs), store=store_pid) - cpu_at_start
                 if wrks:  # wrk's own CPU is the generator's; its duration is the load's
                     cpu.clients_s += sum(w.cpu_s for w in wrks)
                     elapsed = max(w.seconds for w in wrks)
@@ -791,10 +794,6 @@ def write_report(args: argparse.Namespace, report: str) -> None:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(report, encoding="utf-8")
         print(f"wrote {out}", file=sys.stderr)
-
-
-def command_line() -> str:
-    return ("python -m bench.load " + shlex.join(sys.argv[1:])).strip()
 
 
 def pin_line(r: Outcome) -> str:
@@ -1031,6 +1030,8 @@ def model_batches(sizes: list[int], queries: int = 240, seed: int = 7) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from bench import _load_neo4j  # it runs the load through this module's run_load
+
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--seconds", type=float, default=60.0, help="duration of the load (default 60)")
     p.add_argument("--searchers", type=int, default=50)
@@ -1123,6 +1124,7 @@ def main(argv: list[str] | None = None) -> int:
         help="no server: time the local model alone with N fresh queries per call and print "
         "a table (how much sharing a call saves)",
     )
+    _load_neo4j.add_arguments(p)
     args = p.parse_args(argv)
     if args.model_batches:
         try:
@@ -1160,6 +1162,8 @@ def main(argv: list[str] | None = None) -> int:
     for setting in args.set:
         if not setting.startswith("MNEMOQL_") or "=" not in setting:
             p.error(f"--set takes MNEMOQL_NAME=value (got {setting!r})")
+    if args.store == "neo4j":
+        return asyncio.run(_load_neo4j.main_async(args, _load_neo4j.checked(p, args)))
     return asyncio.run(main_async(args))
 
 

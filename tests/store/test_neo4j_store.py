@@ -4,6 +4,7 @@ unreachable server surfaces. Live tests need ``MNEMOQL_TEST_NEO4J_*`` (see facto
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -20,6 +21,7 @@ from mnemoql.engine.store.neo4j import _cypher as q
 from mnemoql.engine.store.neo4j import _cypher_read as qread
 from mnemoql.engine.store.neo4j import _cypher_write as qwrite
 from mnemoql.engine.store.neo4j import _records as rec
+from mnemoql.engine.store.neo4j._runner import Runner
 from mnemoql.engine.store.neo4j.home import free_port
 from mnemoql.engine.store.neo4j.store import Neo4jStore
 from tests.store import factory_neo4j
@@ -279,3 +281,45 @@ def test_server_versions_are_read_as_major_minor(
     from mnemoql.engine.store.neo4j._runner import parse_version
 
     assert parse_version(text) == version
+
+
+async def test_replicas_creating_the_same_schema_at_once_all_succeed(
+    neo4j_available: None,
+) -> None:
+    """N replicas opening a fresh database create the same constraints and indexes at once:
+    their statements deadlock on the label's lock now and then (DeadlockDetected, 4 of 8 rounds
+    of this shape before the retry). Every statement must succeed, the rules made once."""
+    target = factory_neo4j.target()
+    assert target is not None
+    runners = [Runner(target.uri, target.user, target.password, target.database, "x", 5.0)
+               for _ in range(4)]  # fmt: skip
+    for runner in runners:
+        await runner.connect()
+    try:
+        for _ in range(6):
+            label = f"SchemaRace{uuid.uuid4().hex[:8]}"  # a label no one else uses
+            names = [f"{label}_u{i}" for i in range(4)] + [f"{label}_i{i}" for i in range(4)]
+            statements = [
+                f"CREATE CONSTRAINT {n} IF NOT EXISTS FOR (n:{label}) REQUIRE (n.space, n.p{i}) "
+                "IS UNIQUE" for i, n in enumerate(names[:4])
+            ] + [f"CREATE INDEX {n} IF NOT EXISTS FOR (n:{label}) ON (n.space, n.q{i})"
+                 for i, n in enumerate(names[4:])]  # fmt: skip
+
+            async def create(runner: Runner, statements: list[str] = statements) -> None:
+                for statement in statements:
+                    await runner.schema(statement)
+
+            try:
+                await asyncio.gather(*(create(r) for r in runners))
+                rows = await runners[0].run(
+                    "SHOW INDEXES YIELD name WHERE name STARTS WITH $p RETURN name", {"p": label}
+                )
+                assert sorted(r["name"] for r in rows) == sorted(names)
+            finally:
+                for n in names[:4]:
+                    await runners[0].schema(f"DROP CONSTRAINT {n} IF EXISTS")
+                for n in names[4:]:
+                    await runners[0].schema(f"DROP INDEX {n} IF EXISTS")
+    finally:
+        for runner in runners:
+            await runner.close()

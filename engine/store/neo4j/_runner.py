@@ -20,7 +20,13 @@ from neo4j import (
     AsyncSession,
     RoutingControl,
 )
-from neo4j.exceptions import AuthError, ClientError, ServiceUnavailable, SessionExpired
+from neo4j.exceptions import (
+    AuthError,
+    ClientError,
+    ServiceUnavailable,
+    SessionExpired,
+    TransientError,
+)
 
 from mnemoql.engine.errors import StoreUnavailable
 from mnemoql.engine.redact import mask_url
@@ -36,6 +42,9 @@ _SCHEMA_RACE: Final = (
     "Neo.ClientError.Schema.ConstraintAlreadyExists",
     "Neo.ClientError.Schema.IndexAlreadyExists",
 )
+# replicas opening a fresh database at once create the same schema: their statements can
+# deadlock on a label's lock (DeadlockDetected); the loser's retry then finds the rule made
+_SCHEMA_TRIES: Final = 6
 _VERSION: Final = "CALL dbms.components() YIELD versions RETURN versions[0] AS v"
 
 
@@ -180,16 +189,25 @@ class Runner:
             raise self.unavailable(exc) from exc
 
     async def schema(self, statement: str, params: dict[str, Any] | None = None) -> None:
-        """A schema statement in its own auto-commit transaction."""
-        try:
-            async with self._session() as session:
-                result = await session.run(statement, params or {})
-                await result.consume()
-        except ClientError as exc:
-            if exc.code not in _SCHEMA_RACE:  # a concurrent open() created it first
-                raise
-        except UNREACHABLE as exc:
-            raise self.unavailable(exc) from exc
+        """A schema statement in its own auto-commit transaction (not retried by the driver:
+        a transient failure, such as a deadlock with another process's schema statement, is
+        retried here)."""
+        for attempt in range(1, _SCHEMA_TRIES + 1):
+            try:
+                async with self._session() as session:
+                    result = await session.run(statement, params or {})
+                    await result.consume()
+                return
+            except TransientError:
+                if attempt == _SCHEMA_TRIES:
+                    raise
+                await asyncio.sleep(0.05 * 2**attempt)
+            except ClientError as exc:
+                if exc.code not in _SCHEMA_RACE:  # a concurrent open() created it first
+                    raise
+                return
+            except UNREACHABLE as exc:
+                raise self.unavailable(exc) from exc
 
 
 def parse_version(text: object) -> tuple[int, int] | None:
