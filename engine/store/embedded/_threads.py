@@ -26,6 +26,7 @@ from mnemoql.engine.store.embedded._ann import AnnSettings
 from mnemoql.engine.store.embedded._db import Database
 from mnemoql.engine.store.embedded._pool import PoolReader
 from mnemoql.engine.store.embedded._reader import Reader
+from mnemoql.engine.store.embedded._watch import Watch
 from mnemoql.engine.store.faults import storage_fault, unwritable
 
 P = ParamSpec("P")
@@ -79,6 +80,7 @@ class Threads:
         self.reader: Reader | None = None  # list queries, on a connection and thread of their own
         self.reading: ThreadPoolExecutor | None = None
         self.rows: PoolReader | None = None  # a search's own reads, on the compute threads
+        self.watch: Watch | None = None  # whether a search must catch up first (``_watch``)
         self.calls_in_flight = 0  # call()s queued or running on the database thread
 
     @property
@@ -162,10 +164,11 @@ class Threads:
             max_workers=2 * workers, thread_name_prefix=f"mnemoql-ann-{self.space}"
         )
         self.rows = PoolReader(file)
+        self.watch = Watch(file)
 
     async def close(self) -> None:
         db, writer, compute, side = self.db, self.writer, self.compute, self.side
-        reader, reading, rows = self.reader, self.reading, self.rows
+        reader, reading, rows, watch = self.reader, self.reading, self.rows, self.watch
         if db is None or writer is None:
             return
         loop = asyncio.get_running_loop()
@@ -176,9 +179,11 @@ class Threads:
             await loop.run_in_executor(writer, db.close)
         finally:
             self.db = self.writer = self.compute = self.side = None
-            self.reader = self.reading = self.rows = None
+            self.reader = self.reading = self.rows = self.watch = None
             if rows is not None:
                 rows.close()
+            if watch is not None:
+                watch.close()
             writer.shutdown(wait=False)
             for pool in (compute, reading, side):
                 if pool is not None:
