@@ -4,10 +4,11 @@ A route is a catch-up on the database thread (another process may have written:
 ``Database.catch_up``), then maths over one snapshot of the vector mirrors (``_search``), inline
 when small, else on the compute pool; ``route_pool`` also reads its candidates' rows on that
 compute thread (``_pool``) and runs the lexical route beside the vector routes on a side
-thread. Kept apart from ``store.py`` so the store reads as the ``Store`` protocol it
-implements, and the trips a search makes to each thread (issue #30) read in one place; the
-threads themselves are ``_threads``.
-"""
+thread, and goes to the database thread only when ``Watch`` (``_watch``), asked on the compute
+thread, says something was committed since the last catch-up: a warm search is one trip. Kept
+apart from ``store.py`` so the store reads as the ``Store`` protocol it implements, and the
+trips a search makes to each thread (issue #30) read in one place; the threads themselves are
+``_threads``."""
 
 from __future__ import annotations
 

@@ -3,11 +3,12 @@
 An ``EmbeddedStore`` runs no SQLite on the event loop: its ``Database`` on one database thread
 (every write, the catch-up and most reads), its ``Reader`` on a thread of its own (the list
 queries a client can make costly), numpy work on a compute pool whose threads read a search's
-rows through a ``PoolReader``, and the second index query and the lexical route of a search
-on side threads. ``Threads`` opens and closes them together and runs work on them
-(``interruptible``: a caller that stops waiting drops its job if queued and interrupts its
-statement if running). Kept apart from ``store.py`` so the store reads as the ``Store``
-protocol it implements; the routes' use of these threads is ``_routes``.
+rows through a ``PoolReader`` (and ask ``Watch`` whether to catch up first), and the second
+index query and the lexical route of a search on side threads. ``Threads`` opens and closes
+them together and runs work on them (``interruptible``: a caller that stops waiting drops its
+job if queued and interrupts its statement if running). Kept apart from ``store.py`` so the
+store reads as the ``Store`` protocol it implements; the routes' use of these threads is
+``_routes``.
 """
 
 from __future__ import annotations
