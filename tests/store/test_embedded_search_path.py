@@ -4,6 +4,7 @@ searched side by side, and the lexical route rides on the pool's catch-up."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 import time
@@ -12,11 +13,13 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from mnemoql.engine.models import EMPTY_FILTERS, Entity
-from mnemoql.engine.store.embedded import EmbeddedStore
+from mnemoql.engine.store.embedded import EmbeddedStore, _routes
 from mnemoql.engine.store.embedded._ann import AnnSettings
 from mnemoql.engine.store.embedded._hnsw import Hnsw
+from mnemoql.engine.store.embedded._threads import spare_core
 from tests.store._builders import axis, chunks_for, concept, event, plan, rel, vec
 
 MANY = 55  # MENTIONS of one event: past the 50 an evidence page shows
@@ -114,8 +117,9 @@ async def _ann_and_exact(tmp_path: Path) -> tuple[dict[str, EmbeddedStore], np.n
 
 
 async def test_the_two_indexes_are_searched_on_two_threads_with_the_exact_pages(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(_routes, "spare_core", lambda: True)  # a core is idle
     stores, q = await _ann_and_exact(tmp_path)
     try:
         # the summary index slow: the side thread has started the chunk index's search
@@ -134,10 +138,11 @@ async def test_the_two_indexes_are_searched_on_two_threads_with_the_exact_pages(
 
 
 async def test_a_side_search_not_started_yet_runs_on_the_searching_thread(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Every side thread busy: the chunk index's search is taken back (``beside``) and run
     after the summary index's on the compute thread, with the same pages."""
+    monkeypatch.setattr(_routes, "spare_core", lambda: True)
     stores, q = await _ann_and_exact(tmp_path)
     side = stores["ann"].threads.side
     assert side is not None
@@ -158,6 +163,47 @@ async def test_a_side_search_not_started_yet_runs_on_the_searching_thread(
             b.result()
         for s in stores.values():
             await s.close()
+
+
+async def test_without_a_spare_core_both_indexes_are_searched_on_the_compute_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A busy machine (``spare_core`` False): no side thread is asked, the summary index then
+    the chunk index on the compute thread, the exact pages."""
+    monkeypatch.setattr(_routes, "spare_core", lambda: False)
+    stores, q = await _ann_and_exact(tmp_path)
+    side = stores["ann"].threads.side
+    assert side is not None
+    handed: list[object] = []
+    submit = side.submit
+    side.submit = lambda *a, **k: handed.append(a) or submit(*a, **k)  # type: ignore[method-assign]
+    try:
+        with index_threads() as seen:
+            got = await stores["ann"].route_pool(q, EMPTY_FILTERS, frozenset(), 10)
+        want = await stores["exact"].route_pool(q, EMPTY_FILTERS, frozenset(), 10)
+        assert [h.event_id for h in got.summary] == [h.event_id for h in want.summary]
+        assert [h.event_id for h in got.chunk] == [h.event_id for h in want.chunk]
+        assert [kind for _, kind in seen] == ["summary", "chunk"], seen
+        assert all(name.startswith("mnemoql-vec-") for name, _ in seen), seen
+        assert handed == []
+    finally:
+        for s in stores.values():
+            await s.close()
+
+
+def test_spare_core_reads_the_load_against_the_cores_this_process_may_use(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _: {0, 1}, raising=False)
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.9, 0.0, 0.0))
+    assert spare_core()
+    monkeypatch.setattr(os, "getloadavg", lambda: (1.2, 0.0, 0.0))
+    assert not spare_core()
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _: {0}, raising=False)
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.0, 0.0, 0.0))
+    assert spare_core()  # idle, pinned to one core: 0 <= 0
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.3, 0.0, 0.0))
+    assert not spare_core()
 
 
 async def test_the_pools_lexical_route_sees_another_processes_write(tmp_path: Path) -> None:

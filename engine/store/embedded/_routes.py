@@ -21,7 +21,7 @@ from mnemoql.engine.store.embedded._index import event_mask, normalise
 from mnemoql.engine.store.embedded._lexical import hits as lexical_hits
 from mnemoql.engine.store.embedded._pool import pool_rows
 from mnemoql.engine.store.embedded._search import beside, entity_hits, pool_hits, route_hits
-from mnemoql.engine.store.embedded._threads import Threads, interruptible, not_open
+from mnemoql.engine.store.embedded._threads import Threads, interruptible, not_open, spare_core
 from mnemoql.engine.store.lexical import query_terms as lexical_terms
 from mnemoql.engine.store.rules import entity_label
 
@@ -135,7 +135,8 @@ async def route_pool(
     terms = searchable(text, limit, restrict) if text is not None else []
 
     def pool() -> RoutePool:
-        view, gen, side = db.events, db.generation, threads.side  # one snapshot for all of it
+        view, gen = db.events, db.generation  # one snapshot for all of it
+        side = threads.side if spare_core() else None  # else both index searches here
 
         def lexical() -> list[Hit]:
             mask = event_mask(view, filters, exclude, restrict, allowed)
