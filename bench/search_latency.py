@@ -79,14 +79,9 @@ from mnemoql.engine.providers.base import EmbedKind
 from mnemoql.engine.providers.factory import Providers, build_providers
 from mnemoql.engine.retrieval.pipeline import SearchRequest
 from mnemoql.engine.retrieval.routes import ROUTE_LIMIT
-from mnemoql.engine.store.embedded import EmbeddedStore, _search
+from mnemoql.engine.store.embedded import EmbeddedStore, _hnsw, _search
 from mnemoql.engine.store.embedded._ann import AnnSettings
-from mnemoql.engine.store.embedded._hnsw import (
-    CONNECTIVITY,
-    EXPANSION_ADD,
-    EXPANSION_SEARCH,
-    Hnsw,
-)
+from mnemoql.engine.store.embedded._hnsw import CONNECTIVITY, EXPANSION_ADD, Hnsw
 from mnemoql.engine.text import chunk_ranges, content_hash, text_hash
 
 DIMS = LOCAL_DIMENSIONS
@@ -377,13 +372,20 @@ def use_index(store: EmbeddedStore, on: bool, fixed: bool = False) -> None:
 ADAPTIVE_FIRST = AnnSettings().first_overfetch  # the default (``--first-overfetch`` sets it)
 
 
+# The comparator's beam: what the store searched 40 keys with in session 18 (2 x the fetch),
+# kept fixed so that a change of the store's own beam (``--expansion``) moves only the search
+COMPARATOR_EXPANSION = 2 * ROUTE_LIMIT
+
+
 def usearch_top(store: EmbeddedStore, kind: str, vec: F32) -> None:
-    """usearch's own top 40 from the store's index (int8, the expansion it searches 40 with):
+    """usearch's own top 40 from the store's index (int8, beam ``COMPARATOR_EXPANSION``):
     the floor the issue's target measures the search against."""
     db = store._database
     h = db.ann.index(kind, db.generation)
     if h is not None:  # none below the size threshold
-        h.search(vec, ROUTE_LIMIT)
+        with h.lock:
+            h.index.expansion_search = COMPARATOR_EXPANSION
+            h.index.search(vec, ROUTE_LIMIT, threads=1)
 
 
 async def measure(
@@ -948,7 +950,8 @@ async def main(args: argparse.Namespace) -> str:
         f"Commit {git_rev()}; {machine_line(load_at_start)}; BLAS: {blas_info()}. "
         f"{args.vectors} vectors; {args.queries} timed queries per size after {WARM_UP} warm-up "
         f"ones; ANN: usearch HNSW int8, M {CONNECTIVITY}, expansion_add {EXPANSION_ADD}, "
-        f"expansion_search {EXPANSION_SEARCH} x the fetch, exact rescoring; over-fetch "
+        f"expansion_search {_hnsw.EXPANSION_SEARCH} x the fetch (usearch's own top 40: "
+        f"{COMPARATOR_EXPANSION}), exact rescoring; over-fetch "
         f"adaptive (first fetch x{ADAPTIVE_FIRST}, grown x{_search.GROWTH} up to x10 while the "
         f"page is unstable, margin {_search.MARGIN}) against the fixed x10 of before, in the "
         f"same run; {'tune' if args.tune else 'held-out'} queries; "
@@ -990,6 +993,9 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--tune", action="store_true", help="the tune queries (another seed)")
     p.add_argument("--margin", type=float, default=None, help="the adaptive page margin")
     p.add_argument("--first-overfetch", type=int, default=None, help="the adaptive first fetch")
+    p.add_argument(
+        "--expansion", type=float, default=None, help="the store's search beam per key fetched"
+    )
     p.add_argument("--build-threads", type=int, default=2, help="threads of a corpus's index build")
     p.add_argument(
         "--blas-threads",
@@ -1060,6 +1066,8 @@ def cli(argv: Sequence[str] | None = None) -> None:
         _search.MARGIN = args.margin
     if args.first_overfetch is not None:
         ADAPTIVE_FIRST = args.first_overfetch
+    if args.expansion is not None:
+        _hnsw.EXPANSION_SEARCH = args.expansion
     publish(asyncio.run(main(args)), args.out, write=not args.no_write)
 
 

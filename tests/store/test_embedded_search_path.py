@@ -4,18 +4,22 @@ searched side by side, and the lexical route rides on the pool's catch-up."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from mnemoql.engine.models import EMPTY_FILTERS, Entity
-from mnemoql.engine.store.embedded import EmbeddedStore
+from mnemoql.engine.store.embedded import EmbeddedStore, _routes
 from mnemoql.engine.store.embedded._ann import AnnSettings
 from mnemoql.engine.store.embedded._hnsw import Hnsw
+from mnemoql.engine.store.embedded._threads import spare_core
 from tests.store._builders import axis, chunks_for, concept, event, plan, rel, vec
 
 MANY = 55  # MENTIONS of one event: past the 50 an evidence page shows
@@ -59,14 +63,30 @@ async def test_the_pool_carries_each_events_concepts_as_delivery_reads_them(
         await store.close()
 
 
+def database_trips(store: EmbeddedStore) -> list[str]:
+    """The names of the functions the store runs on its database thread from now on."""
+    trips: list[str] = []
+    inner = store.threads.call
+
+    async def call(fn, *args, **kwargs):  # type: ignore[no-untyped-def]
+        trips.append(getattr(fn, "__name__", repr(fn)))
+        return await inner(fn, *args, **kwargs)
+
+    store.threads.call = call  # type: ignore[method-assign]
+    return trips
+
+
 @contextmanager
-def index_threads() -> Iterator[list[tuple[str, str]]]:
-    """(thread name, index kind) of every ANN index search meanwhile."""
+def index_threads(slow: str = "") -> Iterator[list[tuple[str, str]]]:
+    """(thread name, index kind) of every ANN index search meanwhile; a search of the
+    ``slow`` kind's index first waits 50 ms."""
     seen: list[tuple[str, str]] = []
     original = Hnsw.search
 
     def search(self: Hnsw, query: np.ndarray, count: int) -> np.ndarray | None:
         seen.append((threading.current_thread().name, self.kind))
+        if self.kind == slow:
+            time.sleep(0.05)
         return original(self, query, count)
 
     Hnsw.search = search  # type: ignore[method-assign]
@@ -76,9 +96,9 @@ def index_threads() -> Iterator[list[tuple[str, str]]]:
         Hnsw.search = original  # type: ignore[method-assign]
 
 
-async def test_the_two_indexes_are_searched_on_two_threads_with_the_exact_pages(
-    tmp_path: Path,
-) -> None:
+async def _ann_and_exact(tmp_path: Path) -> tuple[dict[str, EmbeddedStore], np.ndarray]:
+    """The same 600 events with chunks in a store searched by its indexes and one scanned
+    exactly, and a query between two of them."""
     rng = np.random.default_rng(3)
     dims = len(axis(0))
     vecs = rng.standard_normal((600, dims)).astype(np.float32)
@@ -93,9 +113,17 @@ async def test_the_two_indexes_are_searched_on_two_threads_with_the_exact_pages(
         stores[name] = EmbeddedStore(tmp_path / name, ann=ann)
         await stores[name].open()
         await stores[name].apply_save(plan(events))
+    return stores, vecs[0] + 0.3 * vecs[1]
+
+
+async def test_the_two_indexes_are_searched_on_two_threads_with_the_exact_pages(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_routes, "spare_core", lambda: True)  # a core is idle
+    stores, q = await _ann_and_exact(tmp_path)
     try:
-        q = vecs[0] + 0.3 * vecs[1]
-        with index_threads() as seen:
+        # the summary index slow: the side thread has started the chunk index's search
+        with index_threads(slow="summary") as seen:
             got = await stores["ann"].route_pool(q, EMPTY_FILTERS, frozenset(), 10)
         want = await stores["exact"].route_pool(q, EMPTY_FILTERS, frozenset(), 10)
         assert [h.event_id for h in got.summary] == [h.event_id for h in want.summary]
@@ -107,6 +135,75 @@ async def test_the_two_indexes_are_searched_on_two_threads_with_the_exact_pages(
     finally:
         for s in stores.values():
             await s.close()
+
+
+async def test_a_side_search_not_started_yet_runs_on_the_searching_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every side thread busy: the chunk index's search is taken back (``beside``) and run
+    after the summary index's on the compute thread, with the same pages."""
+    monkeypatch.setattr(_routes, "spare_core", lambda: True)
+    stores, q = await _ann_and_exact(tmp_path)
+    side = stores["ann"].threads.side
+    assert side is not None
+    release = threading.Event()
+    blockers = [side.submit(release.wait) for _ in range(side._max_workers)]
+    try:
+        with index_threads() as seen:
+            got = await stores["ann"].route_pool(q, EMPTY_FILTERS, frozenset(), 10)
+        release.set()
+        want = await stores["exact"].route_pool(q, EMPTY_FILTERS, frozenset(), 10)
+        assert [h.event_id for h in got.summary] == [h.event_id for h in want.summary]
+        assert [h.event_id for h in got.chunk] == [h.event_id for h in want.chunk]
+        assert [kind for _, kind in seen] == ["summary", "chunk"], seen
+        assert all(name.startswith("mnemoql-vec-") for name, _ in seen), seen
+    finally:
+        release.set()
+        for b in blockers:
+            b.result()
+        for s in stores.values():
+            await s.close()
+
+
+async def test_without_a_spare_core_both_indexes_are_searched_on_the_compute_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A busy machine (``spare_core`` False): no side thread is asked, the summary index then
+    the chunk index on the compute thread, the exact pages."""
+    monkeypatch.setattr(_routes, "spare_core", lambda: False)
+    stores, q = await _ann_and_exact(tmp_path)
+    side = stores["ann"].threads.side
+    assert side is not None
+    handed: list[object] = []
+    submit = side.submit
+    side.submit = lambda *a, **k: handed.append(a) or submit(*a, **k)  # type: ignore[method-assign]
+    try:
+        with index_threads() as seen:
+            got = await stores["ann"].route_pool(q, EMPTY_FILTERS, frozenset(), 10)
+        want = await stores["exact"].route_pool(q, EMPTY_FILTERS, frozenset(), 10)
+        assert [h.event_id for h in got.summary] == [h.event_id for h in want.summary]
+        assert [h.event_id for h in got.chunk] == [h.event_id for h in want.chunk]
+        assert [kind for _, kind in seen] == ["summary", "chunk"], seen
+        assert all(name.startswith("mnemoql-vec-") for name, _ in seen), seen
+        assert handed == []
+    finally:
+        for s in stores.values():
+            await s.close()
+
+
+def test_spare_core_reads_the_load_against_the_cores_this_process_may_use(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _: {0, 1}, raising=False)
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.9, 0.0, 0.0))
+    assert spare_core()
+    monkeypatch.setattr(os, "getloadavg", lambda: (1.2, 0.0, 0.0))
+    assert not spare_core()
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _: {0}, raising=False)
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.0, 0.0, 0.0))
+    assert spare_core()  # idle, pinned to one core: 0 <= 0
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.3, 0.0, 0.0))
+    assert not spare_core()
 
 
 async def test_the_pools_lexical_route_sees_another_processes_write(tmp_path: Path) -> None:
@@ -138,6 +235,37 @@ async def test_the_pools_lexical_route_sees_another_processes_write(tmp_path: Pa
         await first.close()
 
 
+async def test_a_pool_without_a_trip_still_sees_a_write_made_since_by_another_process(
+    tmp_path: Path,
+) -> None:
+    """The pool asks ``Watch`` on its compute thread whether anything was committed since
+    its last catch-up: a quiet pool makes no trip, the one after another process's commit
+    catches up first, and so does the one after this process's own save."""
+    first, second = EmbeddedStore(tmp_path), EmbeddedStore(tmp_path)
+    await first.open()
+    await second.open()
+    try:
+        a = (await first.apply_save(plan([event("a", axis(0))]))).event_ids[0]
+        trips = database_trips(first)
+        for _ in range(2):
+            pool = await first.route_pool(axis(1), EMPTY_FILTERS, frozenset(), 5)
+            assert [h.event_id for h in pool.summary] == [a]
+        assert trips == ["catch_up"], trips  # the save's commit, then a quiet pool
+        b = (await second.apply_save(plan([event("b", axis(1))], key="k2"))).event_ids[0]
+        pool = await first.route_pool(axis(1), EMPTY_FILTERS, frozenset(), 5)
+        assert [h.event_id for h in pool.summary] == [b, a]  # the other process's event, first
+        assert b in pool.events
+        assert trips == ["catch_up"] * 2, trips
+        c = (await first.apply_save(plan([event("c", vec(1, 2))], key="k3"))).event_ids[0]
+        trips.clear()
+        pool = await first.route_pool(axis(1), EMPTY_FILTERS, frozenset(), 5)
+        assert [h.event_id for h in pool.summary] == [b, c, a]
+        assert trips == ["catch_up"], trips
+    finally:
+        await second.close()
+        await first.close()
+
+
 async def test_a_pool_goes_to_the_database_thread_once_and_reads_on_its_own_connection(
     tmp_path: Path,
 ) -> None:
@@ -162,16 +290,12 @@ async def test_a_pool_goes_to_the_database_thread_once_and_reads_on_its_own_conn
             )
         )
         a, b, c = saved.event_ids
-        trips: list[str] = []
-        inner = store.threads.call
-
-        async def call(fn, *args, **kwargs):  # type: ignore[no-untyped-def]
-            trips.append(getattr(fn, "__name__", repr(fn)))
-            return await inner(fn, *args, **kwargs)
-
-        store.threads.call = call  # type: ignore[method-assign]
+        trips = database_trips(store)
         await store.route_pool(axis(0), EMPTY_FILTERS, frozenset(), 5, text="lighthouse")
-        assert trips == ["route_ready"], trips  # before: the lexical route and pool_rows too
+        # the save moved data_version: the catch-up (before: the lexical route and pool_rows too)
+        assert trips == ["catch_up"], trips
+        await store.route_pool(axis(0), EMPTY_FILTERS, frozenset(), 5, text="lighthouse")
+        assert trips == ["catch_up"], trips  # nothing committed since: no trip at all
         statements: list[tuple[str, str]] = []  # (thread, statement)
         rows = store.threads.rows
         assert rows is not None and rows.opened >= 1, "the pool read nothing on its own"
@@ -188,9 +312,15 @@ async def test_a_pool_goes_to_the_database_thread_once_and_reads_on_its_own_conn
         pool = await store.route_pool(axis(0), EMPTY_FILTERS, frozenset(), 5, text="lighthouse")
         assert sorted(pool.events) == sorted([a, b, c])
         assert {h.event_id for h in pool.lexical} == {a, c}  # b: no chunk, summary unrelated
-        # the lexical route on a side thread, the pool's reads on the compute thread
-        assert any("lexical" in sql for t, sql in statements if t.startswith("mnemoql-ann-"))
-        reads = [sql for t, sql in statements if t.startswith("mnemoql-vec-")]
+        # the lexical route on a side thread (or taken back by the compute thread when no
+        # side thread had started it), the pool's reads on the compute thread
+        lexical = [t for t, sql in statements if "lexical" in sql]
+        assert lexical and all(t.startswith(("mnemoql-ann-", "mnemoql-vec-")) for t in lexical)
+        reads = [  # the pool's own: not the lexical route's (nor FTS5's data_version checks)
+            sql
+            for t, sql in statements
+            if t.startswith("mnemoql-vec-") and "lexical" not in sql and "data_version" not in sql
+        ]
         assert reads[0] == "BEGIN" and reads[-1] == "COMMIT", reads
         assert not [s for s in reads if "ROW_NUMBER" in s or "EXISTS" in s], reads
         # one BLOB read, for the event the mirror holds no vector of

@@ -41,7 +41,7 @@ GRAPH = {"connectivity": CONNECTIVITY, "expansion_add": EXPANSION_ADD}
 # the search beam, per key fetched: x2 lifted the share of the exact top 40 among 400 fetched at
 # 100k events from 0.9960 (worst query 0.775) to 0.9995 (0.975) for summaries and from 0.9938 to
 # 0.9971 for chunks, for ~1.7x the search time (docs/DECISIONS.md, "Build speed")
-EXPANSION_SEARCH = 2
+EXPANSION_SEARCH: float = 2
 BATCH = 2048  # rows added per hold of a searched index's lock (searches wait at most one)
 LOCK_WAIT_S = 0.25  # a search that cannot get the index this fast scans exactly instead
 
@@ -126,7 +126,7 @@ class Hnsw:
         if not self.lock.acquire(timeout=LOCK_WAIT_S):
             return None
         try:
-            self.index.expansion_search = max(64, EXPANSION_SEARCH * count)
+            self.index.expansion_search = max(64, int(EXPANSION_SEARCH * count))
             found = self.index.search(query, count, threads=1)
             return np.asarray(found.keys, dtype=np.uint64)
         finally:

@@ -6,7 +6,8 @@ lexical route, then the candidates' rows. Here the compute thread that rescored 
 routes reads the rows itself, through a read-only connection of its own (``PoolReader``: one
 per thread, memory-mapped, so every connection shares the OS page cache instead of warming a
 page cache each), and the lexical route runs beside the vector routes on such a connection
-too. A search is then two trips: the catch-up on the database thread, and the computation.
+too. A search is then two trips: the catch-up on the database thread, and the computation
+(one, the computation, when nothing was committed since the last catch-up: ``_watch``).
 
 SQLite in WAL mode lets these connections read while the writer writes; the pool's reads run
 in one read transaction, so the events, their chunk hashes and their concepts come from one

@@ -4,10 +4,11 @@ A route is a catch-up on the database thread (another process may have written:
 ``Database.catch_up``), then maths over one snapshot of the vector mirrors (``_search``), inline
 when small, else on the compute pool; ``route_pool`` also reads its candidates' rows on that
 compute thread (``_pool``) and runs the lexical route beside the vector routes on a side
-thread. Kept apart from ``store.py`` so the store reads as the ``Store`` protocol it
-implements, and the trips a search makes to each thread (issue #30) read in one place; the
-threads themselves are ``_threads``.
-"""
+thread, and goes to the database thread only when ``Watch`` (``_watch``), asked on the compute
+thread, says something was committed since the last catch-up: a warm search is one trip. Kept
+apart from ``store.py`` so the store reads as the ``Store`` protocol it implements, and the
+trips a search makes to each thread (issue #30) read in one place; the threads themselves are
+``_threads``."""
 
 from __future__ import annotations
 
@@ -19,8 +20,8 @@ from mnemoql.engine.store.embedded._db import Database
 from mnemoql.engine.store.embedded._index import event_mask, normalise
 from mnemoql.engine.store.embedded._lexical import hits as lexical_hits
 from mnemoql.engine.store.embedded._pool import pool_rows
-from mnemoql.engine.store.embedded._search import entity_hits, pool_hits, route_hits
-from mnemoql.engine.store.embedded._threads import Threads, interruptible, not_open
+from mnemoql.engine.store.embedded._search import beside, entity_hits, pool_hits, route_hits
+from mnemoql.engine.store.embedded._threads import Threads, interruptible, not_open, spare_core
 from mnemoql.engine.store.lexical import query_terms as lexical_terms
 from mnemoql.engine.store.rules import entity_label
 
@@ -121,23 +122,27 @@ async def route_pool(
     """Both vector routes in one computation (``pool_hits``: above the ANN threshold each
     rescores both indexes' candidates), the lexical route beside them when ``text`` is
     given, then the events, chunk hashes and concepts of everything they found, read on
-    the compute thread (``_pool``): two trips, the catch-up and the computation."""
+    the compute thread (``_pool``). One trip when nothing was committed since the last
+    catch-up (the compute thread asks ``Watch``); else, or with an entity filter, the
+    catch-up on the database thread first."""
     if limit <= 0:
         return RoutePool([], [], {}, {})
-    db, rows, compute = threads.database, threads.rows, threads.compute
-    if rows is None or compute is None:
+    db, rows, compute, watch = threads.database, threads.rows, threads.compute, threads.watch
+    if rows is None or compute is None or watch is None:
         raise not_open()
-    allowed = await threads.call(route_ready, db, filters)
-    view, gen, side = db.events, db.generation, threads.side  # one snapshot for all of it
+    allowed = await threads.call(route_ready, db, filters) if filters.groups else None
     q = normalise(query)
     terms = searchable(text, limit, restrict) if text is not None else []
 
-    def lexical() -> list[Hit]:
-        mask = event_mask(view, filters, exclude, restrict, allowed)
-        with rows.reading() as conn:
-            return lexical_hits(conn, terms, view, mask, limit, restrict)
+    def pool() -> RoutePool:
+        view, gen = db.events, db.generation  # one snapshot for all of it
+        side = threads.side if spare_core() else None  # else both index searches here
 
-    def run() -> RoutePool:
+        def lexical() -> list[Hit]:
+            mask = event_mask(view, filters, exclude, restrict, allowed)
+            with rows.reading() as conn:
+                return lexical_hits(conn, terms, view, mask, limit, restrict)
+
         later = None
         if terms and side is not None:
             try:  # beside the vector routes, on a connection of its own
@@ -147,7 +152,7 @@ async def route_pool(
         summary, chunk = pool_hits(
             view, gen, db.ann, q, filters, exclude, restrict, allowed, limit, side
         )
-        found = later.result() if later is not None else lexical() if terms else []
+        found = beside(later, lexical) if later is not None else lexical() if terms else []
         union = list(dict.fromkeys(h.event_id for h in [*summary, *chunk, *found]))
         if not union:
             return RoutePool(summary, chunk, {}, {}, lexical=found)
@@ -155,7 +160,17 @@ async def route_pool(
             events, hashes, concepts = pool_rows(conn, view, union)
         return RoutePool(summary, chunk, events, hashes, concepts, found)
 
-    return await interruptible(rows, compute, run)
+    def checked_pool() -> RoutePool | int:
+        version = watch.stale()
+        return pool() if version is None else version  # committed since: catch up first
+
+    if not filters.groups:  # else route_ready caught up just now
+        got = await interruptible(rows, compute, checked_pool)
+        if isinstance(got, RoutePool):
+            return got
+        await threads.call(db.catch_up)
+        watch.caught_up(got)  # once: a search waits for no later writer
+    return await interruptible(rows, compute, pool)
 
 
 def searchable(text: str, limit: int, restrict: frozenset[str] | None) -> list[str]:

@@ -21,8 +21,11 @@
 
 from __future__ import annotations
 
-from concurrent.futures import Executor
+from collections.abc import Callable
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass
+from functools import partial
+from typing import TypeVar
 
 import numpy as np
 
@@ -42,6 +45,7 @@ from mnemoql.engine.store.embedded._index import (
     summary_hits,
 )
 
+T = TypeVar("T")
 SUBSET_MAX = 20_000
 RETRY_FACTOR = 4
 # How far the page's last exact score must lie above the worst candidate the index returned
@@ -174,7 +178,8 @@ def _adaptive(
             later = [side.submit(fetched, r) for r in routes[1:]] if side is not None else []
         except RuntimeError:  # the store is closing under this search: all of it here
             later = []
-        got = [fetched(routes[0]), *(f.result() for f in later)]
+        got = [fetched(routes[0])]
+        got += [beside(f, partial(fetched, r)) for f, r in zip(later, routes[1:], strict=False)]
         got += [fetched(r) for r in routes[1 + len(later) :]]
         if any(g is None for g in got):
             return None
@@ -190,6 +195,13 @@ def _adaptive(
         ):
             return pages
         per = min(most, per * GROWTH)
+
+
+def beside(later: Future[T], here: Callable[[], T]) -> T:
+    """The result of work handed to a side thread, or ``here()`` on this thread when that
+    thread has not started it yet (on a busy machine it waits for a core: doing the work
+    here then costs less than waiting for it to wake)."""
+    return here() if later.cancel() else later.result()
 
 
 def _stable(scored: Scored, own: I64 | None, limit: int) -> bool:

@@ -3,11 +3,12 @@
 An ``EmbeddedStore`` runs no SQLite on the event loop: its ``Database`` on one database thread
 (every write, the catch-up and most reads), its ``Reader`` on a thread of its own (the list
 queries a client can make costly), numpy work on a compute pool whose threads read a search's
-rows through a ``PoolReader``, and the second index query and the lexical route of a search
-on side threads. ``Threads`` opens and closes them together and runs work on them
-(``interruptible``: a caller that stops waiting drops its job if queued and interrupts its
-statement if running). Kept apart from ``store.py`` so the store reads as the ``Store``
-protocol it implements; the routes' use of these threads is ``_routes``.
+rows through a ``PoolReader`` (and ask ``Watch`` whether to catch up first), and the second
+index query and the lexical route of a search on side threads. ``Threads`` opens and closes
+them together and runs work on them (``interruptible``: a caller that stops waiting drops its
+job if queued and interrupts its statement if running). Kept apart from ``store.py`` so the
+store reads as the ``Store`` protocol it implements; the routes' use of these threads is
+``_routes``.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from mnemoql.engine.store.embedded._ann import AnnSettings
 from mnemoql.engine.store.embedded._db import Database
 from mnemoql.engine.store.embedded._pool import PoolReader
 from mnemoql.engine.store.embedded._reader import Reader
+from mnemoql.engine.store.embedded._watch import Watch
 from mnemoql.engine.store.faults import storage_fault, unwritable
 
 P = ParamSpec("P")
@@ -61,6 +63,22 @@ async def interruptible(
         raise fault from exc
 
 
+def spare_core() -> bool:
+    """Whether this process likely has an idle core: the 1-minute load average at least one
+    below the cores it may run on. A search's second index query and its lexical route run on
+    a side thread beside its first index query only then: on a busy machine the two threads
+    of one search only compete for the same share of the cores, and the wake-up is extra
+    (bench/results/search_latency_100k_s19.md)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        cores = os.cpu_count() or 1
+    try:
+        return os.getloadavg()[0] <= cores - 1
+    except OSError:  # no load average here
+        return True
+
+
 def not_open() -> StoreUnavailable:
     """What every call on a store that is not open raises."""
     return StoreUnavailable("the embedded store is not open; call open() first", zh="存储未打开")
@@ -79,6 +97,7 @@ class Threads:
         self.reader: Reader | None = None  # list queries, on a connection and thread of their own
         self.reading: ThreadPoolExecutor | None = None
         self.rows: PoolReader | None = None  # a search's own reads, on the compute threads
+        self.watch: Watch | None = None  # whether a search must catch up first (``_watch``)
         self.calls_in_flight = 0  # call()s queued or running on the database thread
 
     @property
@@ -162,10 +181,11 @@ class Threads:
             max_workers=2 * workers, thread_name_prefix=f"mnemoql-ann-{self.space}"
         )
         self.rows = PoolReader(file)
+        self.watch = Watch(file)
 
     async def close(self) -> None:
         db, writer, compute, side = self.db, self.writer, self.compute, self.side
-        reader, reading, rows = self.reader, self.reading, self.rows
+        reader, reading, rows, watch = self.reader, self.reading, self.rows, self.watch
         if db is None or writer is None:
             return
         loop = asyncio.get_running_loop()
@@ -176,9 +196,11 @@ class Threads:
             await loop.run_in_executor(writer, db.close)
         finally:
             self.db = self.writer = self.compute = self.side = None
-            self.reader = self.reading = self.rows = None
+            self.reader = self.reading = self.rows = self.watch = None
             if rows is not None:
                 rows.close()
+            if watch is not None:
+                watch.close()
             writer.shutdown(wait=False)
             for pool in (compute, reading, side):
                 if pool is not None:
