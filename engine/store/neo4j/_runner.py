@@ -2,7 +2,7 @@
 
 A ``Runner`` is bound to one server, database and memory space. ``run`` is one statement in its
 own managed transaction, ``read`` / ``write`` run a transaction function (``execute_*`` retries
-transient failures), ``schema`` runs a schema statement in its own auto-commit transaction
+transient failures), ``schema`` runs a schema statement in a managed transaction of its own
 (Neo4j refuses schema and data changes in one transaction). A server that is down, or refuses
 the credentials, becomes ``StoreUnavailable`` with a message that says what to check.
 """
@@ -20,13 +20,7 @@ from neo4j import (
     AsyncSession,
     RoutingControl,
 )
-from neo4j.exceptions import (
-    AuthError,
-    ClientError,
-    ServiceUnavailable,
-    SessionExpired,
-    TransientError,
-)
+from neo4j.exceptions import AuthError, ClientError, ServiceUnavailable, SessionExpired
 
 from mnemoql.engine.errors import StoreUnavailable
 from mnemoql.engine.redact import mask_url
@@ -42,9 +36,6 @@ _SCHEMA_RACE: Final = (
     "Neo.ClientError.Schema.ConstraintAlreadyExists",
     "Neo.ClientError.Schema.IndexAlreadyExists",
 )
-# replicas opening a fresh database at once create the same schema: their statements can
-# deadlock on a label's lock (DeadlockDetected); the loser's retry then finds the rule made
-_SCHEMA_TRIES: Final = 6
 _VERSION: Final = "CALL dbms.components() YIELD versions RETURN versions[0] AS v"
 
 
@@ -189,26 +180,18 @@ class Runner:
             raise self.unavailable(exc) from exc
 
     async def schema(self, statement: str, params: dict[str, Any] | None = None) -> None:
-        """A schema statement in its own auto-commit transaction (not retried by the driver:
-        a transient failure, such as a deadlock with another process's schema statement, is
-        retried here)."""
-        for attempt in range(1, _SCHEMA_TRIES + 1):
-            try:
-                async with self._session() as session:
-                    result = await session.run(statement, params or {})
-                    await result.consume()
-                return
-            except TransientError:
-                if attempt == _SCHEMA_TRIES:
-                    raise
-                await asyncio.sleep(0.05 * 2**attempt)
-            except ClientError as exc:
-                if exc.code not in _SCHEMA_RACE:  # a concurrent open() created it first
-                    raise
-                return
-            except UNREACHABLE as exc:
-                raise self.unavailable(exc) from exc
-
+        """A schema statement in its own managed transaction, which the driver retries on
+        transient failures like every other statement here (replicas opening a fresh database
+        at once deadlock on a label's lock: the loser's retry then finds the rule made)."""
+        try:
+            await self.driver.execute_query(
+                statement, params or {}, routing_=RoutingControl.WRITE, database_=self.database
+            )
+        except ClientError as exc:
+            if exc.code not in _SCHEMA_RACE:  # a concurrent open() created it first
+                raise
+        except UNREACHABLE as exc:
+            raise self.unavailable(exc) from exc
 
 def parse_version(text: object) -> tuple[int, int] | None:
     """``"5.26.0"`` -> ``(5, 26)``; None when it does not read as a version."""
