@@ -164,3 +164,19 @@ async def test_the_single_route_grows_too(
             (h.event_id, h.chunk_index) for h in want
         ]
         assert asked[0] == 3 * LIMIT and (len(asked) > 1) == grows
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_among_answers_as_isin(seed: int) -> None:
+    """The candidates' membership test (page stability, exclusions) is np.isin's answer for
+    ascending rows, with values repeated, unsorted, out of range or absent."""
+    from mnemoql.engine.store.embedded._search import among
+
+    rng = np.random.default_rng(seed)
+    rows = np.unique(rng.integers(0, 1000, int(rng.integers(0, 300))))
+    values = rng.integers(-5, 1010, int(rng.integers(0, 200)))
+    if rows.size and seed % 2:
+        values = np.concatenate([values, rng.choice(rows, 30)])  # repeats of real rows
+    got = among(rows, values)
+    assert got.dtype == np.bool_ and got.shape == rows.shape
+    assert np.array_equal(got, np.isin(rows, values))
