@@ -112,6 +112,21 @@ def timed(trips: Trips, steps: Steps) -> Iterator[None]:
             setattr(_routes, name, fn)
 
 
+def beyond_index(steps: Steps) -> Steps:
+    """``pool_hits`` less the index searches it ran on its own thread (the rescoring, the
+    candidates' filters and the page cut), per search."""
+    out: Steps = []
+    for label, wall, cpu, thread in steps:
+        if label != "pool_hits":
+            continue
+        mine = [s for s in steps if s[0].startswith("usearch") and s[3] == thread]
+        out.append((BEYOND, wall - sum(s[1] for s in mine), cpu - sum(s[2] for s in mine), thread))
+    return out
+
+
+BEYOND = "pool_hits beyond its index searches"
+
+
 def ms(xs: Sequence[float]) -> str:
     return f"{pct(xs, 50):.2f} / {pct(xs, 95):.2f}" if xs else "-"  # pct: seconds in, ms out
 
@@ -154,7 +169,7 @@ async def run(args: argparse.Namespace) -> str:
                     cpus.append(cpu)
                     floors.append(floor)
                     trips.append(mine)
-                    steps += theirs
+                    steps += theirs + beyond_index(theirs)
         finally:
             await store.close()
     return report(args, load_at_start, walls, cpus, floors, trips, steps)
