@@ -15,6 +15,7 @@ from mnemoql.engine.models import EMPTY_FILTERS, MemoryMeta
 from mnemoql.engine.store.embedded import EmbeddedStore
 from mnemoql.engine.store.embedded._ann import AnnSettings
 from mnemoql.engine.store.embedded._hnsw import Hnsw
+from mnemoql.engine.store.embedded._rowsets import among, distinct
 from tests.store._builders import chunks_for, event, plan
 
 D = 32
@@ -167,16 +168,18 @@ async def test_the_single_route_grows_too(
 
 
 @pytest.mark.parametrize("seed", range(20))
-def test_among_answers_as_isin(seed: int) -> None:
-    """The candidates' membership test (page stability, exclusions) is np.isin's answer for
-    ascending rows, with values repeated, unsorted, out of range or absent."""
-    from mnemoql.engine.store.embedded._search import among
-
+def test_row_sets_answer_as_numpy(seed: int) -> None:
+    """The candidates' row sets (``distinct``: each index's rows and their union; ``among``:
+    page stability and exclusions) give numpy's answers, with values repeated, unsorted, out
+    of range, absent or none at all."""
     rng = np.random.default_rng(seed)
-    rows = np.unique(rng.integers(0, 1000, int(rng.integers(0, 300))))
+    a = rng.integers(0, 1000, int(rng.integers(0, 300)))
+    b = rng.integers(0, 1000, int(rng.integers(0, 40)))
+    for got, want in ((distinct(a), np.unique(a)), (distinct(a, b), np.union1d(a, b))):
+        assert got.dtype == want.dtype and np.array_equal(got, want)
+    rows = np.unique(a)
     values = rng.integers(-5, 1010, int(rng.integers(0, 200)))
     if rows.size and seed % 2:
         values = np.concatenate([values, rng.choice(rows, 30)])  # repeats of real rows
-    got = among(rows, values)
-    assert got.dtype == np.bool_ and got.shape == rows.shape
-    assert np.array_equal(got, np.isin(rows, values))
+    given = among(rows, values)
+    assert given.dtype == np.bool_ and np.array_equal(given, np.isin(rows, values))

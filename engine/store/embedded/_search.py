@@ -44,6 +44,7 @@ from mnemoql.engine.store.embedded._index import (
     event_mask,
     summary_hits,
 )
+from mnemoql.engine.store.embedded._rowsets import among, distinct
 
 T = TypeVar("T")
 SUBSET_MAX = 20_000
@@ -184,7 +185,7 @@ def _adaptive(
         if any(g is None for g in got):
             return None
         found = [g for g in got if g is not None]
-        pool = np.union1d(found[0].rows, found[1].rows) if union and len(found) == 2 else None
+        pool = distinct(found[0].rows, found[1].rows) if union and len(found) == 2 else None
         scored = [
             _score(route, view, query, got.rows if pool is None else pool, limit)
             for route, got in zip(routes, found, strict=True)
@@ -215,18 +216,6 @@ def _stable(scored: Scored, own: I64 | None, limit: int) -> bool:
     if not given.any():
         return False
     return scored.hits[-1].score >= float(scored.scores[given].min()) + MARGIN
-
-
-def among(rows: I64, values: I64) -> Mask:
-    """Which of ``rows`` (ascending, no repeats: every caller's rows come from ``np.unique``
-    or a subset of its output) are among ``values``: ``np.isin``'s answer, by one binary
-    search per value. np.isin cost ~0.25 ms a call beside a search (a table over the rows'
-    whole range, or two sorts), this ~0.03 (bench/results/search_latency_100k_s20.md)."""
-    given = np.zeros(rows.size, dtype=np.bool_)
-    if rows.size and values.size:
-        pos = np.minimum(np.searchsorted(rows, values), rows.size - 1)
-        given[pos[rows[pos] == values]] = True
-    return given
 
 
 def _plan(
@@ -303,7 +292,7 @@ def _candidates(
     exclude_rows = view.rows(exclude) if exclude else np.zeros(0, np.int64)
     covered = min(h.covered, view.nc if route == "chunk" else n)
     if route == "chunk":  # the uncovered chunks' events, then the index's
-        tail = np.unique(view.crow[covered : view.nc])
+        tail = distinct(view.crow[covered : view.nc])
     else:
         tail = np.arange(covered, n, dtype=np.int64)
     for _attempt in range(2):
@@ -311,7 +300,7 @@ def _candidates(
         if keys is None:
             return None
         own = rows_of_keys(view.seqs, n, keys)
-        rows = np.unique(np.concatenate([own, tail]))
+        rows = distinct(own, tail)
         if route == "summary":
             rows = rows[view.has_vec[rows]]
         cand = _passing(view, rows, filters, exclude_rows, mask)
@@ -438,7 +427,7 @@ def _entities_by_index(
     if keys is None:
         return None
     rows = rows_of_keys(view.seqs, n, keys)
-    rows = np.unique(np.concatenate([rows, np.arange(min(h.covered, n), n, dtype=np.int64)]))
+    rows = distinct(rows, np.arange(min(h.covered, n), n, dtype=np.int64))
     rows = rows[view.has_vec[rows]]
     scores = _dot(view.vecs, rows, query)
     if min_cosine is not None:
