@@ -13,9 +13,8 @@ from mnemoql.engine.store.embedded._index import I64, Mask
 
 def distinct(*parts: I64) -> I64:
     """The values of ``parts``, ascending, each once: ``np.unique`` of their concatenation (and
-    ``np.union1d`` of two), by a sort and a look at each value's neighbour. np.unique hashes
-    first: ~0.15 ms a call on a search's few hundred rows beside the index searches, against
-    ~0.02 this way."""
+    ``np.union1d`` of two), by a sort and a look at each value's neighbour (np.unique hashes
+    first: 18 against 6 us for 150 rows, warm, and more beside the index searches)."""
     values = np.sort(np.concatenate(parts) if len(parts) > 1 else parts[0])
     if values.size < 2:
         return values
@@ -29,8 +28,8 @@ def distinct(*parts: I64) -> I64:
 def among(rows: I64, values: I64) -> Mask:
     """Which of ``rows`` (ascending, no repeats: every caller's rows come from ``distinct``
     or are a subset of its output) are among ``values``: ``np.isin``'s answer, by one binary
-    search per value. np.isin cost ~0.25 ms a call beside a search (a table over the rows'
-    whole range, or two sorts), this ~0.03."""
+    search per value (np.isin builds a table over the rows' whole range, or sorts both sides:
+    0.15-0.2 ms a call beside a search, this ~0.03)."""
     given = np.zeros(rows.size, dtype=np.bool_)
     if rows.size and values.size:
         pos = np.minimum(np.searchsorted(rows, values), rows.size - 1)
