@@ -30,8 +30,8 @@ through allow-lists.
 
 The class is the ``Store`` protocol; its methods hand their work to the module of its concept:
 ``_reads`` (rows by id, lists, the graph, topics), ``_names`` (entity lookups by name),
-``_routes`` and ``_lexical`` (retrieval), ``_write`` (saves, forgets, bindings), ``_schema``,
-``_dump`` (export), ``_restore`` (import) and ``_changes``.
+``_routes`` and ``_lexical`` (retrieval), ``_save`` (saves), ``_write`` (forgets, bindings,
+re-vectorize), ``_schema``, ``_dump`` (export), ``_restore`` (import) and ``_changes``.
 """
 
 from __future__ import annotations
@@ -90,6 +90,7 @@ from mnemoql.engine.store.neo4j import _routes as routes
 from mnemoql.engine.store.neo4j import _write as write
 from mnemoql.engine.store.neo4j._names import Names
 from mnemoql.engine.store.neo4j._runner import UNREACHABLE, Runner, T, TxFn
+from mnemoql.engine.store.neo4j._save import SaveTx
 from mnemoql.engine.store.neo4j._schema import Schema
 from mnemoql.engine.store.neo4j._sessions import DROP_ALL as DROP_STATE
 from mnemoql.engine.store.neo4j._sessions import Neo4jState
@@ -250,7 +251,7 @@ class Neo4jStore:
 
         async def work(tx: AsyncManagedTransaction) -> SaveResult:
             nonlocal size
-            save = write.SaveTx(tx, self.space, plan, names_indexed=names_indexed)
+            save = SaveTx(tx, self.space, plan, names_indexed=names_indexed)
             result = await save.run()
             size = save.space_size
             return result
