@@ -55,7 +55,7 @@ from mnemoql.engine.models import (
     RelationDraft,
     SavePlan,
 )
-from mnemoql.engine.providers.local import HashingEmbedder
+from mnemoql.engine.providers.hashing import HashingEmbedder
 from mnemoql.engine.store.embedded import EmbeddedStore
 from mnemoql.engine.text import content_hash, text_hash
 

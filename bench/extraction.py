@@ -51,7 +51,7 @@ from typing import Any
 
 from bench._common import ROOT, command_line, data_dir, git_rev, load_average, machine_line, table
 from mnemoql.engine.providers import _english as english
-from mnemoql.engine.providers.local import ENGLISH_STOPWORDS
+from mnemoql.engine.providers.hashing import ENGLISH_STOPWORDS
 from mnemoql.prompts.extraction import Extraction
 
 DEFAULT_CHANGELOG = Path("/usr/share/doc/python3.11/NEWS.gz")

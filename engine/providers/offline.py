@@ -45,8 +45,8 @@ from mnemoql.engine.providers._namewords import (
     name_key,
     ordinary,
 )
+from mnemoql.engine.providers.hashing import wordset
 from mnemoql.engine.providers.lexicons import lexicons
-from mnemoql.engine.providers.local import wordset
 from mnemoql.prompts.extraction import Extraction
 
 MAX_EVENTS = 8

@@ -23,12 +23,8 @@ from mnemoql.engine.errors import (
 )
 from mnemoql.engine.extraction_input import parse_extraction
 from mnemoql.engine.providers.factory import build_providers
-from mnemoql.engine.providers.local import (
-    HashingEmbedder,
-    LocalEmbedder,
-    cpu_supports_local,
-    local_available,
-)
+from mnemoql.engine.providers.hashing import HashingEmbedder
+from mnemoql.engine.providers.local import LocalEmbedder, cpu_supports_local, local_available
 from mnemoql.engine.providers.offline import OfflineExtractor
 from mnemoql.engine.providers.openai import (
     BACKOFF_START_S,

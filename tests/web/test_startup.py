@@ -33,7 +33,7 @@ from starlette.routing import Route
 from mnemoql.engine.config import LOCAL_DIMENSIONS
 from mnemoql.engine.models import Vector
 from mnemoql.engine.providers.base import EmbedKind
-from mnemoql.engine.providers.local import HashingEmbedder
+from mnemoql.engine.providers.hashing import HashingEmbedder
 from mnemoql.web.starting import StartingApp
 from tests.api.conftest import offline_settings, running
 
