@@ -59,7 +59,7 @@ PATTERNS = {
 }
 # The Chinese wording of errors built at the raise site, passed on to ``zh=``.
 ERROR_WORDING = {
-    "engine/providers/openai.py",
+    "engine/providers/openai_http.py",
     "engine/dump_checks.py",  # _zh: "line N" of an error in Chinese
     "engine/store/rules.py",
     "engine/store/neo4j/managed.py",

@@ -27,13 +27,13 @@ from mnemoql.engine.providers.hashing import HashingEmbedder
 from mnemoql.engine.providers.local import LocalEmbedder, cpu_supports_local, local_available
 from mnemoql.engine.providers.offline import OfflineExtractor
 from mnemoql.engine.providers.openai import (
-    BACKOFF_START_S,
     ChatExtractor,
     ChatJson,
     JevJudge,
     OpenAIEmbedder,
     strip_fences,
 )
+from mnemoql.engine.providers.openai_http import BACKOFF_START_S
 from mnemoql.prompts.extraction import SYSTEM_PROMPT
 from tests import fake_model_fixtures
 from tests.fake_model_server import FakeModelServer
