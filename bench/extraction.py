@@ -88,8 +88,9 @@ Choose = Callable[..., Any]
 # ---------------------------------------------------------------- extractors
 
 
-# The extractor's modules (binding.py: the offline topic rule); a ref without one of the later
-# ones (the name rules were split out of offline.py) simply lacks it.
+# The extractor's modules (binding.py: the offline topic rule; local.py held the word lists
+# before hashing.py); a ref without one of the later ones (the name rules were split out of
+# offline.py) simply lacks it.
 _BASELINE_MODULES = (
     "engine/providers/offline.py",
     "engine/providers/_concepts.py",
@@ -98,6 +99,8 @@ _BASELINE_MODULES = (
     "engine/providers/_english_places.py",
     "engine/providers/_english_persons.py",
     "engine/providers/lexicons.py",
+    "engine/providers/hashing.py",
+    "engine/providers/local.py",
     "engine/binding.py",
 )
 
