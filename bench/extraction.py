@@ -93,6 +93,7 @@ Choose = Callable[..., Any]
 # offline.py) simply lacks it.
 _BASELINE_MODULES = (
     "engine/providers/offline.py",
+    "engine/providers/_blocks.py",
     "engine/providers/_concepts.py",
     "engine/providers/_english.py",
     "engine/providers/_namewords.py",

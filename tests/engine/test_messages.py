@@ -27,6 +27,7 @@ READS_CHINESE = {
     "engine/dates.py",
     "engine/date_rules.py",
     "engine/providers/offline.py",
+    "engine/providers/_blocks.py",  # speaker prefixes and sentence ends, split out of offline.py
     "engine/providers/_namewords.py",  # role words (用户, 助手), split out of offline.py
     "engine/providers/_english_persons.py",  # a full-width colon ends a sentence
     "engine/retrieval/terms.py",
