@@ -46,7 +46,7 @@ import httpx
 import numpy as np
 
 from bench._common import cache_dir, command_line, git_rev, load_average, machine_line, publish
-from mnemoql.engine.config import HASHING_EMBEDDING_MODEL, LOCAL_DIMENSIONS
+from mnemoql.engine.model_settings import HASHING_EMBEDDING_MODEL, LOCAL_DIMENSIONS
 from mnemoql.engine.models import (
     Chunk,
     EntityDraft,

@@ -21,7 +21,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from mnemoql.engine.config import HASHING_EMBEDDING_MODEL, LOCAL_DIMENSIONS
+from mnemoql.engine.model_settings import HASHING_EMBEDDING_MODEL, LOCAL_DIMENSIONS
 from mnemoql.engine.models import Vector
 from mnemoql.engine.providers.base import EmbedKind
 

@@ -36,7 +36,7 @@ from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
-from mnemoql.engine.config import (
+from mnemoql.engine.model_settings import (
     DEFAULT_EMBEDDING_THREADS,
     DEFAULT_EMBEDDING_WORKERS,
     LOCAL_DIMENSIONS,

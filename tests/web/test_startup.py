@@ -30,7 +30,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from mnemoql.engine.config import LOCAL_DIMENSIONS
+from mnemoql.engine.model_settings import LOCAL_DIMENSIONS
 from mnemoql.engine.models import Vector
 from mnemoql.engine.providers.base import EmbedKind
 from mnemoql.engine.providers.hashing import HashingEmbedder
