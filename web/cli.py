@@ -28,7 +28,8 @@ from pydantic_settings import SettingsError
 
 from mnemoql.engine.config import Settings, load_settings
 from mnemoql.engine.errors import MnemoError
-from mnemoql.engine.messages import configured_locale, message
+from mnemoql.engine.locale_choice import configured_locale
+from mnemoql.engine.messages import message
 from mnemoql.engine.redact import mask_text
 from mnemoql.engine.store.faults import storage_fault
 from mnemoql.web import datacmds

@@ -13,7 +13,8 @@ import pytest
 from mnemoql.engine import errors
 from mnemoql.engine.config import load_settings
 from mnemoql.engine.errors import MnemoError, NotFound
-from mnemoql.engine.messages import CATALOGUE, LOCALES, message, preferred
+from mnemoql.engine.locale_choice import preferred
+from mnemoql.engine.messages import CATALOGUE, LOCALES, message
 from mnemoql.engine.retrieval.evidence import EvidencePage, Note, NoteCode
 from mnemoql.engine.retrieval.render import render
 
