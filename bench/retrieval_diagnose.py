@@ -30,7 +30,8 @@ from bench.lme_messages import HELD_OUT, TUNE, half_of, messages_of, warm_order
 from bench.retrieval_messages import baseline_orders, memory_dir, ready
 from bench.retrieval_quality import Uncached
 from mnemoql.engine.models import EMPTY_FILTERS
-from mnemoql.engine.providers.local import HashingEmbedder, LocalEmbedder
+from mnemoql.engine.providers.hashing import HashingEmbedder
+from mnemoql.engine.providers.local import LocalEmbedder
 from mnemoql.engine.retrieval import scoring
 from mnemoql.engine.store.window import window_route_by_parts
 

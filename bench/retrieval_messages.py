@@ -74,6 +74,7 @@ SAVE_SOURCES = (
     "engine/text.py",
     "engine/binding.py",
     "engine/providers/offline.py",
+    "engine/providers/_blocks.py",
     "engine/providers/_concepts.py",
     "engine/providers/_english.py",
 )

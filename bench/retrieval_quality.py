@@ -92,7 +92,8 @@ from mnemoql.engine.errors import MnemoError
 from mnemoql.engine.ingest import SaveInput
 from mnemoql.engine.memory import Memory
 from mnemoql.engine.models import EMPTY_FILTERS
-from mnemoql.engine.providers.local import HashingEmbedder, LocalEmbedder
+from mnemoql.engine.providers.hashing import HashingEmbedder
+from mnemoql.engine.providers.local import LocalEmbedder
 from mnemoql.engine.providers.offline import OfflineExtractor
 from mnemoql.engine.retrieval import scoring
 from mnemoql.engine.retrieval.evidence import EvidencePage

@@ -64,8 +64,8 @@ from bench._common import (
     rss_bytes,
     table,
 )
-from mnemoql.engine.config import LOCAL_DIMENSIONS, LOCAL_EMBEDDING_MODEL
 from mnemoql.engine.memory import Memory
+from mnemoql.engine.model_settings import LOCAL_DIMENSIONS, LOCAL_EMBEDDING_MODEL
 from mnemoql.engine.models import (
     EMPTY_FILTERS,
     Chunk,

@@ -66,9 +66,9 @@ from bench.search_latency import (
     build,
     corpus_path,
 )
-from mnemoql.engine.config import LOCAL_EMBEDDING_MODEL
 from mnemoql.engine.ingest import SaveInput
 from mnemoql.engine.memory import Memory
+from mnemoql.engine.model_settings import LOCAL_EMBEDDING_MODEL
 from mnemoql.engine.providers.base import EmbedKind
 from mnemoql.engine.providers.factory import Providers, build_providers
 from mnemoql.engine.store.base import Store

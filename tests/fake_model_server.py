@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 
-from mnemoql.engine.providers.local import HashingEmbedder
+from mnemoql.engine.providers.hashing import HashingEmbedder
 from mnemoql.engine.providers.offline import OfflineExtractor
 from mnemoql.prompts.extraction import Extraction
 

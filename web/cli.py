@@ -3,7 +3,8 @@
 ``import`` saves every line of a JSON-lines file through the save pipeline (new memories);
 ``export`` and ``restore`` move a *whole* memory space, ids and all, as a dump
 (``engine.dump``): ``mnemoql export memory.jsonl --store embedded`` then
-``mnemoql restore memory.jsonl --store neo4j``.
+``mnemoql restore memory.jsonl --store neo4j``. The arguments of each command are
+``web.cli_args``'s.
 """
 
 from __future__ import annotations
@@ -20,17 +21,19 @@ import socket
 import sys
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 from pydantic_settings import SettingsError
 
 from mnemoql.engine.config import Settings, load_settings
 from mnemoql.engine.errors import MnemoError
-from mnemoql.engine.messages import configured_locale, message
+from mnemoql.engine.locale_choice import configured_locale
+from mnemoql.engine.messages import message
 from mnemoql.engine.redact import mask_text
 from mnemoql.engine.store.faults import storage_fault
 from mnemoql.web import datacmds
+from mnemoql.web.cli_args import Command, build_parser
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -196,17 +199,6 @@ def _serve_workers(
         return 2 if failed.exists() else 0
 
 
-def _workers(text: str) -> int:
-    """``--workers``: 1 to 64 processes (argparse prints the refusal and exits with 2)."""
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 1 <= n <= 64:
-        raise argparse.ArgumentTypeError(f"{n} is outside 1-64")
-    return n
-
-
 def _free_port_socket(host: str) -> socket.socket:
     """A listening address on ``host`` at a port the system picks (``--port 0``), bound here so
     the port printed is the one served."""
@@ -273,121 +265,23 @@ def cmd_neo4j(args: argparse.Namespace) -> int:
     return managed_main([args.action, "--home", str(home)])
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse with its refusals on one line, as every other refusal of the command:
-    ``mnemoql serve: argument --port: invalid int value: 'abc' (see mnemoql serve --help)``
-    and exit 2, instead of a usage block first. Subcommands' parsers are of this class too
-    (``add_subparsers`` makes them with the parent's class)."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
-
-
-def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="mnemoql", description="GraphQL graph memory for LLM agents.")
-    p.add_argument("--version", action="version", version=f"mnemoql {_version()}")
-    sub = p.add_subparsers(dest="command", required=True)
-
-    def common(sp: argparse.ArgumentParser) -> None:
-        sp.add_argument("--data-dir", help="where the embedded store keeps its data")
-        sp.add_argument("--store", choices=["embedded", "neo4j"], help="which store to use")
-
-    s = sub.add_parser("serve", help="serve GraphQL on 127.0.0.1:8000")
-    common(s)
-    s.add_argument("--host", help="address to bind (default 127.0.0.1)")
-    s.add_argument("--port", type=int, help="port to listen on (default 8000; 0: a free one)")
-    s.add_argument(
-        "--allow-public",
-        action="store_true",
-        help="serve a non-loopback address even with no access tokens configured",
-    )
-    s.add_argument(
-        "--workers",
-        type=_workers,
-        default=1,
-        help="processes serving the memory on this port (default 1; see docs/operations.md, "
-        "Replicas)",
-    )
-    s.add_argument("--log-level", default="info")
-    s.set_defaults(func=cmd_serve)
-
-    i = sub.add_parser(
-        "import",
-        help="save every line of a JSON-lines file (a re-run skips the lines saved before)",
-    )
-    common(i)
-    i.add_argument("file")
-    i.add_argument("--concurrency", type=int, default=4)
-    i.add_argument("--space", default="default", help="the memory space (default: default)")
-    i.set_defaults(func=cmd_import)
-
-    d = sub.add_parser("demo", help="load a small sample memory into its own data dir and serve it")
-    d.add_argument("--data-dir", help="where the demo memory lives (default: <data dir>/demo)")
-    d.add_argument("--port", type=int)
-    d.add_argument("--log-level", default="warning")
-    d.set_defaults(func=cmd_demo)
-
-    x = sub.add_parser(
-        "export", help="write a whole memory space as a JSON-lines dump (for restore)"
-    )
-    common(x)
-    x.add_argument("file", help="the dump to write ('-' for stdout)")
-    x.add_argument("--space", default="default", help="the memory space (default: default)")
-    x.add_argument(
-        "--vectors",
-        action="store_true",
-        help="include every vector (restore keeps them when the model matches)",
-    )
-    x.set_defaults(func=cmd_export)
-
-    rs = sub.add_parser(
-        "restore",
-        help="load a dump of `mnemoql export` into an empty memory space (ids kept)",
-    )
-    common(rs)
-    rs.add_argument("file", help="the dump to read ('-' for stdin)")
-    rs.add_argument("--space", default="default", help="the memory space (default: default)")
-    rs.add_argument(
-        "--no-revectorize",
-        action="store_true",
-        help="do not re-embed a dump without vectors (or of another model) right away",
-    )
-    rs.set_defaults(func=cmd_restore)
-
-    m = sub.add_parser(
-        "mcp", help="serve the memory to an agent over MCP on stdin/stdout (for desktop agents)"
-    )
-    common(m)
-    m.add_argument("--space", help="the memory space to serve (default: default)")
-    m.add_argument("--read-only", action="store_true", help="refuse memory_save and memory_forget")
-    m.add_argument("--locale", choices=["zh", "en"], help="language of the texts (MNEMOQL_LOCALE)")
-    m.add_argument("--log-level", default="warning", help="stderr log level (default: warning)")
-    m.set_defaults(func=cmd_mcp)
-
-    r = sub.add_parser("revectorize", help="re-embed the whole memory with the configured model")
-    common(r)
-    r.add_argument("--space", default="default", help="the memory space (default: default)")
-    r.set_defaults(func=cmd_revectorize)
-
-    n = sub.add_parser("neo4j", help="a managed local Neo4j: install | start | stop | status")
-    common(n)
-    n.add_argument("action", choices=["install", "start", "stop", "status"])
-    n.add_argument("--home", help="Neo4j home (default: <data-dir>/neo4j)")
-    n.set_defaults(func=cmd_neo4j)
-    return p
-
-
-def _version() -> str:
-    from mnemoql import __version__
-
-    return __version__
+COMMANDS: dict[str, Command] = {
+    "serve": cmd_serve,
+    "import": cmd_import,
+    "demo": cmd_demo,
+    "export": cmd_export,
+    "restore": cmd_restore,
+    "mcp": cmd_mcp,
+    "revectorize": cmd_revectorize,
+    "neo4j": cmd_neo4j,
+}
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run one command. Whatever stops it early is one line on stderr and exit code 2 (a
     file that cannot be read or written, a store that cannot be reached, bad settings),
     never a traceback; a command that ran but met errors on the way exits with 1."""
-    args = build_parser().parse_args(argv)
+    args = build_parser(COMMANDS).parse_args(argv)
     locale = configured_locale()  # MNEMOQL_LOCALE: the language of these lines
     try:
         code: int = args.func(args)

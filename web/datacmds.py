@@ -31,7 +31,7 @@ def refused(command: str, exc: Exception) -> int:
         StorageFault,
         StoreUnavailable,
     )
-    from mnemoql.engine.messages import configured_locale
+    from mnemoql.engine.locale_choice import configured_locale
     from mnemoql.engine.redact import mask_text
 
     code = exc.code if isinstance(exc, MnemoError) else type(exc).__name__

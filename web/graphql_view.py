@@ -29,7 +29,8 @@ from strawberry.types.graphql import OperationType
 from strawberry.types.unset import UNSET, UnsetType
 
 from mnemoql.engine.errors import MnemoError
-from mnemoql.engine.messages import DEFAULT_LOCALE, Locale, message, preferred
+from mnemoql.engine.locale_choice import preferred
+from mnemoql.engine.messages import DEFAULT_LOCALE, Locale, message
 from mnemoql.engine.spaces import Spaces
 from mnemoql.resolvers import build_schema
 from mnemoql.resolvers.context import RequestContext

@@ -130,7 +130,7 @@ def listen_problem(host: str, port: int) -> str | None:
 def operator_error(exc: BaseException) -> str | None:
     """``CODE: message`` for a failure the operator can fix, None for a bug."""
     from mnemoql.engine.errors import MnemoError
-    from mnemoql.engine.messages import configured_locale
+    from mnemoql.engine.locale_choice import configured_locale
     from mnemoql.engine.redact import mask_text
     from mnemoql.engine.store.faults import storage_fault
 

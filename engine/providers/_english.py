@@ -21,7 +21,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from mnemoql.engine.providers.local import ENGLISH_STOPWORDS, wordset
+from mnemoql.engine.providers.hashing import ENGLISH_STOPWORDS, wordset
 
 MAX_PHRASE_WORDS = 4
 

@@ -25,8 +25,8 @@ from mnemoql.engine.providers._namewords import (
     name_key,
     ordinary,
 )
+from mnemoql.engine.providers.hashing import wordset
 from mnemoql.engine.providers.lexicons import lexicons
-from mnemoql.engine.providers.local import wordset
 
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 # Titles before a name: stripped from it, and they make even a word like "Trump" a person.

@@ -13,8 +13,8 @@ import re
 import unicodedata
 
 from mnemoql.engine.providers import _english as english
+from mnemoql.engine.providers.hashing import ENGLISH_STOPWORDS, wordset
 from mnemoql.engine.providers.lexicons import lexicons
-from mnemoql.engine.providers.local import ENGLISH_STOPWORDS, wordset
 
 
 def name_key(name: str) -> str:

@@ -16,7 +16,8 @@ from pydantic import SecretStr
 
 from mnemoql.engine.config import Settings
 from mnemoql.engine.providers.base import ChatModel, ConceptJudge, Embedder, Extractor
-from mnemoql.engine.providers.local import HashingEmbedder, LocalEmbedder, local_available
+from mnemoql.engine.providers.hashing import HashingEmbedder
+from mnemoql.engine.providers.local import LocalEmbedder, local_available
 from mnemoql.engine.providers.offline import OfflineExtractor
 from mnemoql.engine.providers.openai import ChatExtractor, ChatJson, JevJudge, OpenAIEmbedder
 from mnemoql.engine.redact import mask_url

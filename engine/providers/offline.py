@@ -11,7 +11,8 @@ salient nouns and noun phrases, about one per 150 characters (``concepts_kept``)
 is deterministic and always validates as :class:`prompts.extraction.Extraction`.
 ``bench/extraction.py`` measures it. The English name rules are modules of their own:
 ``_english_persons``, ``_english_places`` and the word tests they share, ``_namewords``; so are
-the concepts' salience and budget, ``_concepts``.
+the concepts' salience and budget, ``_concepts``, and the blocks and their summaries,
+``_blocks``.
 
 jieba's dictionary and the name lists load (a few seconds) on first use or in ``warm_up``, in a
 worker thread.
@@ -22,12 +23,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-import threading
-from collections import Counter
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from mnemoql.engine.providers import _english as english
+from mnemoql.engine.providers._blocks import CJK, Block, plain, pos_cut, split_blocks, summarise
 from mnemoql.engine.providers._concepts import (
     PHRASE,
     PROPER,
@@ -39,22 +38,15 @@ from mnemoql.engine.providers._concepts import (
 )
 from mnemoql.engine.providers._english_persons import english_entities, shouted
 from mnemoql.engine.providers._namewords import (
-    HEADING_WORDS,
-    NAME_WORD,
     ROLE_WORDS,
     name_key,
-    ordinary,
 )
+from mnemoql.engine.providers.hashing import wordset
 from mnemoql.engine.providers.lexicons import lexicons
-from mnemoql.engine.providers.local import wordset
 from mnemoql.prompts.extraction import Extraction
 
-MAX_EVENTS = 8
 MAX_CONCEPTS_PER_EVENT = 8
 MAX_ENTITIES_PER_EVENT = 12
-SUMMARY_MAX = 200
-# A text this short is one event whatever its layout.
-SHORT_TEXT = 280
 # Entity detection reads at most this much of each block; the summary and content are unaffected.
 _ANALYSE_MAX = 12_000
 
@@ -74,9 +66,6 @@ _ZH_NOT_PERSONS = wordset(
     """余弦 卫星 和尚 小姐 文明 明白 武功 王朝 道德 阳光 陆军 索引"""
 )
 
-_SPEAKER = re.compile(
-    r"^[ \t]*(?P<name>[A-Za-z][A-Za-z.'’ -]{0,40}?|[\u4e00-\u9fff·]{1,8})[ \t]*[:：][ \t]*(?=\S)"
-)
 _TIME_EN = re.compile(
     r"\b(?:(?:last|next|this)\s+(?:week|month|year|weekend|monday|tuesday|wednesday|thursday|"
     r"friday|saturday|sunday|night|morning|evening)|yesterday|today|tomorrow|tonight|"
@@ -84,159 +73,11 @@ _TIME_EN = re.compile(
     r"(?:in\s+)?(?:19|20)\d\d)\b",
     re.IGNORECASE,
 )
-_SENTENCE_END = re.compile(r"(?<=[。！？!?；;…])|(?<=[.])(?=\s)|\n")
-_CJK = re.compile(r"[\u4e00-\u9fff]")
-_FENCE = re.compile(r"^\s*(```|~~~)")
-_MARKUP = re.compile(r"^\s*(?:#{1,6}\s+|[-*+>]\s+|\d+[.)]\s+)")
-# Sphinx / reST roles (":c:func:`x`", ":mod:`x`"), inline-code backticks and URLs: markup,
-# not words.
-_ROLE = re.compile(r"(?<![\w:]):(?:[a-z]+:){1,2}(?=`)|`+|\b(?:https?|ftp)://\S+")
 
 log = logging.getLogger(__name__)
 
-_jieba_lock = threading.Lock()
-_posseg: Any = None
-
-
-def _pos_cut(text: str) -> list[tuple[str, str]]:
-    """jieba part-of-speech tags, loading the dictionary on first use with its logging muted."""
-    global _posseg
-    with _jieba_lock:
-        if _posseg is None:
-            import jieba
-            import jieba.posseg
-
-            jieba.setLogLevel(logging.WARNING)
-            jieba.initialize()
-            _posseg = jieba.posseg
-        return [(pair.word, pair.flag) for pair in _posseg.cut(text)]
-
-
-@dataclass(slots=True)
-class _Block:
-    text: str
-    speaker: str | None = None
-    persons: list[str] = field(default_factory=list)
-    locations: list[str] = field(default_factory=list)
-    concepts: list[str] = field(default_factory=list)
-    salience: dict[str, float] = field(default_factory=dict)  # concept key -> weight
-    time: str | None = None
-
-
-def _speaker_of(line: str, zh_prefix_counts: Counter[str]) -> str | None:
-    m = _SPEAKER.match(line)
-    if not m:
-        return None
-    name = m.group("name").strip()
-    if _CJK.match(name):
-        if name_key(name) in ROLE_WORDS or zh_prefix_counts[name] >= 2:
-            return name
-        tags = _pos_cut(name)
-        return name if len(tags) == 1 and tags[0][1] == "nr" else None
-    words = name.split()
-    if name_key(name) in ROLE_WORDS:
-        return name
-    if not 1 <= len(words) <= 3 or any(not NAME_WORD.match(w) for w in words):
-        return None
-    if name_key(words[0]) in HEADING_WORDS or any(ordinary(w) for w in words):
-        return None  # "Now Playing: ...", "Comment: ..." label a line, no one speaks it
-    return name
-
-
-def split_blocks(content: str) -> list[_Block]:
-    """Paragraphs, or utterances when lines start with speaker prefixes; at most MAX_EVENTS."""
-    text = content.replace("\r\n", "\n").replace("\r", "\n").strip()
-    if not text:
-        return []
-    lines = text.split("\n")
-    zh_counts: Counter[str] = Counter(
-        m.group("name") for line in lines if (m := _SPEAKER.match(line)) and _CJK.match(m.group(1))
-    )
-    speakers = [_speaker_of(line, zh_counts) for line in lines]
-    blocks: list[_Block] = []
-    current: list[str] = []
-    current_speaker: str | None = None
-
-    def flush() -> None:
-        body = "\n".join(current).strip()
-        if body:
-            blocks.append(_Block(body, current_speaker))
-        current.clear()
-
-    for line, speaker in zip(lines, speakers, strict=True):
-        if speaker is not None or not line.strip():
-            flush()
-            current_speaker = speaker
-        if line.strip():
-            current.append(line)
-    flush()
-    if len(blocks) == 1 and len(text) > 3 * SHORT_TEXT and "\n" in text:
-        blocks = _line_blocks(lines)
-    if len(text) <= SHORT_TEXT and not any(speakers):
-        blocks = [_Block(text)]
-    return _merge(blocks, MAX_EVENTS)
-
-
-def _line_blocks(lines: list[str]) -> list[_Block]:
-    """One long paragraph of short lines: group consecutive lines into ~SHORT_TEXT blocks."""
-    blocks: list[_Block] = []
-    current: list[str] = []
-    size = 0
-    for line in lines:
-        if not line.strip():
-            continue
-        current.append(line)
-        size += len(line)
-        if size >= SHORT_TEXT:
-            blocks.append(_Block("\n".join(current).strip()))
-            current, size = [], 0
-    if current:
-        blocks.append(_Block("\n".join(current).strip()))
-    return blocks
-
-
-def _merge(blocks: list[_Block], limit: int) -> list[_Block]:
-    if len(blocks) <= limit:
-        return blocks
-    merged: list[_Block] = []
-    n = len(blocks)
-    for g in range(limit):
-        part = blocks[g * n // limit : (g + 1) * n // limit]
-        merged.append(_Block("\n".join(b.text for b in part), part[0].speaker))
-    return merged
-
-
-def summarise(block: str) -> str:
-    """The leading sentence (extended while very short), trimmed to SUMMARY_MAX; never empty."""
-    lines = [_MARKUP.sub("", ln) for ln in block.split("\n") if not _FENCE.match(ln)]
-    flat = "\n".join(ln for ln in lines if ln.strip()).strip() or block.strip()
-    sentences = [s.strip() for s in _SENTENCE_END.split(flat) if s and s.strip()]
-    summary = ""
-    for sentence in sentences:
-        summary = f"{summary} {sentence}".strip() if summary else sentence
-        if len(summary) >= 12:
-            break
-    summary = " ".join(summary.split()) or " ".join(flat.split()) or flat
-    if len(summary) > SUMMARY_MAX:
-        summary = summary[: SUMMARY_MAX - 1].rstrip() + "…"
-    return summary
-
-
-def _plain(text: str) -> str:
-    """The block without speaker prefixes, markdown heading/bullet marks and code fences."""
-    lines = []
-    for line in text.split("\n"):
-        if _FENCE.match(line):
-            continue
-        m = _SPEAKER.match(line)
-        if m and (name_key(m.group("name")) in ROLE_WORDS or NAME_WORD.match(m.group("name"))):
-            line = line[m.end() :]
-        lines.append(_ROLE.sub("", _MARKUP.sub("", line)))
-    return "\n".join(lines)
-
-
-def _analyse(block: _Block) -> None:
-    text = shouted(_plain(block.text[:_ANALYSE_MAX]))
+def _analyse(block: Block) -> None:
+    text = shouted(plain(block.text[:_ANALYSE_MAX]))
     persons: list[str] = []
     locations: list[str] = []
     nouns: dict[str, float] = {}  # salience by normalised key
@@ -252,12 +93,12 @@ def _analyse(block: _Block) -> None:
         order.setdefault(k, position)
 
     times: list[str] = []
-    has_cjk = bool(_CJK.search(text))
+    has_cjk = bool(CJK.search(text))
     if block.speaker and name_key(block.speaker) not in ROLE_WORDS:
         persons.append(block.speaker)
     if has_cjk:
         position = 0
-        for word, flag in _pos_cut(text):
+        for word, flag in pos_cut(text):
             i, position = position, position + len(word)
             w = word.strip()
             if len(w) < 2:
@@ -266,7 +107,7 @@ def _analyse(block: _Block) -> None:
                 persons.append(w)
             elif flag == "ns" and _all_cjk(w) and w not in _ZH_NOT_PLACES:
                 locations.append(w)
-            elif flag == "t" and _CJK.match(w) and w not in _ZH_VAGUE_TIMES:
+            elif flag == "t" and CJK.match(w) and w not in _ZH_VAGUE_TIMES:
                 times.append(w)
             elif (
                 flag in _CONCEPT_FLAGS and w not in _ZH_STOP_NOUNS and name_key(w) not in ROLE_WORDS
@@ -295,7 +136,7 @@ def _analyse(block: _Block) -> None:
 
 
 def _all_cjk(word: str) -> bool:
-    return all(_CJK.match(c) or c == "·" for c in word)
+    return all(CJK.match(c) or c == "·" for c in word)
 
 
 def _dedupe(names: list[str]) -> list[str]:
@@ -331,7 +172,7 @@ class _Registry:
             item["aliases"].append(alias)
 
 
-def _nicknames(blocks: list[_Block]) -> dict[str, str]:
+def _nicknames(blocks: list[Block]) -> dict[str, str]:
     """Short names that start exactly one speaker's name ("Mel" for speaker "Melanie"):
     normalised short name -> the speaker's name."""
     speakers = {name_key(b.speaker): b.speaker for b in blocks if b.speaker}
@@ -348,7 +189,7 @@ def _nicknames(blocks: list[_Block]) -> dict[str, str]:
 
 
 def _resolve_names(
-    blocks: list[_Block], allowance: float
+    blocks: list[Block], allowance: float
 ) -> tuple[dict[str, list[str]], list[str]]:
     """Across the blocks of one save: a name that is a place anywhere is no person, a short
     name of a speaker is that speaker, a name that is a person anywhere (a speaker, say) is no
@@ -396,7 +237,7 @@ class OfflineExtractor:
 
     def extract_sync(self, content: str) -> Extraction:
         """The extraction of ``content``, computed in the calling thread."""
-        blocks = split_blocks(content) or [_Block(content.strip() or content)]
+        blocks = split_blocks(content) or [Block(content.strip() or content)]
         for block in blocks:
             _analyse(block)
         aliases, salient = _resolve_names(blocks, concept_allowance(content))
@@ -434,7 +275,7 @@ class OfflineExtractor:
     async def warm_up(self) -> None:
         """Load jieba's dictionary, the English lexicon and the name and place lists now, in
         a worker thread (the first save need not wait)."""
-        await asyncio.to_thread(_pos_cut, "预热")
+        await asyncio.to_thread(pos_cut, "预热")
         await asyncio.to_thread(english.readings, "warm")
         await asyncio.to_thread(lexicons)
 

@@ -7,168 +7,38 @@
 - ``JevJudge``: the TypeSafe System One ``noul`` question "are A and B the same concept?".
 - ``ChatJson``: any other JSON-mode chat call (recall cues and the recall evaluator).
 
-Transient failures (429, 5xx, timeouts, dropped connections) are retried with a doubling
-backoff; everything else fails at once. Keys live in ``SecretStr`` until the header is built
-and never reach an exception, a repr or a log line.
+Their requests go through ``openai_http.Http``: transient failures (429, 5xx, timeouts,
+dropped connections) are retried with a doubling backoff; everything else fails at once. Keys
+live in ``SecretStr`` until the header is built and never reach an exception, a repr or a log
+line.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import re
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, ClassVar, Literal
+from collections.abc import Sequence
+from typing import Any, ClassVar
 
 import httpx
 import numpy as np
 from pydantic import SecretStr, ValidationError
 
-from mnemoql.engine.errors import (
-    EmbeddingDimension,
-    ExtractionInvalid,
-    MissingApiKey,
-    UpstreamFailed,
-)
+from mnemoql.engine.errors import EmbeddingDimension, ExtractionInvalid
 from mnemoql.engine.extraction_input import refused_extraction
 from mnemoql.engine.messages import message
 from mnemoql.engine.models import Vector
 from mnemoql.engine.providers.base import EmbedKind
+from mnemoql.engine.providers.openai_http import Http, Sleep, join_url, upstream
 from mnemoql.engine.redact import mask_url
 from mnemoql.prompts.extraction import SYSTEM_PROMPT, Extraction, user_message
 
-log = logging.getLogger(__name__)
-
-Sleep = Callable[[float], Awaitable[None]]
-Service = Literal["extraction", "embedding", "alignment"]
-
-_ZH_SERVICE: dict[Service, str] = {"extraction": "提取", "embedding": "向量", "alignment": "对齐"}
-_RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
-BACKOFF_START_S = 0.2
-BACKOFF_MAX_S = 16.0
 # Concurrent embedding requests of one embed() call.
 EMBED_CONCURRENCY = 4
 
 JUDGE_INSTRUCTIONS = "A 与 B 是否指同一个概念？"
 _FENCE = re.compile(r"^\s*```[A-Za-z0-9_-]*[ \t]*\n?(?P<body>.*?)\n?[ \t]*```\s*$", re.DOTALL)
-
-
-def _join(base_url: str, path: str) -> str:
-    return base_url.rstrip("/") + path
-
-
-def _missing_key(service: Service) -> MissingApiKey:
-    env = {"extraction": "DEEPSEEK_API_KEY", "embedding": "EMBEDDING_API_KEY",
-           "alignment": "TYPESAFE_API_KEY"}[service]
-    return MissingApiKey(
-        f"no API key for the {service} service: set {env} (or MNEMOQL_{service.upper()}__API_KEY)",
-        zh=f"缺少{_ZH_SERVICE[service]} API Key",
-        service=service,
-    )
-
-
-def _upstream(service: Service, status: int | str, what: str) -> UpstreamFailed:
-    zh_what = {"timeout": "超时", "connection": "无法连接", "invalid_url": "地址无效",
-               "invalid_response": "响应格式无效"}.get(str(status), f"HTTP {status}")
-    return UpstreamFailed(
-        f"{service} service request failed: {what}",
-        zh=f"{_ZH_SERVICE[service]}服务请求失败：{zh_what}",
-        service=service,
-        status=status,
-    )
-
-
-def _retry_after(response: httpx.Response) -> float | None:
-    raw = response.headers.get("retry-after")
-    try:
-        return None if raw is None else max(0.0, float(raw))
-    except ValueError:
-        return None
-
-
-class _Http:
-    """One POST with bounded retries, shared by the three providers."""
-
-    def __init__(
-        self,
-        client: httpx.AsyncClient,
-        service: Service,
-        api_key: SecretStr | None,
-        retries: int,
-        timeout_s: float | None,
-        sleep: Sleep,
-    ) -> None:
-        self.client = client
-        self.service: Service = service
-        self.api_key = api_key
-        self.retries = max(0, retries)
-        self.timeout_s = timeout_s
-        self.sleep = sleep
-
-    def _headers(self) -> dict[str, str]:
-        key = self.api_key.get_secret_value().strip() if self.api_key is not None else ""
-        if not key:
-            raise _missing_key(self.service)
-        return {"Authorization": f"Bearer {key}", "Accept": "application/json"}
-
-    async def post(self, url: str, body: dict[str, Any]) -> Any:
-        """The decoded JSON of a 2xx answer, or UpstreamFailed after the retries."""
-        headers = self._headers()
-        timeout = httpx.USE_CLIENT_DEFAULT if self.timeout_s is None else self.timeout_s
-        delay = BACKOFF_START_S
-        for attempt in range(self.retries + 1):
-            last = attempt == self.retries
-            hint: float | None = None
-            try:
-                response = await self.client.post(url, json=body, headers=headers, timeout=timeout)
-            except httpx.TimeoutException as exc:
-                if last:
-                    raise _upstream(self.service, "timeout", "timed out") from exc
-                status: int | str = "timeout"
-            except (httpx.NetworkError, httpx.RemoteProtocolError) as exc:
-                if last:
-                    what = f"cannot connect ({type(exc).__name__})"
-                    raise _upstream(self.service, "connection", what) from exc
-                status = "connection"
-            except (httpx.InvalidURL, httpx.UnsupportedProtocol, OverflowError):
-                # a bad port surfaces from the socket layer (OverflowError, sometimes inside
-                # an ExceptionGroup below); the URL is shown without its credentials
-                what = f"invalid URL {mask_url(url)!r}"
-                raise _upstream(self.service, "invalid_url", what) from None
-            except ExceptionGroup as group:
-                if not group.subgroup(OverflowError):
-                    raise
-                what = f"invalid URL {mask_url(url)!r}"
-                raise _upstream(self.service, "invalid_url", what) from None
-            else:
-                if response.is_success:
-                    try:
-                        return response.json()
-                    except ValueError as exc:
-                        raise _upstream(
-                            self.service, "invalid_response", "the answer is not JSON"
-                        ) from exc
-                status = response.status_code
-                if last or status not in _RETRY_STATUS:
-                    raise _upstream(self.service, status, _status_hint(status))
-                hint = _retry_after(response)
-            wait = min(BACKOFF_MAX_S, max(delay, hint or 0.0))
-            log.warning(
-                "%s request failed (%s), retry %d/%d in %.1fs",
-                self.service, status, attempt + 1, self.retries, wait,
-            )
-            await self.sleep(wait)
-            delay *= 2
-        raise AssertionError("unreachable")  # pragma: no cover
-
-
-def _status_hint(status: int) -> str:
-    if status in {401, 403}:
-        return f"HTTP {status}; check the API key"
-    if status == 404:
-        return f"HTTP {status}; check the endpoint URL and model name"
-    return f"HTTP {status}"
 
 
 class OpenAIEmbedder:
@@ -195,7 +65,7 @@ class OpenAIEmbedder:
         self.dimensions = dimensions
         self.batch_size = max(1, batch_size)
         self.concurrency = max(1, concurrency)
-        self._http = _Http(client, "embedding", api_key, retries, timeout_s, sleep)
+        self._http = Http(client, "embedding", api_key, retries, timeout_s, sleep)
 
     def __repr__(self) -> str:
         return (
@@ -208,7 +78,7 @@ class OpenAIEmbedder:
         if not texts:
             return np.zeros((0, self.dimensions), dtype=np.float32)
         unique = list(dict.fromkeys(texts))
-        self._http._headers()  # fail on a missing key before starting any request
+        self._http.headers()  # fail on a missing key before starting any request
         batches = [unique[i : i + self.batch_size] for i in range(0, len(unique), self.batch_size)]
         gate = asyncio.Semaphore(self.concurrency)
 
@@ -236,15 +106,15 @@ class OpenAIEmbedder:
             "dimensions": self.dimensions,
             "encoding_format": "float",
         }
-        answer = await self._http.post(_join(self.base_url, "/embeddings"), body)
+        answer = await self._http.post(join_url(self.base_url, "/embeddings"), body)
         try:
             data = sorted(answer["data"], key=lambda item: int(item["index"]))
             rows = [item["embedding"] for item in data]
             indexes = [int(item["index"]) for item in data]
         except (KeyError, TypeError, ValueError) as exc:
-            raise _upstream("embedding", "invalid_response", "no data[] in the answer") from exc
+            raise upstream("embedding", "invalid_response", "no data[] in the answer") from exc
         if indexes != list(range(len(batch))):
-            raise _upstream(
+            raise upstream(
                 "embedding", "invalid_response",
                 f"expected {len(batch)} vectors indexed 0..{len(batch) - 1}, got {len(rows)}",
             )
@@ -261,9 +131,9 @@ class OpenAIEmbedder:
         try:
             matrix = np.asarray(rows, dtype=np.float32)
         except (TypeError, ValueError) as exc:
-            raise _upstream("embedding", "invalid_response", "non-numeric vectors") from exc
+            raise upstream("embedding", "invalid_response", "non-numeric vectors") from exc
         if not np.isfinite(matrix).all():
-            raise _upstream("embedding", "invalid_response", "non-finite vectors")
+            raise upstream("embedding", "invalid_response", "non-finite vectors")
         return matrix
 
 
@@ -328,7 +198,7 @@ class _Chat:
     ) -> None:
         self.base_url = base_url
         self.model = model
-        self._http = _Http(client, "extraction", api_key, retries, timeout_s, sleep)
+        self._http = Http(client, "extraction", api_key, retries, timeout_s, sleep)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(base_url={mask_url(self.base_url)!r}, model={self.model!r})"
@@ -346,11 +216,11 @@ class _Chat:
 
     async def _reply(self, body: dict[str, Any]) -> object:
         """``choices[0].message.content`` as the model sent it (not checked to be text)."""
-        answer = await self._http.post(_join(self.base_url, "/chat/completions"), body)
+        answer = await self._http.post(join_url(self.base_url, "/chat/completions"), body)
         try:
             content: object = answer["choices"][0]["message"]["content"]
         except (KeyError, IndexError, TypeError) as exc:
-            raise _upstream("extraction", "invalid_response", "no choices[0].message") from exc
+            raise upstream("extraction", "invalid_response", "no choices[0].message") from exc
         return content
 
 
@@ -385,7 +255,7 @@ class ChatJson(_Chat):
         except json.JSONDecodeError:
             decoded = None
         if not isinstance(decoded, dict):
-            raise _upstream("extraction", "invalid_response", "the reply is not a JSON object")
+            raise upstream("extraction", "invalid_response", "the reply is not a JSON object")
         return decoded
 
 
@@ -410,7 +280,7 @@ class JevJudge:
     ) -> None:
         self.url = url
         self.model = model
-        self._http = _Http(client, "alignment", api_key, retries, timeout_s, sleep)
+        self._http = Http(client, "alignment", api_key, retries, timeout_s, sleep)
 
     def __repr__(self) -> str:
         return f"JevJudge(url={mask_url(self.url)!r}, model={self.model!r})"
@@ -435,9 +305,9 @@ class JevJudge:
             value = answer["answers"]["same_concept"]["noul"]
             p = float(value)
         except (KeyError, TypeError, ValueError) as exc:
-            raise _upstream(
+            raise upstream(
                 "alignment", "invalid_response", "no answers.same_concept.noul"
             ) from exc
         if isinstance(value, bool) or not 0.0 <= p <= 1.0:
-            raise _upstream("alignment", "invalid_response", f"noul {value!r} is not in [0, 1]")
+            raise upstream("alignment", "invalid_response", f"noul {value!r} is not in [0, 1]")
         return p

@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from mnemoql.engine.providers.base import EmbedKind
-from mnemoql.engine.providers.local import HashingEmbedder
+from mnemoql.engine.providers.hashing import HashingEmbedder
 from mnemoql.engine.providers.openai import OpenAIEmbedder
 from mnemoql.engine.spaces import Spaces
 from tests.api.conftest import Api, fake_model_settings, offline_settings, running

@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from mnemoql.engine.config import DEFAULT_EMBEDDING_THREADS, check_embedding_threads, load_settings
+from mnemoql.engine.config import load_settings
+from mnemoql.engine.model_settings import DEFAULT_EMBEDDING_THREADS, check_embedding_threads
 from mnemoql.engine.providers.factory import build_embedder
 from mnemoql.engine.providers.local import (
     _LOCAL_BATCH,

@@ -13,7 +13,8 @@ import pytest
 from mnemoql.engine import errors
 from mnemoql.engine.config import load_settings
 from mnemoql.engine.errors import MnemoError, NotFound
-from mnemoql.engine.messages import CATALOGUE, LOCALES, message, preferred
+from mnemoql.engine.locale_choice import preferred
+from mnemoql.engine.messages import CATALOGUE, LOCALES, message
 from mnemoql.engine.retrieval.evidence import EvidencePage, Note, NoteCode
 from mnemoql.engine.retrieval.render import render
 
@@ -27,6 +28,7 @@ READS_CHINESE = {
     "engine/dates.py",
     "engine/date_rules.py",
     "engine/providers/offline.py",
+    "engine/providers/_blocks.py",  # speaker prefixes and sentence ends, split out of offline.py
     "engine/providers/_namewords.py",  # role words (用户, 助手), split out of offline.py
     "engine/providers/_english_persons.py",  # a full-width colon ends a sentence
     "engine/retrieval/terms.py",
@@ -55,11 +57,11 @@ NOT_MESSAGES = {
 PATTERNS = {
     "engine/retrieval/pipeline.py",
     "engine/retrieval/routes.py",
-    "engine/providers/local.py",
+    "engine/providers/hashing.py",
 }
 # The Chinese wording of errors built at the raise site, passed on to ``zh=``.
 ERROR_WORDING = {
-    "engine/providers/openai.py",
+    "engine/providers/openai_http.py",
     "engine/dump_checks.py",  # _zh: "line N" of an error in Chinese
     "engine/store/rules.py",
     "engine/store/neo4j/managed.py",

@@ -4,18 +4,14 @@ from __future__ import annotations
 
 import pytest
 
+from mnemoql.engine.providers._blocks import MAX_EVENTS, SUMMARY_MAX, summarise
 from mnemoql.engine.providers._concepts import (
     MAX_CONCEPTS_PER_SAVE,
     concept_allowance,
     concept_budget,
     concepts_kept,
 )
-from mnemoql.engine.providers.offline import (
-    MAX_EVENTS,
-    SUMMARY_MAX,
-    OfflineExtractor,
-    summarise,
-)
+from mnemoql.engine.providers.offline import OfflineExtractor
 from mnemoql.prompts.extraction import Extraction
 
 # From shared/seeds/001 (the original plugin's README), a few lines.

@@ -13,7 +13,7 @@ import pytest
 import pytest_asyncio
 from pydantic import SecretStr
 
-from mnemoql.engine.config import HASHING_EMBEDDING_MODEL, LOCAL_EMBEDDING_MODEL, load_settings
+from mnemoql.engine.config import load_settings
 from mnemoql.engine.errors import (
     EmbeddingDimension,
     ExtractionInvalid,
@@ -22,22 +22,19 @@ from mnemoql.engine.errors import (
     UpstreamFailed,
 )
 from mnemoql.engine.extraction_input import parse_extraction
+from mnemoql.engine.model_settings import HASHING_EMBEDDING_MODEL, LOCAL_EMBEDDING_MODEL
 from mnemoql.engine.providers.factory import build_providers
-from mnemoql.engine.providers.local import (
-    HashingEmbedder,
-    LocalEmbedder,
-    cpu_supports_local,
-    local_available,
-)
+from mnemoql.engine.providers.hashing import HashingEmbedder
+from mnemoql.engine.providers.local import LocalEmbedder, cpu_supports_local, local_available
 from mnemoql.engine.providers.offline import OfflineExtractor
 from mnemoql.engine.providers.openai import (
-    BACKOFF_START_S,
     ChatExtractor,
     ChatJson,
     JevJudge,
     OpenAIEmbedder,
     strip_fences,
 )
+from mnemoql.engine.providers.openai_http import BACKOFF_START_S
 from mnemoql.prompts.extraction import SYSTEM_PROMPT
 from tests import fake_model_fixtures
 from tests.fake_model_server import FakeModelServer

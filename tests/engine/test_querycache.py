@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from mnemoql.engine.models import Vector
-from mnemoql.engine.providers.local import HashingEmbedder
+from mnemoql.engine.providers.hashing import HashingEmbedder
 from mnemoql.engine.providers.querycache import QueryVectors
 
 DIMS = 16

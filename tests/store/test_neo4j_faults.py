@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from mnemoql.engine.spaces import Spaces
-from mnemoql.engine.store.neo4j import _write
+from mnemoql.engine.store.neo4j import _save
 from mnemoql.engine.store.neo4j.managed import ManagedNeo4j
 from tests.api.conftest import Api, offline_settings, running
 from tests.api.test_save import COUNTS, EXTRACTION, SAVE, TEXT
@@ -65,16 +65,16 @@ async def test_a_save_cut_off_by_an_outage_writes_nothing_and_the_service_recove
 
         # Kill the server inside the save's transaction: events, chunks and entities are
         # written (uncommitted), the relations are next.
-        original = _write.SaveTx._relations
+        original = _save.SaveTx._relations
         killed: list[float] = []
 
-        async def kill_then_continue(self: _write.SaveTx) -> None:
+        async def kill_then_continue(self: _save.SaveTx) -> None:
             if not killed:
                 await asyncio.to_thread(server.stop, 0.0)  # SIGTERM, then SIGKILL at once
                 killed.append(time.monotonic())
             await original(self)
 
-        monkeypatch.setattr(_write.SaveTx, "_relations", kill_then_continue)
+        monkeypatch.setattr(_save.SaveTx, "_relations", kill_then_continue)
         body = await api.post(
             SAVE, {"input": {"content": TEXT + " Again.", "extraction": EXTRACTION}}
         )

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from mnemoql.web.cli import build_parser
+from mnemoql.web.cli import COMMANDS
+from mnemoql.web.cli_args import build_parser
 from mnemoql.web.demo import DEMO_DATA, DemoReport, banner, demo_inputs, demo_settings, load_demo
 from tests.web.conftest import demo_api
 
@@ -105,7 +106,7 @@ async def test_the_demo_lives_in_its_own_data_dir(
     explicit = demo_settings(tmp_path / "elsewhere", port=8123)
     assert (explicit.data_dir, explicit.port) == (tmp_path / "elsewhere", 8123)
 
-    args = build_parser().parse_args(["demo", "--data-dir", str(tmp_path / "d"), "--port", "9"])
+    args = build_parser(COMMANDS).parse_args(["demo", "--data-dir", str(tmp_path / "d"), "--port", "9"])
     assert (args.data_dir, args.port, args.func.__name__) == (str(tmp_path / "d"), 9, "cmd_demo")
 
     text = banner(demo_settings(tmp_path / "d", port=9), DemoReport(saved=31))

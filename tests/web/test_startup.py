@@ -30,10 +30,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from mnemoql.engine.config import LOCAL_DIMENSIONS
+from mnemoql.engine.model_settings import LOCAL_DIMENSIONS
 from mnemoql.engine.models import Vector
 from mnemoql.engine.providers.base import EmbedKind
-from mnemoql.engine.providers.local import HashingEmbedder
+from mnemoql.engine.providers.hashing import HashingEmbedder
 from mnemoql.web.starting import StartingApp
 from tests.api.conftest import offline_settings, running
 
@@ -222,17 +222,17 @@ async def test_a_model_that_fails_to_warm_up_does_not_block_readiness(
 
 
 async def test_the_offline_extractor_warms_jieba_after_the_model(tmp_path: Path) -> None:
-    from mnemoql.engine.providers import offline
+    from mnemoql.engine.providers import _blocks
 
     model = SlowModel()
     async with running(offline_settings(tmp_path), embedder=model) as api:
         model.release.set()
         assert await _ready(api.client) == 200
         for _ in range(500):
-            if offline._posseg is not None:
+            if _blocks._posseg is not None:
                 break
             await asyncio.sleep(0.01)
-        assert offline._posseg is not None
+        assert _blocks._posseg is not None
 
 
 # -- the real command ---------------------------------------------------------------------------

@@ -19,7 +19,8 @@ from collections.abc import Sequence
 
 from starlette.types import Scope, Send
 
-from mnemoql.engine.messages import Locale, configured_locale, preferred
+from mnemoql.engine.locale_choice import configured_locale, preferred
+from mnemoql.engine.messages import Locale
 
 MCP_PATH = "/mcp"
 

@@ -31,7 +31,8 @@ from starlette.types import Receive, Scope, Send
 
 from mnemoql.engine.config import Settings
 from mnemoql.engine.errors import Unauthorized
-from mnemoql.engine.messages import DEFAULT_LOCALE, preferred
+from mnemoql.engine.locale_choice import preferred
+from mnemoql.engine.messages import DEFAULT_LOCALE
 from mnemoql.engine.spaces import Spaces
 from mnemoql.web.auth import OPEN_GRANT, Grant, TokenTable, bearer, grant_of
 from mnemoql.web.mcp.mount import send_error

@@ -28,6 +28,7 @@ from mnemoql.engine.models import (
     VectorSet,
 )
 from mnemoql.engine.store.embedded import _lexical as lexical
+from mnemoql.engine.store.embedded import _save as save
 from mnemoql.engine.store.embedded import _write as write
 from mnemoql.engine.store.embedded._ann import FOREIGN_INLINE_ROWS, AnnIndexes, AnnSettings
 from mnemoql.engine.store.embedded._epoch import (
@@ -320,17 +321,17 @@ class Database(Reads):
         self._maybe_write_files()
         return written.result
 
-    def _save(self, conn: sqlite3.Connection, plan: SavePlan) -> tuple[write.Written, int]:
+    def _save(self, conn: sqlite3.Connection, plan: SavePlan) -> tuple[save.Written, int]:
         """The save transaction. Another writer that committed between ``catch_up`` and this
         transaction's lock is caught up here first (it cannot commit while we hold it), so
         every node up to the highest seq at our commit is in the mirrors afterwards."""
         self._follow_other_writers()
         before = topic_mark(conn)
-        written = write.apply_save(conn, plan)
+        written = save.apply_save(conn, plan)
         self.write_marks = (before, topic_mark(conn))
         return written, max_seq(conn)
 
-    def _seqs(self, written: write.Written) -> dict[str, int]:
+    def _seqs(self, written: save.Written) -> dict[str, int]:
         ids = [e.id for e in written.events] + [i for v in written.entities.values() for i, _ in v]
         if not ids:
             return {}

@@ -28,15 +28,15 @@ Transactions
 All Cypher text is static (see ``_cypher.py``); labels and relationship types reach it only
 through allow-lists.
 
-The class is the ``Store`` protocol; its methods hand their work to the module of its concept:
+The class is the ``Store`` protocol, its reads inherited from ``StoreReads`` (``_store_reads``);
+its methods hand their work to the module of its concept:
 ``_reads`` (rows by id, lists, the graph, topics), ``_names`` (entity lookups by name),
-``_routes`` and ``_lexical`` (retrieval), ``_write`` (saves, forgets, bindings), ``_schema``,
-``_dump`` (export), ``_restore`` (import) and ``_changes``.
+``_routes`` and ``_lexical`` (retrieval), ``_save`` (saves), ``_write`` (forgets, bindings,
+re-vectorize), ``_schema``, ``_dump`` (export), ``_restore`` (import) and ``_changes``.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import re
 from collections.abc import AsyncIterator, Iterable, Sequence
@@ -47,54 +47,30 @@ from neo4j.exceptions import ClientError
 
 from mnemoql.engine.errors import InvalidInput, StoreUnavailable
 from mnemoql.engine.models import (
-    Binding,
-    Chunk,
-    Counts,
-    Direction,
-    Entity,
-    EntityLabel,
-    Event,
     Filters,
-    GraphSnapshot,
     Hit,
-    MemoryMeta,
-    Neighbour,
-    Node,
-    NodeLabel,
-    NodePage,
-    Page,
-    RelType,
-    RouteName,
-    RoutePool,
     SavePlan,
     SaveResult,
-    SortSpec,
-    Topic,
     TopicDraft,
     Vector,
     VectorSet,
-    Where,
 )
 from mnemoql.engine.redact import mask_url
 from mnemoql.engine.store import rules
-from mnemoql.engine.store.neo4j import _changes as changes
 from mnemoql.engine.store.neo4j import _cypher as q
-from mnemoql.engine.store.neo4j import _cypher_read as qread
 from mnemoql.engine.store.neo4j import _cypher_write as qwrite
 from mnemoql.engine.store.neo4j import _dump as dump
-from mnemoql.engine.store.neo4j import _lexical as lexical
-from mnemoql.engine.store.neo4j import _reads as reads
-from mnemoql.engine.store.neo4j import _records as rec
 from mnemoql.engine.store.neo4j import _restore as restore
 from mnemoql.engine.store.neo4j import _routes as routes
 from mnemoql.engine.store.neo4j import _write as write
 from mnemoql.engine.store.neo4j._names import Names
 from mnemoql.engine.store.neo4j._runner import UNREACHABLE, Runner, T, TxFn
+from mnemoql.engine.store.neo4j._save import SaveTx
 from mnemoql.engine.store.neo4j._schema import Schema
 from mnemoql.engine.store.neo4j._sessions import DROP_ALL as DROP_STATE
 from mnemoql.engine.store.neo4j._sessions import Neo4jState
+from mnemoql.engine.store.neo4j._store_reads import StoreReads
 from mnemoql.engine.store.window import window_route_by_parts
-from mnemoql.engine.topics.changes import TopicChanges, TopicMark
 
 __all__ = ["Neo4jStore"]
 
@@ -106,7 +82,7 @@ SPACE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 # ---------------------------------------------------------------- the store
 
 
-class Neo4jStore:
+class Neo4jStore(StoreReads):
     """Neo4j implementation of ``engine.store.base.Store`` for one memory space.
 
     Args:
@@ -169,18 +145,9 @@ class Neo4jStore:
     def driver(self) -> AsyncDriver:
         return self.runner.driver
 
-    async def _run(
-        self, query: str, params: dict[str, Any] | None = None, *, writable: bool = False
-    ) -> list[dict[str, Any]]:
-        """One statement in its own managed transaction (``Runner.run``)."""
-        return await self.runner.run(query, params, writable=writable)
-
     async def _write(self, fn: TxFn[T]) -> T:
         """``fn`` as one write transaction; any exception rolls everything back."""
         return await self.runner.write(fn)
-
-    async def _read(self, fn: TxFn[T]) -> T:
-        return await self.runner.read(fn)
 
     # ------------------------------------------------------------ lifecycle
 
@@ -231,15 +198,6 @@ class Neo4jStore:
         rows = await self.runner.run(DROP_STATE, writable=True)  # its sessions and cursors
         return deleted + int(rows[0]["n"])
 
-    # ------------------------------------------------------------ meta
-
-    async def get_meta(self) -> MemoryMeta | None:
-        rows = await self._run(qread.GET_META)
-        return rec.meta(rows[0]["m"]) if rows else None
-
-    async def counts(self) -> Counts:
-        return await reads.counts(self.runner)
-
     # ------------------------------------------------------------ writes
 
     async def apply_save(self, plan: SavePlan) -> SaveResult:
@@ -250,7 +208,7 @@ class Neo4jStore:
 
         async def work(tx: AsyncManagedTransaction) -> SaveResult:
             nonlocal size
-            save = write.SaveTx(tx, self.space, plan, names_indexed=names_indexed)
+            save = SaveTx(tx, self.space, plan, names_indexed=names_indexed)
             result = await save.run()
             size = save.space_size
             return result
@@ -267,14 +225,6 @@ class Neo4jStore:
             await self.schema.ensure_space_indexes(plan.meta.dimensions)
         return result
 
-    async def replay(self, idempotency_key: str) -> SaveResult | None:
-        rows = await self._run(qread.GET_RECORD, {"key": idempotency_key})
-        return rules.json_result(rows[0]["result"]) if rows else None
-
-    async def events_with_hash(self, content_hash: str) -> list[str]:
-        rows = await self._run(qread.EVENTS_WITH_HASH, {"hash": content_hash})
-        return [r["id"] for r in rows]
-
     async def replace_vectors(self, vectors: VectorSet) -> None:
         async def work(tx: AsyncManagedTransaction) -> None:
             await write.replace_vectors(tx, self.space, vectors)
@@ -284,81 +234,7 @@ class Neo4jStore:
         # The routes fall back to exact scans without the indexes: a failure only costs speed.
         await self.schema.rebuild_vector_indexes(vectors.meta.dimensions)
 
-    async def all_for_revectorize(self) -> tuple[list[Event], list[Entity]]:
-        return await reads.all_for_revectorize(self.runner)
-
-    # ------------------------------------------------------------ entity resolution
-
-    async def find_entities(
-        self, label: EntityLabel, normalised_names: Iterable[str]
-    ) -> list[Entity]:
-        return await self.names.find_entities(label, normalised_names)
-
-    async def resolve_terms(self, normalised_term: str) -> frozenset[str]:
-        return await self.names.resolve_terms(normalised_term)
-
-    async def similar_entities(
-        self, label: EntityLabel, vector: Vector, k: int, min_cosine: float
-    ) -> list[tuple[Entity, float]]:
-        return await reads.entity_top(self.runner, label, vector, k, min_cosine)
-
-    async def entity_vector_top(
-        self, label: EntityLabel, query: Vector, k: int
-    ) -> list[tuple[Entity, float]]:
-        return await reads.entity_top(self.runner, label, query, k, None)
-
-    # ------------------------------------------------------------ retrieval routes
-
-    async def route(
-        self,
-        route: RouteName,
-        query: Vector,
-        filters: Filters,
-        exclude: frozenset[str],
-        limit: int,
-        restrict: frozenset[str] | None = None,
-    ) -> list[Hit]:
-        if route not in ("summary", "chunk"):
-            raise InvalidInput(
-                f"unknown route {route!r}; use summary or chunk",
-                zh=f"未知检索路线 {route!r}，可用 summary 或 chunk",
-            )
-        rows = await routes.rows(self.index, route, query, filters, exclude, limit, restrict, False)
-        return [routes.hit(route, r) for r in rows]
-
-    async def lexical_route(
-        self,
-        text: str,
-        filters: Filters,
-        exclude: frozenset[str],
-        limit: int,
-        restrict: frozenset[str] | None = None,
-    ) -> list[Hit]:
-        rows = await lexical.rows(self.runner, text, filters, exclude, limit, restrict, False)
-        return [lexical.hit(r) for r in rows]
-
-    async def route_pool(
-        self,
-        query: Vector,
-        filters: Filters,
-        exclude: frozenset[str],
-        limit: int,
-        restrict: frozenset[str] | None = None,
-        text: str | None = None,
-    ) -> RoutePool:
-        """The routes side by side, each query returning its events with their vectors and
-        chunk hashes: one round trip of two (three with ``text``) concurrent queries."""
-        summary, chunk, lex = await asyncio.gather(
-            routes.rows(self.index, "summary", query, filters, exclude, limit, restrict, True),
-            routes.rows(self.index, "chunk", query, filters, exclude, limit, restrict, True),
-            _none()
-            if text is None
-            else lexical.rows(self.runner, text, filters, exclude, limit, restrict, True),
-        )
-        return routes.pool(summary, chunk, lex)
-
-    async def _index_usable(self, index: str, dims: int) -> bool:
-        return await routes.index_usable(self.index, index, dims)
+    # ------------------------------------------------------------ retrieval routes (the window)
 
     async def window_route(
         self,
@@ -376,80 +252,7 @@ class Neo4jStore:
             self, query, seeds, filters, exclude, limit, restrict, span=span, alpha=alpha
         )
 
-    async def recent_events(
-        self,
-        filters: Filters,
-        exclude: frozenset[str],
-        limit: int,
-        restrict: frozenset[str] | None = None,
-    ) -> list[str]:
-        return await reads.recent_events(self.runner, filters, exclude, limit, restrict)
-
-    async def get_events(self, ids: Sequence[str], *, with_vectors: bool = False) -> list[Event]:
-        return await reads.get_events(self.runner, ids, with_vectors)
-
-    async def get_chunks(
-        self, event_ids: Sequence[str], *, with_vectors: bool = False
-    ) -> dict[str, list[Chunk]]:
-        return await reads.get_chunks(self.runner, event_ids, with_vectors)
-
-    async def id_counts(self, ids: Sequence[str]) -> dict[str, int]:
-        return await reads.id_counts(self.runner, ids)
-
-    async def events_mentioning(self, concept_id: str) -> frozenset[str]:
-        return await reads.events_mentioning(self.runner, concept_id)
-
-    async def positional_events(self, prefix: str, chapter: str) -> list[str]:
-        return await reads.positional_events(self.runner, prefix, chapter)
-
-    # ------------------------------------------------------------ graph reads
-
-    async def get_nodes(self, ids: Sequence[str]) -> list[Node | None]:
-        return await reads.get_nodes(self.runner, ids)
-
-    async def list_nodes(
-        self, label: NodeLabel, where: Where | None, sort: SortSpec, page: Page
-    ) -> NodePage:
-        return await reads.list_nodes(self.runner, label, where, sort, page)
-
-    async def neighbours(
-        self,
-        node_ids: Sequence[str],
-        rel_type: RelType | None,
-        direction: Direction,
-        limit_per_node: int,
-        after: str | None = None,
-        before: str | None = None,
-        *,
-        backward: bool = False,
-    ) -> dict[str, list[Neighbour]]:
-        return await reads.neighbours(
-            self.runner, node_ids, rel_type, direction, limit_per_node, after, before, backward
-        )
-
-    async def graph(
-        self, max_nodes: int, max_relations: int, *, topics: bool = False
-    ) -> GraphSnapshot:
-        return await reads.graph(self.runner, max_nodes, max_relations, topics)
-
     # ------------------------------------------------------------ topics
-
-    async def topic_rows(self) -> tuple[list[Topic], list[Binding]]:
-        return await reads.topic_rows(self.runner)
-
-    async def event_dates(self) -> list[tuple[str, str]]:
-        rows = await self._run(qread.EVENT_DATES)
-        return [(r["id"], r["day"]) for r in rows]
-
-    async def topic_changes(self, since: TopicMark | None) -> TopicChanges | None:
-        """What another process changed in the topic and date data since ``since`` (None:
-        reload in full; ``_changes``)."""
-        return await self._read(lambda tx: changes.topic_changes(tx, self.space, since))
-
-    def last_write_marks(self) -> tuple[TopicMark, TopicMark] | None:
-        """None: this process's own writes are read again by the next catch-up (a few rows;
-        Neo4j has no snapshot to read the marks around a write in)."""
-        return None
 
     async def bind_topic(self, draft: TopicDraft, event_ids: Sequence[str], timestamp: int) -> None:
         draft.check()
@@ -499,7 +302,3 @@ class Neo4jStore:
         changed = self._writes is not None and current != self._writes
         self._writes = current
         return changed
-
-
-async def _none() -> list[dict[str, Any]]:
-    return []
