@@ -88,12 +88,9 @@ class Delivery:
         self.sessions = sessions
         self.cursors = cursors
 
-    async def _concepts(
-        self, picked: list[str], known: Mapping[str, tuple[tuple[str, str], ...]] | None
-    ) -> dict[str, tuple[ConceptRef, ...]]:
-        """The concepts each picked event MENTIONS (by id, at most 50), with their names."""
-        if known is not None and all(i in known for i in picked):
-            return {i: tuple(ConceptRef(c, name) for c, name in known[i]) for i in picked}
+    async def _concepts(self, picked: list[str]) -> dict[str, tuple[ConceptRef, ...]]:
+        """The concepts each picked event MENTIONS (by id, at most 50), with their names, read
+        from the store (``_known_concepts`` when the ranking read them already)."""
         rows = await self.store.neighbours(picked, "MENTIONS", "out", 50)
         ids = list(dict.fromkeys(r.other_id for mine in rows.values() for r in mine))
         names = {n.id: n.name for n in await self.store.get_nodes(ids) if isinstance(n, Entity)}
@@ -147,13 +144,17 @@ class Delivery:
         if missing:
             events.update((e.id, e) for e in await self.store.get_events(missing))
         picked = [i for i in ranked.picked if i in events]
-        # the concepts' store reads run while the quotes are cut (the same results either way)
-        concepts_read = asyncio.ensure_future(self._concepts(picked, ranked.concepts))
-        try:
+        concepts = _known_concepts(picked, ranked.concepts)
+        if concepts is not None:  # the route pool read them: no store read, no task
             quotes, excerpts = await self._quotes(picked, events, best, query, vector, session)
-            concepts = await concepts_read
-        finally:
-            concepts_read.cancel()  # a no-op once it is done; else nothing waits for it
+        else:
+            # the concepts' store reads run while the quotes are cut (the same results)
+            concepts_read = asyncio.ensure_future(self._concepts(picked))
+            try:
+                quotes, excerpts = await self._quotes(picked, events, best, query, vector, session)
+                concepts = await concepts_read
+            finally:
+                concepts_read.cancel()  # a no-op once it is done; else nothing waits for it
         items: list[EvidenceItem] = []
         for event_id, quote in zip(picked, quotes, strict=True):
             ev = events[event_id]
@@ -212,3 +213,13 @@ class Delivery:
         if items:
             self.sessions.commit(session.id, [i.event_id for i in items], excerpts)
         return Outcome(page, {i: explain[i] for i in picked if i in explain}, session.id)
+
+
+def _known_concepts(
+    picked: list[str], known: Mapping[str, tuple[tuple[str, str], ...]] | None
+) -> dict[str, tuple[ConceptRef, ...]] | None:
+    """The picked events' concepts from what the ranking read (``Ranked.concepts``); None
+    when it lacks one of them."""
+    if known is None or not all(i in known for i in picked):
+        return None
+    return {i: tuple(ConceptRef(c, name) for c, name in known[i]) for i in picked}

@@ -119,10 +119,15 @@ def choose_window(
                     opens.append(lo)
                     closes.append(hi + 1)
                 reach = max(reach, hi)
-        diff = np.zeros(size + 1, dtype=np.int64)
-        np.add.at(diff, np.asarray(opens, dtype=np.int64), 1)
-        np.add.at(diff, np.asarray(closes, dtype=np.int64), -1)
-        p = start + int(np.argmax(np.cumsum(diff[:-1])))
+        # The earliest start with the most terms: a sweep over the few interval ends (the
+        # running count over the start positions, first maximum wins).
+        steps = sorted([(x, 1) for x in opens] + [(x, -1) for x in closes if x < size])
+        count = top = at = 0
+        for k, (x, step) in enumerate(steps):
+            count += step
+            if (k + 1 == len(steps) or steps[k + 1][0] != x) and count > top:
+                top, at = count, x
+        p = start + at
     return p, min(p + length, end)
 
 
@@ -234,9 +239,13 @@ def shown_summary(summary: str, content: str, quote: str | None) -> str:
     shows: it is left out when the quote holds it, else cut to ``SUMMARY_SHOWN`` code points
     with "…". The event keeps its summary; only the page is shorter.
     """
-    flat = _flat(content[:QUOTE_SCOPE])
     parts = [_flat(p.rstrip("…")) for p in summary.split("；")]
-    if not all(p and p in flat for p in parts):
+    # A part's first word (no space in it) is in the content wherever the part is in its
+    # folded words: most summaries are told apart without folding the whole content.
+    if not all(p and content.find(p.split(" ", 1)[0], 0, QUOTE_SCOPE) >= 0 for p in parts):
+        return summary
+    flat = _flat(content[:QUOTE_SCOPE])
+    if not all(p in flat for p in parts):
         return summary
     if quote is not None and _flat(summary.rstrip("…")) in _flat(quote):
         return ""

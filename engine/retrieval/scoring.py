@@ -91,12 +91,19 @@ def rrf(
         ``id -> Σ_routes w/(k + rank)``; a route that lacks an id adds nothing, and a route
         weighed 0 contributes no id.
     """
+    return _rrf([_ranks(route) for route in route_ranks], k, weights)
+
+
+def _rrf(
+    ranks: Sequence[Mapping[str, int]], k: int, weights: Sequence[float] | None
+) -> dict[str, float]:
+    """``rrf`` of routes already ranked (``_ranks`` of each)."""
     fused: dict[str, float] = {}
-    for i, route in enumerate(route_ranks):
+    for i, route in enumerate(ranks):
         w = 1.0 if weights is None else weights[i]
         if w == 0.0:
             continue  # a route weighed 0 is off: it brings no candidate either
-        for event_id, rank in _ranks(route).items():
+        for event_id, rank in route.items():
             fused[event_id] = fused.get(event_id, 0.0) + w / (k + rank)
     return fused
 
@@ -149,16 +156,16 @@ def fuse(
     """
     by_summary, by_chunk = _ranks(summary_ids), _ranks(chunk_ids)
     by_lexical, by_window = _ranks(lexical_ids), _ranks(window_ids)
-    fused = rrf(
+    fused = _rrf(
         (
-            summary_ids,
-            chunk_ids,
-            lexical_ids,
-            window_ids,
-            speaker_ids,
-            person_ids,
-            dated_ids,
-            *(ids for ids, _ in extra),
+            by_summary,
+            by_chunk,
+            by_lexical,
+            by_window,
+            _ranks(speaker_ids),
+            _ranks(person_ids),
+            _ranks(dated_ids),
+            *(_ranks(ids) for ids, _ in extra),
         ),
         k,
         (
@@ -174,14 +181,14 @@ def fuse(
     )
     scored = [
         Scored(
-            id=event_id,
-            summary_rank=by_summary.get(event_id),
-            chunk_rank=by_chunk.get(event_id),
-            rrf=value,
-            coverage=coverage.get(event_id, 0.0),
-            score=value + weight * coverage.get(event_id, 0.0),
-            lexical_rank=by_lexical.get(event_id),
-            window_rank=by_window.get(event_id),
+            event_id,
+            by_summary.get(event_id),
+            by_chunk.get(event_id),
+            value,
+            cov := coverage.get(event_id, 0.0),
+            value + weight * cov,
+            by_lexical.get(event_id),
+            by_window.get(event_id),
         )
         for event_id, value in fused.items()
     ]
@@ -256,14 +263,20 @@ def unit_rows(vectors: Sequence[npt.ArrayLike | None]) -> _Matrix:
     if not present:
         return np.zeros((len(vectors), 0), dtype=np.float64)
     given = [v for v in vectors if v is not None]
-    mat = np.zeros((len(vectors), _dims(given)), dtype=np.float64)
-    if all(isinstance(v, np.ndarray) and v.ndim == 1 for v in given):
-        mat[present] = np.array(given, dtype=np.float64)  # the usual case: one conversion
+    flat = [v for v in given if isinstance(v, np.ndarray) and v.ndim == 1]
+    if len(flat) == len(vectors):  # the usual case: every vector a flat array, one conversion
+        if len({v.shape for v in flat}) > 1:
+            raise ValueError("MMR vectors must share one dimension")
+        mat = np.array(flat, dtype=np.float64)
     else:
+        mat = np.zeros((len(vectors), _dims(given)), dtype=np.float64)
         mat[present] = [np.asarray(v, dtype=np.float64).ravel() for v in given]
     norms = np.linalg.norm(mat, axis=1)
     nonzero = norms > 0
-    mat[nonzero] /= norms[nonzero, None]
+    if nonzero.all():
+        mat /= norms[:, None]
+    else:
+        mat[nonzero] /= norms[nonzero, None]
     return mat
 
 
@@ -378,8 +391,9 @@ def mmr(
     max_red = np.zeros(n)
     open_ = np.ones(n, dtype=bool)
     picks: list[MmrPick] = []
+    lam_rel, share = lam * rel, 1.0 - lam  # the same products every step
     for step in range(1, min(quota, n) + 1):
-        objective = lam * rel - (1.0 - lam) * max_red
+        objective = lam_rel - share * max_red
         best_value = objective[open_].max()
         tied = np.flatnonzero(open_ & (objective == best_value)).tolist()
         i = min(tied, key=lambda j: (-pool[j].score, pool[j].id))
