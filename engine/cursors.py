@@ -147,8 +147,9 @@ class CursorStore:
                 self._seen.pop(token, None)
 
     def _put(self, state: CursorState) -> str:
+        """Keep a cursor issued now (``created_at`` the clock's time)."""
         token = "cur_" + secrets.token_hex(8)
-        self._keep(token, replace(state, created_at=self._clock()))
+        self._keep(token, state)
         self._pending.setdefault(state.session_id, []).append(token)
         return token
 
@@ -187,6 +188,7 @@ class CursorStore:
             concepts=frozenset(concepts),
             anchors=frozenset(anchors),
             asked=asked,
+            created_at=self._clock(),
         )
         token = self._put(state)
         return token, self._issued(token)
@@ -215,6 +217,7 @@ class CursorStore:
             delivered_ids=parent.delivered_ids + ids,
             concepts=frozenset(concepts),
             anchors=frozenset(anchors),
+            created_at=self._clock(),
         )
         token = self._put(child)
         return token, self._issued(token)

@@ -240,9 +240,10 @@ def shown_summary(summary: str, content: str, quote: str | None) -> str:
     with "…". The event keeps its summary; only the page is shorter.
     """
     parts = [_flat(p.rstrip("…")) for p in summary.split("；")]
-    # A part's first word (no space in it) is in the content wherever the part is in its
+    # Each word of a part (no space in it) is in the content wherever the part is in its
     # folded words: most summaries are told apart without folding the whole content.
-    if not all(p and content.find(p.split(" ", 1)[0], 0, QUOTE_SCOPE) >= 0 for p in parts):
+    words = (w for p in parts for w in p.split(" "))
+    if not all(parts) or not all(content.find(w, 0, QUOTE_SCOPE) >= 0 for w in words):
         return summary
     flat = _flat(content[:QUOTE_SCOPE])
     if not all(p in flat for p in parts):

@@ -392,14 +392,16 @@ def mmr(
     open_ = np.ones(n, dtype=bool)
     picks: list[MmrPick] = []
     lam_rel, share = lam * rel, 1.0 - lam  # the same products every step
-    for step in range(1, min(quota, n) + 1):
+    steps = min(quota, n)
+    for step in range(1, steps + 1):
         objective = lam_rel - share * max_red
         best_value = objective[open_].max()
         tied = np.flatnonzero(open_ & (objective == best_value)).tolist()
         i = min(tied, key=lambda j: (-pool[j].score, pool[j].id))
         picks.append(MmrPick(pool[i], step, float(rel[i]), float(max_red[i]), float(best_value)))
         open_[i] = False
-        max_red = np.maximum(max_red, red.row(i))
+        if step < steps:  # the last pick's redundancies would serve no later step
+            max_red = np.maximum(max_red, red.row(i))
     return picks
 
 
