@@ -271,7 +271,7 @@ def unit_rows(vectors: Sequence[npt.ArrayLike | None]) -> _Matrix:
     else:
         mat = np.zeros((len(vectors), _dims(given)), dtype=np.float64)
         mat[present] = [np.asarray(v, dtype=np.float64).ravel() for v in given]
-    norms = np.linalg.norm(mat, axis=1)
+    norms = np.sqrt(np.add.reduce(mat * mat, axis=1))  # np.linalg.norm's own sum, one copy less
     nonzero = norms > 0
     if nonzero.all():
         mat /= norms[:, None]
@@ -343,7 +343,7 @@ class Redundancy:
 
     def row(self, i: int) -> _Matrix:
         """``redundancy_matrix(...)[i]``."""
-        cos = np.clip(self._unit @ self._unit[i], 0.0, 1.0)
+        cos = (self._unit @ self._unit[i]).clip(0.0, 1.0)
         shared: dict[int, int] = {}
         for h in self._sets[i]:
             for j in self._owners[h]:

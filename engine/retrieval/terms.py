@@ -224,12 +224,6 @@ def term_spans(text: str, terms: Iterable[str]) -> dict[str, list[tuple[int, int
         ``term -> spans`` in the coordinates of ``text``, in order of position.
     """
     norm, sources = _normalise_with_offsets(text)
-
-    def span(a: int, b: int) -> tuple[int, int]:
-        if sources is None:
-            return a, b
-        return int(sources[0][a]), int(sources[1][b - 1])
-
     wanted = set(terms)
     spans: dict[str, list[tuple[int, int]]] = {}
     latin = {t for t in wanted if not is_cjk_term(t)}
@@ -239,17 +233,22 @@ def term_spans(text: str, terms: Iterable[str]) -> dict[str, list[tuple[int, int
     for term in sorted(latin):
         if _LATIN.fullmatch(term) is None:
             continue
+        size = len(term)
         at = norm.find(term)
         while at >= 0:
-            if _is_token_at(norm, at, at + len(term)):
-                spans.setdefault(term, []).append(span(at, at + len(term)))
+            if _is_token_at(norm, at, at + size):
+                spans.setdefault(term, []).append((at, at + size))
             at = norm.find(term, at + 1)
     for term in wanted - latin:
+        size = len(term)
         at = norm.find(term)
         while at >= 0:
-            spans.setdefault(term, []).append(span(at, at + len(term)))
+            spans.setdefault(term, []).append((at, at + size))
             at = norm.find(term, at + 1)
-    return spans
+    if sources is None:  # the normalised text's positions are the text's own
+        return spans
+    starts, ends = sources
+    return {t: [(int(starts[a]), int(ends[b - 1])) for a, b in occ] for t, occ in spans.items()}
 
 
 # Words of how a question is asked rather than what it asks about: a memory's message that
