@@ -10,6 +10,7 @@ on function characters. The same rules read the query and the documents:
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Iterable, Iterator
@@ -210,6 +211,20 @@ def _normalise_with_offsets(text: str) -> tuple[str, _Sources | None]:
     return "".join(parts), (np.asarray(begin, dtype=np.int64), np.asarray(end, dtype=np.int64))
 
 
+@functools.lru_cache(maxsize=64)
+def _term_kinds(terms: frozenset[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``term_spans``' terms sorted once per query (a page cuts a few quotes with them): the
+    latin terms that are one ``_LATIN`` token each, in order, and the CJK terms.
+
+    A latin term occurs where it is a whole _LATIN token: found as a substring with the token
+    boundaries checked around it (``DocTerms.present``'s rule), in C instead of tokenising the
+    whole text. Only a term that is itself one token can equal a token."""
+    wanted = set(terms)
+    latin = {t for t in wanted if not is_cjk_term(t)}
+    tokens = tuple(t for t in sorted(latin) if _LATIN.fullmatch(t) is not None)
+    return tokens, tuple(wanted - latin)
+
+
 def term_spans(text: str, terms: Iterable[str]) -> dict[str, list[tuple[int, int]]]:
     """Every occurrence of each present term, as ``[start, end)`` code points of ``text``.
 
@@ -224,22 +239,16 @@ def term_spans(text: str, terms: Iterable[str]) -> dict[str, list[tuple[int, int
         ``term -> spans`` in the coordinates of ``text``, in order of position.
     """
     norm, sources = _normalise_with_offsets(text)
-    wanted = set(terms)
+    latin, others = _term_kinds(terms if isinstance(terms, frozenset) else frozenset(terms))
     spans: dict[str, list[tuple[int, int]]] = {}
-    latin = {t for t in wanted if not is_cjk_term(t)}
-    # A latin term occurs where it is a whole _LATIN token: found as a substring with the
-    # token boundaries checked around it (``DocTerms.present``'s rule), in C instead of
-    # tokenising the whole text. Only a term that is itself one token can equal a token.
-    for term in sorted(latin):
-        if _LATIN.fullmatch(term) is None:
-            continue
+    for term in latin:
         size = len(term)
         at = norm.find(term)
         while at >= 0:
             if _is_token_at(norm, at, at + size):
                 spans.setdefault(term, []).append((at, at + size))
             at = norm.find(term, at + 1)
-    for term in wanted - latin:
+    for term in others:
         size = len(term)
         at = norm.find(term)
         while at >= 0:
