@@ -146,9 +146,10 @@ class CursorStore:
             else:
                 self._seen.pop(token, None)
 
-    def _put(self, state: CursorState) -> str:
-        """Keep a cursor issued now (``created_at`` the clock's time)."""
-        token = "cur_" + secrets.token_hex(8)
+    def _put(self, state: CursorState, token: str | None = None) -> str:
+        """Keep a cursor issued now (``created_at`` the clock's time) under ``token`` (a new
+        random one when None)."""
+        token = token or "cur_" + secrets.token_hex(8)
         self._keep(token, state)
         self._pending.setdefault(state.session_id, []).append(token)
         return token
@@ -175,9 +176,10 @@ class CursorStore:
         """
         ids = tuple(delivered_ids)
         self._check_batch(0, ids)
+        drawn = secrets.token_hex(16)  # the chain's id and the token: one draw of randomness
         state = CursorState(
             session_id=session_id,
-            chain_id=secrets.token_hex(8),
+            chain_id=drawn[:16],
             chain_count=len(ids),
             query_text=query_text,
             query_vector=query_vector,
@@ -190,7 +192,7 @@ class CursorStore:
             asked=asked,
             created_at=self._clock(),
         )
-        token = self._put(state)
+        token = self._put(state, "cur_" + drawn[16:])
         return token, self._issued(token)
 
     def branch(
