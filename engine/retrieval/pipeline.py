@@ -22,7 +22,6 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date
-from typing import Any
 
 from mnemoql.engine.cursors import Asked, CursorState, CursorStore
 from mnemoql.engine.errors import ConceptNotOffered, CursorError, InvalidInput, out_of_range
@@ -172,7 +171,8 @@ class Retriever:
                 )
                 return _kept(session, key, out)
         finally:
-            _settle(meta)
+            if meta is not None:  # stops a check nothing awaits; once done, marks its error seen
+                meta.cancel()
 
     async def _search_on(
         self, req: SearchRequest, session_id: str | None, repeatable: bool
@@ -380,12 +380,6 @@ class Retriever:
         self.cursors.verify(token, state, model=current[0], dims=current[1], id_counts=counts)
         self.cursors.remaining(state)
         return state
-
-
-def _settle(task: asyncio.Future[Any] | None) -> None:
-    """Cancel a task nothing awaits any more; one already failed has its error marked seen."""
-    if task is not None and not task.cancel() and not task.cancelled():
-        task.exception()
 
 
 def _call_key(operation: str, *args: object) -> str:
