@@ -138,41 +138,35 @@ class Retriever:
             return again  # a repeat: no embedding, no store
         # Everything that can fail on bad input runs before reset_seen touches the session.
         date_from, date_to = parse_time_hint(hint, self.today()) if hint else (None, None)
-        # the meta check's round trip overlaps the query's embedding and the session's read
-        meta = asyncio.ensure_future(self._check_meta()) if query is not None else None
-        try:
-            vector = await self._embed_query(query) if query is not None else None
-            async with self.sessions.acquire(sid) as session:
-                if meta is not None:  # EMBEDDING_MISMATCH before the session is used
-                    await meta
-                if (again := _replay(session, key)) is not None:
-                    return again
-                if req.reset_seen:
-                    self.sessions.reset(sid)
-                groups: list[frozenset[str]] = []
-                for term in terms_in:
-                    ids = await self.store.resolve_terms(normalise_name(term))
-                    if not ids:
-                        page = EvidencePage(
-                            operation="search",
-                            excluded_count=len(session.excluded),
-                            notes=(Note(NoteCode.ENTITY_NOT_FOUND, term),),
-                        )
-                        return Outcome(page, session_id=sid)
-                    groups.append(ids)
-                filters = Filters(tuple(groups), date_from, date_to)
-                quota = min(PER_CALL, CHAIN_LIMIT)
-                excluded = session.excluded
-                ranked = await self.ranker.rank(
-                    query, vector, filters, excluded, quota, None, given=session.delivered_ids
-                )
-                out = await self.delivery.page(
-                    "search", session, ranked, query, vector, filters, None, asked=asked
-                )
-                return _kept(session, key, out)
-        finally:
-            if meta is not None:  # stops a check nothing awaits; once done, marks its error seen
-                meta.cancel()
+        vector: Vector | None = None
+        if query is not None:  # the meta check's round trip overlaps the query's embedding
+            vector, _ = await asyncio.gather(self._embed_query(query), self._check_meta())
+        async with self.sessions.acquire(sid) as session:
+            if (again := _replay(session, key)) is not None:
+                return again
+            if req.reset_seen:
+                self.sessions.reset(sid)
+            groups: list[frozenset[str]] = []
+            for term in terms_in:
+                ids = await self.store.resolve_terms(normalise_name(term))
+                if not ids:
+                    page = EvidencePage(
+                        operation="search",
+                        excluded_count=len(session.excluded),
+                        notes=(Note(NoteCode.ENTITY_NOT_FOUND, term),),
+                    )
+                    return Outcome(page, session_id=sid)
+                groups.append(ids)
+            filters = Filters(tuple(groups), date_from, date_to)
+            quota = min(PER_CALL, CHAIN_LIMIT)
+            excluded = session.excluded
+            ranked = await self.ranker.rank(
+                query, vector, filters, excluded, quota, None, given=session.delivered_ids
+            )
+            out = await self.delivery.page(
+                "search", session, ranked, query, vector, filters, None, asked=asked
+            )
+            return _kept(session, key, out)
 
     async def _search_on(
         self, req: SearchRequest, session_id: str | None, repeatable: bool
