@@ -94,6 +94,19 @@ def _is_token_at(text: str, start: int, end: int) -> bool:
     return True
 
 
+def _occurs(text: str, term: str, cjk: bool) -> bool:
+    """Whether a normalised text holds a term: a CJK one as a substring, a latin one as a
+    whole token (found as a substring, its boundaries checked by ``_is_token_at``)."""
+    if cjk:
+        return term in text
+    at = text.find(term)
+    while at >= 0:
+        if _is_token_at(text, at, at + len(term)):
+            return True
+        at = text.find(term, at + 1)
+    return False
+
+
 class DocTerms:
     """A document prepared for membership tests: its normalised text.
 
@@ -116,15 +129,7 @@ class DocTerms:
 
     def has(self, term: str, cjk: bool) -> bool:
         """``present`` for a term already known to be CJK (``cjk``) or latin."""
-        text = self.text
-        if cjk:
-            return term in text
-        at = text.find(term)
-        while at >= 0:
-            if _is_token_at(text, at, at + len(term)):
-                return True
-            at = text.find(term, at + 1)
-        return False
+        return _occurs(self.text, term, cjk)
 
     def count(self, terms: Iterable[str]) -> int:
         """How many of ``terms`` are present."""
@@ -150,8 +155,8 @@ def coverage(terms: frozenset[str], summary: str, content: str) -> float:
 
 def coverages(terms: frozenset[str], docs: Iterable[tuple[str, str, str]]) -> dict[str, float]:
     """``coverage`` of many ``(id, summary, content)`` documents (a search's candidates),
-    with the terms sorted into CJK and latin once rather than once per document, and
-    ``DocTerms.has``' loop written out (a search tests some 300 term/document pairs)."""
+    with the terms sorted into CJK and latin once rather than once per document, and no
+    ``DocTerms`` built per document (a search tests some 300 term/document pairs)."""
     if not terms:
         return {doc_id: 0.0 for doc_id, _, _ in docs}
     kinds = [(t, is_cjk_term(t)) for t in terms]
@@ -159,19 +164,7 @@ def coverages(terms: frozenset[str], docs: Iterable[tuple[str, str, str]]) -> di
     out: dict[str, float] = {}
     for doc_id, summary, content in docs:
         text = normalise(summary + "\n" + content[:QUOTE_SCOPE])
-        found = 0
-        for term, cjk in kinds:
-            if cjk:
-                if term in text:
-                    found += 1
-                continue
-            at = text.find(term)
-            while at >= 0:
-                if _is_token_at(text, at, at + len(term)):
-                    found += 1
-                    break
-                at = text.find(term, at + 1)
-        out[doc_id] = found / n
+        out[doc_id] = sum(1 for term, cjk in kinds if _occurs(text, term, cjk)) / n
     return out
 
 
