@@ -42,8 +42,9 @@ from mnemoql.engine.models import (
 )
 from mnemoql.engine.recall import Recall, Recollection, TopicTree
 from mnemoql.engine.retrieval.delivery import Outcome
-from mnemoql.engine.retrieval.pipeline import Retriever, SearchRequest, TargetedPage
+from mnemoql.engine.retrieval.pipeline import Retriever, SearchRequest
 from mnemoql.engine.retrieval.ranking import Ranker
+from mnemoql.engine.retrieval.targeted import TargetedPage
 from mnemoql.engine.session_state import LocalState, SharedState
 from mnemoql.engine.sessions import Clock, SessionStore
 from mnemoql.engine.store.base import Store
