@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from mnemoql.engine.memory import TextRange as TextRangeDomain
     from mnemoql.engine.retrieval import evidence as ev
     from mnemoql.engine.retrieval.delivery import Outcome
-    from mnemoql.engine.retrieval.pipeline import TargetedPage
+    from mnemoql.engine.retrieval.targeted import TargetedPage
 
 Locale = Literal["zh", "en"]
 Target = Literal["Event", "Person", "Concept"]

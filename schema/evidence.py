@@ -15,8 +15,8 @@ from strawberry.scalars import JSON
 from mnemoql.engine.retrieval import evidence as ev
 from mnemoql.engine.retrieval.delivery import Explain as ExplainDomain
 from mnemoql.engine.retrieval.delivery import Outcome
-from mnemoql.engine.retrieval.pipeline import TargetedPage
 from mnemoql.engine.retrieval.render import render, render_targeted
+from mnemoql.engine.retrieval.targeted import TargetedPage
 from mnemoql.schema.context import Info
 from mnemoql.schema.graph import Concept, Event, Node, from_node
 from mnemoql.schema.locale import LocaleArg, chosen

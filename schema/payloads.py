@@ -6,6 +6,7 @@ import strawberry
 
 from mnemoql.engine import memory as mem
 from mnemoql.engine.ingest import SaveOutcome
+from mnemoql.engine.memory_writes import SaveManyOutcome
 from mnemoql.engine.messages import Locale as LocaleCode
 from mnemoql.engine.models import Counts as CountsDomain
 from mnemoql.schema.context import Info
@@ -95,7 +96,7 @@ class SaveManyPayload:
     saved: int = strawberry.field(description="How many inputs were saved (or replayed).")
 
     @classmethod
-    def from_domain(cls, o: mem.SaveManyOutcome, locale: LocaleCode) -> SaveManyPayload:
+    def from_domain(cls, o: SaveManyOutcome, locale: LocaleCode) -> SaveManyPayload:
         return cls(
             results=[SavePayload.from_domain(x, locale) if x else None for x in o.outcomes],
             errors=[

@@ -1,7 +1,7 @@
 """Evidence retrieval's public operations (SPEC §1.4-§1.9): search, expand, nearby and the
-Person/Concept search, with the sessions, cursors and repeated calls around them. Which events a
-call picks and why is ``ranking``'s; the page's quotes, session history and cursors are
-``delivery``'s.
+Person/Concept search (``targeted``), with the sessions, cursors and repeated calls around them.
+Which events a call picks and why is ``ranking``'s; the page's quotes, session history and
+cursors are ``delivery``'s.
 
 Everything store-specific stays behind the ``Store`` protocol; the maths are the pure functions
 of ``scoring``, ``terms`` and ``quotes``. A call records nothing in its session unless it
@@ -27,12 +27,8 @@ from mnemoql.engine.cursors import Asked, CursorState, CursorStore
 from mnemoql.engine.errors import ConceptNotOffered, CursorError, InvalidInput, out_of_range
 from mnemoql.engine.meta import check_vectors
 from mnemoql.engine.models import (
-    Entity,
-    EntityLabel,
-    Event,
     Filters,
     MemoryMeta,
-    Neighbour,
     Vector,
 )
 from mnemoql.engine.providers.base import Embedder
@@ -46,6 +42,7 @@ from mnemoql.engine.retrieval.evidence import (
 from mnemoql.engine.retrieval.nearby import parse_position, pick_neighbours
 from mnemoql.engine.retrieval.ranking import Ranker
 from mnemoql.engine.retrieval.routes import closest
+from mnemoql.engine.retrieval.targeted import TargetedSearch
 from mnemoql.engine.sessions import Session, SessionStore
 from mnemoql.engine.store.base import Store
 from mnemoql.engine.text import normalise_name
@@ -55,8 +52,6 @@ PER_CALL = 4
 EXPAND_MAX = 8
 EXPAND_DEFAULT = 3
 NEARBY_MAX = 10
-TARGET_TOP = 3
-TARGET_NEIGHBOURS = 20
 _SPLIT_TERMS = re.compile(r"[,，、;；]")
 
 
@@ -76,23 +71,9 @@ class SearchRequest:
     cursor: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class TargetedHit:
-    node: Entity
-    score: float
-    exact: bool
-    neighbours: tuple[tuple[Neighbour, Entity | Event], ...]
-
-
-@dataclass(frozen=True, slots=True)
-class TargetedPage:
-    target: str
-    query: str
-    hits: tuple[TargetedHit, ...]
-
-
-class Retriever:
-    """search / expand / nearby over one store, with the sessions and cursors of one space."""
+class Retriever(TargetedSearch):
+    """search / expand / nearby over one store, with the sessions and cursors of one space; the
+    Person/Concept search is ``TargetedSearch``'s (``targeted``)."""
 
     def __init__(
         self,
@@ -312,47 +293,6 @@ class Retriever:
             )
             return _kept(session, key, out)
 
-    async def targeted(self, target: str, query: str | None) -> TargetedPage:
-        """Person/Concept search: top 3 plus one-hop context; no history, no cursor."""
-        if target not in ("Person", "Concept"):
-            raise InvalidInput(
-                "target must be Event, Person or Concept",
-                zh="target_label 仅支持 Event/Person/Concept",
-            )
-        text = (query or "").strip()
-        if not text:
-            raise InvalidInput(
-                "a Person/Concept search needs a query", zh="定向检索需要 query_text"
-            )
-        await self._check_meta()
-        label: EntityLabel = "Person" if target == "Person" else "Concept"
-        exact_ids = await self.store.resolve_terms(normalise_name(text))
-        exact_nodes = [
-            n
-            for n in await self.store.get_nodes(sorted(exact_ids))
-            if isinstance(n, Entity) and n.label == label
-        ]
-        ranked: list[tuple[Entity, float, bool]] = [(n, 1.0, True) for n in exact_nodes][
-            :TARGET_TOP
-        ]
-        if len(ranked) < TARGET_TOP:
-            vector = await self._embed_query(text)
-            seen = {n.id for n, _, _ in ranked}
-            for ent, cos in await self.store.entity_vector_top(
-                label, vector, TARGET_TOP + len(seen)
-            ):
-                if ent.id not in seen and len(ranked) < TARGET_TOP:
-                    ranked.append((ent, cos, False))
-        hits = []
-        rows = await self.store.neighbours([n.id for n, _, _ in ranked], None, "both", 200)
-        for node, score, exact in ranked:
-            mine = rows.get(node.id, [])
-            others = await self.store.get_nodes([r.other_id for r in mine])
-            pairs = [(r, o) for r, o in zip(mine, others, strict=True) if o is not None]
-            pairs.sort(key=lambda p: (p[0].rel.type, _neg_time(p[1])))
-            hits.append(TargetedHit(node, score, exact, tuple(pairs[:TARGET_NEIGHBOURS])))
-        return TargetedPage(target, text, tuple(hits))
-
     # ---- steps ----
 
     async def _check_meta(self) -> MemoryMeta | None:
@@ -419,8 +359,3 @@ def _entity_terms(entities: Sequence[str] | str | None) -> list[str]:
         return []
     raw = [entities] if isinstance(entities, str) else list(entities)
     return [t.strip() for r in raw for t in _SPLIT_TERMS.split(r) if t.strip()]
-
-
-def _neg_time(node: Entity | Event) -> str:
-    # create_time DESC inside one relationship type: invert the ISO string's sort order.
-    return "".join(chr(0x10FFFF - ord(c)) for c in node.create_time)

@@ -20,7 +20,7 @@ from mnemoql.engine.retrieval.evidence import (
 )
 
 if TYPE_CHECKING:
-    from mnemoql.engine.retrieval.pipeline import TargetedPage
+    from mnemoql.engine.retrieval.targeted import TargetedPage
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,8 +16,8 @@ from mnemoql.engine.retrieval.evidence import (
     continuations,
     shared_concepts,
 )
-from mnemoql.engine.retrieval.pipeline import TargetedHit, TargetedPage
 from mnemoql.engine.retrieval.render import render, render_empty, render_read, render_targeted
+from mnemoql.engine.retrieval.targeted import TargetedHit, TargetedPage
 
 NEO4J = ConceptRef("concept_3", "Neo4j")
 DEPLOY = ConceptRef("concept_7", "部署")

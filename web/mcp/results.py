@@ -19,7 +19,7 @@ from mnemoql.engine.models import Entity
 from mnemoql.engine.recall import RecalledMemory, Recollection, TopicTree
 from mnemoql.engine.retrieval import evidence as ev
 from mnemoql.engine.retrieval.delivery import Outcome
-from mnemoql.engine.retrieval.pipeline import TargetedPage
+from mnemoql.engine.retrieval.targeted import TargetedPage
 from mnemoql.engine.topics import LookupMiss, Projection
 from mnemoql.engine.topics.block import render_block
 
