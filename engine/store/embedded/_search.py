@@ -16,7 +16,7 @@
   ``limit x overfetch`` (the fixed fetch before this). A page that a larger fetch left
   unchanged is not taken as stable: on the tune queries that rule kept wrong pages from a
   first fetch of 2x (98.0% of searches delivered the exact scan's 4 events).
-* **Exact scan** (``_index``) everywhere else, and always with ``mode = "exact"``.
+* **Exact scan** (``_exact``) everywhere else, and always with ``mode = "exact"``.
 """
 
 from __future__ import annotations
@@ -31,19 +31,9 @@ import numpy as np
 
 from mnemoql.engine.models import Filters, Hit, RouteName
 from mnemoql.engine.store.embedded._ann import AnnIndexes, rows_of_keys
+from mnemoql.engine.store.embedded._exact import chunk_hits, entity_top, event_mask, summary_hits
 from mnemoql.engine.store.embedded._hnsw import Hnsw
-from mnemoql.engine.store.embedded._index import (
-    F32,
-    I64,
-    EntityView,
-    EventView,
-    Mask,
-    chunk_hits,
-    date_key,
-    entity_top,
-    event_mask,
-    summary_hits,
-)
+from mnemoql.engine.store.embedded._index import F32, I64, EntityView, EventView, Mask, date_key
 from mnemoql.engine.store.embedded._rowsets import among, distinct
 
 T = TypeVar("T")
