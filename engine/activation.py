@@ -1,11 +1,7 @@
 """Activation (SPEC §2.8): recent conversation lines in, the memories they call up out.
 
-1. **Cues.** With a chat model, Partner's recall-cue prompt (``prompts/cues.py``) over the lines
-   and the topic tree; the reply is validated and post-fixed with ``fix_cues``, and any failure
-   means no cues. Without one, offline cues: known topic paths whose last segment occurs in the
-   lines (most specific first), day expressions (``engine.topics.when``: dates, today /
-   yesterday / last Monday / 上周一 / 三天前 ...), then entity names -- persons, concepts and
-   locations found by name or alias in the lines.
+1. **Cues** (``engine.activation_cues``): the topic paths, days and entity names the lines
+   point at, read by the chat model when there is one (any failure means no cues), else offline.
 2. **Candidates**, cue by cue (at most ``CUE_POOL`` each): a topic gives Partner's topic recall
    (PRIMARY / PARENT / RELATED, scored), a date the day's memories, an entity its most recent
    events. A cue that finds nothing is in ``missing``.
@@ -30,17 +26,13 @@ import asyncio
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
-from typing import Literal
-
-from pydantic import ValidationError
 
 from mnemoql.engine import evaluator
-from mnemoql.engine.errors import InvalidInput, MnemoError, out_of_range
-from mnemoql.engine.evaluator import EVALUATE_CONCURRENCY, why
+from mnemoql.engine.activation_cues import ActivationCue, model_cues, offline_cues
+from mnemoql.engine.errors import InvalidInput, out_of_range
+from mnemoql.engine.evaluator import EVALUATE_CONCURRENCY
 from mnemoql.engine.meta import vectors_are_ours
 from mnemoql.engine.models import (
-    ENTITY_LABELS,
     TOPIC_SEPARATOR,
     Event,
     Filters,
@@ -53,10 +45,8 @@ from mnemoql.engine.recall import Recall, RecalledMemory
 from mnemoql.engine.retrieval.evidence import Quote
 from mnemoql.engine.retrieval.quotes import QUOTE_CAP, quote_window
 from mnemoql.engine.retrieval.terms import QUOTE_SCOPE, coverage, query_terms
-from mnemoql.engine.text import normalise_name
-from mnemoql.engine.topics import LookupMiss, TopicRecall, fix_cues, offline_cues, parse_date
+from mnemoql.engine.topics import LookupMiss, TopicRecall, parse_date
 from mnemoql.engine.topics.block import ActivatedSlice, content_messages
-from mnemoql.engine.topics.names import name_candidates
 from mnemoql.engine.topics.ranking import (
     COVERAGE_WEIGHT,
     CUE_BOOST,
@@ -67,9 +57,8 @@ from mnemoql.engine.topics.ranking import (
     rank,
 )
 from mnemoql.engine.topics.scoring import RECENCY_TABLE
-from mnemoql.prompts import cues as cue_prompt
 
-__all__ = ["ActivatedMemory", "Activation", "ActivationCue", "Activator", "name_candidates"]
+__all__ = ["ActivatedMemory", "Activation", "Activator"]
 
 log = logging.getLogger(__name__)
 
@@ -77,22 +66,11 @@ MAX_LINES = 200
 MAX_CHARS = 20_000
 ACTIVATE_LIMIT = 20  # the most memories one activation returns
 DEFAULT_LIMIT = 5
-ENTITY_CUES = 8
 CUE_POOL = 500  # memories one cue calls up at most (a busy day is cut here, in save order)
 VECTOR_POOL = 20  # hits of the plain vector search
 
 MAX_EXTRA = COVERAGE_WEIGHT + RECENCY_WEIGHT * RECENCY_TABLE[0][1]
-CueKind = Literal["topic", "date", "entity"]
 _ROUTES: tuple[RouteName, ...] = ("summary", "chunk")
-
-
-@dataclass(frozen=True, slots=True)
-class ActivationCue:
-    """A recall cue: a topic path, a ``yyyy-MM-dd`` day, or an entity name (with its ids)."""
-
-    type: CueKind
-    text: str
-    entity_ids: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,9 +144,9 @@ class Activator:
         vector_task = asyncio.ensure_future(self._query_vector(text))
         try:
             if self.chat is not None:
-                cues = await self._model_cues(lines, now, index)
+                cues = await model_cues(self.chat, lines, now, index)
             else:
-                cues = await self._offline_cues(lines, now, index)
+                cues = await offline_cues(self.recall.store, lines, now, index)
             pending, members, missing = await self._collect(cues, index)
             query = await vector_task
         finally:
@@ -301,56 +279,6 @@ class Activator:
         ranked = rank(vector, list(evidence.values()), self.recall.now_ms())
         return ranked[:ACTIVATE_LIMIT], evidence, events
 
-    # ---- cues ----
-
-    async def _model_cues(
-        self, lines: Sequence[str], now: datetime, index: TopicRecall
-    ) -> list[ActivationCue]:
-        assert self.chat is not None
-        message = cue_prompt.user_message(lines, now, index.topic_tree_text())
-        try:
-            raw = await self.chat.complete_json(cue_prompt.SYSTEM_PROMPT, message)
-            reply = cue_prompt.CueReply.model_validate(raw)
-        except (MnemoError, ValidationError) as exc:
-            log.warning("recall cue extraction failed, no cues: %s", _why(exc))
-            return []
-        return [ActivationCue(c.type, c.text) for c in fix_cues(reply.matches)]
-
-    async def _offline_cues(
-        self, lines: Sequence[str], now: datetime, index: TopicRecall
-    ) -> list[ActivationCue]:
-        text = "\n".join(lines)
-        folded = text.casefold()
-        # cheap prefilter, so the exact matcher only compiles patterns that can match
-        known = [p for p in index.topics.paths() if _first_word(p) in folded]
-        found = offline_cues(list(lines), known, now.date())
-        return [ActivationCue(c.type, c.text) for c in found] + await self._entity_cues(text)
-
-    async def _entity_cues(self, text: str) -> list[ActivationCue]:
-        candidates = name_candidates(text)
-        if not candidates:
-            return []
-        keys = set(candidates)
-        hits: dict[str, set[str]] = {}
-        shown: dict[str, str] = {}  # normalised -> the name or alias as the entity spells it
-        for label in ENTITY_LABELS:
-            for ent in await self.recall.store.find_entities(label, keys):
-                for name in (ent.name, *ent.aliases):
-                    key = normalise_name(name)
-                    if key in keys:
-                        hits.setdefault(key, set()).add(ent.id)
-                        shown.setdefault(key, name.strip())
-        cues: list[ActivationCue] = []
-        seen: set[frozenset[str]] = set()
-        for key in candidates:  # in order of appearance, longer first at one position
-            ids = frozenset(hits.get(key, ()))
-            if ids and ids not in seen:
-                seen.add(ids)
-                cues.append(ActivationCue("entity", shown[key], ids))
-                if len(cues) == ENTITY_CUES:
-                    break
-        return cues
-
     # ---- candidates ----
 
     async def _collect(
@@ -421,15 +349,6 @@ def _check(lines: Sequence[str]) -> None:
         raise InvalidInput(
             "input must contain at least one non-blank line", zh="input 不能为空", argument="input"
         )
-
-
-def _why(exc: Exception) -> str:
-    return why(exc)
-
-
-def _first_word(path: str) -> str:
-    last = path.rsplit(TOPIC_SEPARATOR, 1)[-1].strip().casefold()
-    return last.split()[0] if last.split() else last
 
 
 def _path_terms(path: str) -> frozenset[str]:

@@ -12,6 +12,7 @@ import strawberry
 
 from mnemoql.engine import activation as act
 from mnemoql.engine import recall as rc
+from mnemoql.engine.activation_cues import ActivationCue
 from mnemoql.engine.topics import LookupMiss, Omitted, Projection, block
 from mnemoql.engine.topics.block import ActivatedSlice, render_block
 from mnemoql.schema.evidence import Quote
@@ -126,7 +127,7 @@ class ActivatedMemory:
     cues: list[RecallCue] = strawberry.field(description="The cues that found it, in cue order.")
 
     @classmethod
-    def from_domain(cls, a: act.ActivatedMemory, cues: list[act.ActivationCue]) -> ActivatedMemory:
+    def from_domain(cls, a: act.ActivatedMemory, cues: list[ActivationCue]) -> ActivatedMemory:
         m, q = a.memory, a.quote
         return cls(
             event=Event.from_domain(m.event),
@@ -147,7 +148,7 @@ class ActivatedMemory:
         )
 
 
-def _cue(c: act.ActivationCue) -> RecallCue:
+def _cue(c: ActivationCue) -> RecallCue:
     return RecallCue(type=RecallCueType(c.type), text=c.text)
 
 

@@ -1,13 +1,13 @@
 """Which topic a save is bound to (engine.binding): client > model > offline rule > date only,
-and the entity-name candidates of offline activation (engine.activation)."""
+and the entity-name candidates of offline activation (engine.topics.names)."""
 
 from __future__ import annotations
 
 from datetime import date
 from typing import Any
 
-from mnemoql.engine.activation import name_candidates
 from mnemoql.engine.binding import choose_topic, message_count, offline_topic
+from mnemoql.engine.topics.names import name_candidates
 from mnemoql.engine.topics.profile import f32
 from mnemoql.prompts.extraction import Extraction, ProfileItem
 

@@ -37,6 +37,7 @@ from mnemoql.engine.store.embedded._epoch import (
     new_epoch,
     record_forgotten,
 )
+from mnemoql.engine.store.embedded._exact import event_mask
 from mnemoql.engine.store.embedded._index import (
     EntityView,
     EventView,
@@ -46,7 +47,6 @@ from mnemoql.engine.store.embedded._index import (
     build_event_view,
     drop_entity_rows,
     drop_event_rows,
-    event_mask,
 )
 from mnemoql.engine.store.embedded._load import Loaded, advance, load_all, max_seq
 from mnemoql.engine.store.embedded._mirror import MirrorFiles

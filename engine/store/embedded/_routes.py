@@ -17,7 +17,8 @@ from collections.abc import Sequence
 from mnemoql.engine.errors import InvalidInput
 from mnemoql.engine.models import Entity, EntityLabel, Filters, Hit, RouteName, RoutePool, Vector
 from mnemoql.engine.store.embedded._db import Database
-from mnemoql.engine.store.embedded._index import event_mask, normalise
+from mnemoql.engine.store.embedded._exact import event_mask
+from mnemoql.engine.store.embedded._index import normalise
 from mnemoql.engine.store.embedded._lexical import hits as lexical_hits
 from mnemoql.engine.store.embedded._pool import pool_rows
 from mnemoql.engine.store.embedded._search import beside, entity_hits, pool_hits, route_hits

@@ -16,7 +16,8 @@
   ``limit x overfetch`` (the fixed fetch before this). A page that a larger fetch left
   unchanged is not taken as stable: on the tune queries that rule kept wrong pages from a
   first fetch of 2x (98.0% of searches delivered the exact scan's 4 events).
-* **Exact scan** (``_index``) everywhere else, and always with ``mode = "exact"``.
+* **Exact scan** (``_exact``) everywhere else, and always with ``mode = "exact"``. The exact
+  scores of candidate rows (subset or index) are ``_rescore``.
 """
 
 from __future__ import annotations
@@ -31,18 +32,15 @@ import numpy as np
 
 from mnemoql.engine.models import Filters, Hit, RouteName
 from mnemoql.engine.store.embedded._ann import AnnIndexes, rows_of_keys
+from mnemoql.engine.store.embedded._exact import chunk_hits, entity_top, event_mask, summary_hits
 from mnemoql.engine.store.embedded._hnsw import Hnsw
-from mnemoql.engine.store.embedded._index import (
-    F32,
-    I64,
-    EntityView,
-    EventView,
-    Mask,
-    chunk_hits,
-    date_key,
-    entity_top,
-    event_mask,
-    summary_hits,
+from mnemoql.engine.store.embedded._index import F32, I64, EntityView, EventView, Mask, date_key
+from mnemoql.engine.store.embedded._rescore import (
+    Scored,
+    dot,
+    order_by_score,
+    score_rows,
+    subset_hits,
 )
 from mnemoql.engine.store.embedded._rowsets import among, distinct
 
@@ -66,16 +64,6 @@ class Fetched:
     own: I64 | None
 
 
-@dataclass(slots=True)
-class Scored:
-    """Exact scores of candidate rows (``rows`` without events the route cannot score) and
-    the page cut from them."""
-
-    rows: I64
-    scores: F32
-    hits: list[Hit]
-
-
 def route_hits(
     route: RouteName,
     view: EventView,
@@ -93,7 +81,7 @@ def route_hits(
         return []
     subset, mask = _plan(view, filters, exclude, restrict, allowed)
     if subset is not None:
-        return _subset(route, view, query, subset, limit)
+        return subset_hits(route, view, query, subset, limit)
     hits = _adaptive(
         (route,), view, generation, ann, query, filters, exclude, mask, limit, union=False
     )
@@ -128,7 +116,7 @@ def pool_hits(
         return [], []
     subset, mask = _plan(view, filters, exclude, restrict, allowed)
     if subset is not None:
-        return _subset("summary", view, query, subset, limit), _subset(
+        return subset_hits("summary", view, query, subset, limit), subset_hits(
             "chunk", view, query, subset, limit
         )
     routes: tuple[RouteName, RouteName] = ("summary", "chunk")
@@ -187,7 +175,7 @@ def _adaptive(
         found = [g for g in got if g is not None]
         pool = distinct(found[0].rows, found[1].rows) if union and len(found) == 2 else None
         scored = [
-            _score(route, view, query, got.rows if pool is None else pool, limit)
+            score_rows(route, view, query, got.rows if pool is None else pool, limit)
             for route, got in zip(routes, found, strict=True)
         ]
         pages = [s.hits for s in scored]
@@ -312,89 +300,6 @@ def _candidates(
     return None
 
 
-def _subset(route: RouteName, view: EventView, query: F32, rows: I64, limit: int) -> list[Hit]:
-    """Exact scores of the given rows only (rows already filtered)."""
-    if route == "summary":
-        rows = rows[view.has_vec[rows]]
-    return _rescore(route, view, query, rows, limit) if rows.size else []
-
-
-def _rescore(route: RouteName, view: EventView, query: F32, rows: I64, limit: int) -> list[Hit]:
-    """Exact cosine of candidate event rows; the best ``limit`` by (score DESC, id ASC)."""
-    return _score(route, view, query, rows, limit).hits
-
-
-def _score(route: RouteName, view: EventView, query: F32, rows: I64, limit: int) -> Scored:
-    """Every candidate's exact score and the best ``limit`` of them as hits."""
-    if route == "summary":
-        rows = rows[view.has_vec[rows]]
-        scores = _dot(view.vecs, rows, query)
-        order = _order(scores, rows, view.ids, limit)
-        picked, best = rows[order].tolist(), scores[order].tolist()
-        hits = [Hit(view.ids[r], s) for r, s in zip(picked, best, strict=True)]
-        return Scored(rows, scores, hits)
-    return _chunk_score(view, query, rows, limit)
-
-
-def _dot(matrix: F32, rows: I64, query: F32) -> F32:
-    """Cosines of a few gathered rows. einsum, not BLAS: on a busy machine a threaded BLAS
-    call on a fresh small matrix waited 10-50 ms for its threads (0.3 ms this way)."""
-    out: F32 = np.einsum("ij,j->i", matrix.take(rows, axis=0), query)
-    return out
-
-
-def _order(scores: F32, rows: I64, ids: list[str], limit: int) -> list[int]:
-    """Positions of the best ``limit`` scores by (score DESC, id ASC): a partition finds the
-    cut, every score tied with it stays, and only that short list is sorted by id."""
-    n = scores.shape[0]
-    k = min(limit, n)
-    if k <= 0:
-        return []
-    cand: list[int] = list(range(n))
-    if n > k:
-        cut = np.partition(scores, n - k)[n - k]
-        cand = np.flatnonzero(scores >= cut).tolist()
-    # Python floats and ints once, not a numpy scalar per comparison
-    score, row = scores[cand].tolist(), rows[cand].tolist()
-    keyed = sorted(range(len(cand)), key=lambda j: (-score[j], ids[row[j]]))
-    return [cand[j] for j in keyed[:k]]
-
-
-def _chunk_score(view: EventView, query: F32, rows: I64, limit: int) -> Scored:
-    """Each candidate event scored by its best chunk over all its chunks (first on a tie);
-    events without chunks are left out."""
-    ng, nc = view.ng, view.nc
-    g = np.searchsorted(view.gevent[:ng], rows)
-    has = g < ng
-    has[has] &= view.gevent[g[has]] == rows[has]
-    rows, g = rows[has], g[has]
-    if rows.size == 0:
-        return Scored(rows, np.zeros(0, np.float32), [])
-    lo = view.gstart[g]
-    hi = np.where(g + 1 < ng, view.gstart[np.minimum(g + 1, ng - 1)], nc)
-    lens = hi - lo
-    offsets = np.concatenate([[0], np.cumsum(lens)[:-1]])
-    chunk_rows = np.repeat(lo - offsets, lens) + np.arange(int(lens.sum()))
-    cscores = _dot(view.cvecs, chunk_rows, query)
-    best = np.maximum.reduceat(cscores, offsets)
-    picked = np.asarray(_order(best, rows, view.ids, limit), dtype=np.int64)
-    # each picked event's first chunk at its best score (np.argmax's choice), all at once
-    tops = np.flatnonzero(cscores == np.repeat(best, lens))
-    c = chunk_rows[tops[np.searchsorted(tops, offsets[picked])]]
-    hits = [
-        Hit(view.ids[r], s, i, a, b)
-        for r, s, i, a, b in zip(
-            rows[picked].tolist(),
-            best[picked].tolist(),
-            view.cidx[c].tolist(),
-            view.cstart[c].tolist(),
-            view.cend[c].tolist(),
-            strict=True,
-        )
-    ]
-    return Scored(rows, best, hits)
-
-
 def entity_hits(
     view: EntityView,
     generation: int,
@@ -429,7 +334,7 @@ def _entities_by_index(
     rows = rows_of_keys(view.seqs, n, keys)
     rows = distinct(rows, np.arange(min(h.covered, n), n, dtype=np.int64))
     rows = rows[view.has_vec[rows]]
-    scores = _dot(view.vecs, rows, query)
+    scores = dot(view.vecs, rows, query)
     if min_cosine is not None:
         keep = scores >= np.float32(min_cosine)
         # every candidate passing: more may lie beyond the fetch, unless it was all there is
@@ -438,5 +343,5 @@ def _entities_by_index(
         rows, scores = rows[keep], scores[keep]
     elif rows.size < k and keys.size >= fetch:
         return None
-    order = _order(scores, rows, view.ids, k)
+    order = order_by_score(scores, rows, view.ids, k)
     return [(view.ids[int(rows[i])], float(scores[i])) for i in order]
