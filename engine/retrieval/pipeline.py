@@ -4,8 +4,8 @@ Which events a call picks and why is ``ranking``'s; the page's quotes, session h
 cursors are ``delivery``'s.
 
 Everything store-specific stays behind the ``Store`` protocol; the maths are the pure functions
-of ``scoring``, ``terms`` and ``quotes``. A call records nothing in its session unless it
-completes (``delivery.Delivery.page``).
+of ``scoring``, ``diversity``, ``terms`` and ``quotes``. A call records nothing in its session
+unless it completes (``delivery.Delivery.page``).
 
 Follow-ups are named by arguments: a page's cursor continues its search (``SearchRequest.cursor``)
 as well as expand and nearby. A ``repeatable`` call (GraphQL) that repeats the arguments of an

@@ -19,7 +19,7 @@ from typing import Literal
 from mnemoql.engine.config import RecordWeights
 from mnemoql.engine.dates import find_days
 from mnemoql.engine.models import Filters, Hit, RoutePool, Vector
-from mnemoql.engine.retrieval import scoring
+from mnemoql.engine.retrieval import diversity, scoring
 from mnemoql.engine.retrieval.delivery import Explain, Ranked
 from mnemoql.engine.retrieval.nearby import position_of
 from mnemoql.engine.retrieval.routes import (
@@ -131,7 +131,7 @@ class Ranker:
         self.nearby_by_query = False
         # The summary route's RRF weight and MMR's relevance share (SPEC §1.4: 1 and 0.85).
         self.summary_weight = summary_weight
-        self.mmr_lambda = scoring.MMR_LAMBDA
+        self.mmr_lambda = diversity.MMR_LAMBDA
         # The time route: the events written in the days a time phrase of the query names.
         self.time_weight = time_weight
         # Positional records (conversation turns saved one message at a time) rank by route
@@ -290,7 +290,7 @@ class Ranker:
             fused = scoring.share_with_neighbours(fused, w.neighbours, adjacent)
         distinct = scoring.dedup_by_hash(fused, lambda s: events[s.id].content_hash)
         hashes = {s.id: pool.chunk_hashes.get(s.id, frozenset()) for s in distinct}
-        picks = scoring.mmr(
+        picks = diversity.mmr(
             distinct,
             {i: e.embedding for i, e in events.items()},
             hashes,

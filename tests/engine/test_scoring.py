@@ -3,17 +3,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mnemoql.engine.retrieval.scoring import (
+from mnemoql.engine.retrieval.diversity import (
     Redundancy,
-    Scored,
-    dedup_by_hash,
-    fuse,
     mmr,
     overlap_matrix,
     redundancy_matrix,
-    rrf,
     unit_rows,
 )
+from mnemoql.engine.retrieval.scoring import Scored, dedup_by_hash, fuse, rrf
 
 
 def _scored(event_id: str, score: float) -> Scored:
