@@ -4,7 +4,6 @@ searched side by side, and the lexical route rides on the pool's catch-up."""
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import threading
 import time
@@ -19,7 +18,6 @@ from mnemoql.engine.models import EMPTY_FILTERS, Entity
 from mnemoql.engine.store.embedded import EmbeddedStore, _routes
 from mnemoql.engine.store.embedded._ann import AnnSettings
 from mnemoql.engine.store.embedded._hnsw import Hnsw
-from mnemoql.engine.store.embedded._threads import spare_core
 from tests.store._builders import axis, chunks_for, concept, event, plan, rel, vec
 
 MANY = 55  # MENTIONS of one event: past the 50 an evidence page shows
@@ -189,21 +187,6 @@ async def test_without_a_spare_core_both_indexes_are_searched_on_the_compute_thr
     finally:
         for s in stores.values():
             await s.close()
-
-
-def test_spare_core_reads_the_load_against_the_cores_this_process_may_use(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(os, "sched_getaffinity", lambda _: {0, 1}, raising=False)
-    monkeypatch.setattr(os, "getloadavg", lambda: (0.9, 0.0, 0.0))
-    assert spare_core()
-    monkeypatch.setattr(os, "getloadavg", lambda: (1.2, 0.0, 0.0))
-    assert not spare_core()
-    monkeypatch.setattr(os, "sched_getaffinity", lambda _: {0}, raising=False)
-    monkeypatch.setattr(os, "getloadavg", lambda: (0.0, 0.0, 0.0))
-    assert spare_core()  # idle, pinned to one core: 0 <= 0
-    monkeypatch.setattr(os, "getloadavg", lambda: (0.3, 0.0, 0.0))
-    assert not spare_core()
 
 
 async def test_the_pools_lexical_route_sees_another_processes_write(tmp_path: Path) -> None:

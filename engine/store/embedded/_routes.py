@@ -18,11 +18,12 @@ from mnemoql.engine.errors import InvalidInput
 from mnemoql.engine.models import Entity, EntityLabel, Filters, Hit, RouteName, RoutePool, Vector
 from mnemoql.engine.store.embedded._db import Database
 from mnemoql.engine.store.embedded._exact import event_mask
+from mnemoql.engine.store.embedded._idle import spare_core
 from mnemoql.engine.store.embedded._index import normalise
 from mnemoql.engine.store.embedded._lexical import hits as lexical_hits
 from mnemoql.engine.store.embedded._pool import pool_rows
 from mnemoql.engine.store.embedded._search import beside, entity_hits, pool_hits, route_hits
-from mnemoql.engine.store.embedded._threads import Threads, interruptible, not_open, spare_core
+from mnemoql.engine.store.embedded._threads import Threads, interruptible, not_open
 from mnemoql.engine.store.lexical import query_terms as lexical_terms
 from mnemoql.engine.store.rules import entity_label
 

@@ -63,22 +63,6 @@ async def interruptible(
         raise fault from exc
 
 
-def spare_core() -> bool:
-    """Whether this process likely has an idle core: the 1-minute load average at least one
-    below the cores it may run on. A search's second index query and its lexical route run on
-    a side thread beside its first index query only then: on a busy machine the two threads
-    of one search only compete for the same share of the cores, and the wake-up is extra
-    (bench/results/search_latency_100k_s19.md)."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # not Linux
-        cores = os.cpu_count() or 1
-    try:
-        return os.getloadavg()[0] <= cores - 1
-    except OSError:  # no load average here
-        return True
-
-
 def not_open() -> StoreUnavailable:
     """What every call on a store that is not open raises."""
     return StoreUnavailable("the embedded store is not open; call open() first", zh="存储未打开")
