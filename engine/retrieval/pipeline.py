@@ -120,34 +120,39 @@ class Retriever(TargetedSearch):
         # Everything that can fail on bad input runs before reset_seen touches the session.
         date_from, date_to = parse_time_hint(hint, self.today()) if hint else (None, None)
         vector: Vector | None = None
-        if query is not None:  # the meta check's round trip overlaps the query's embedding
-            vector, _ = await asyncio.gather(self._embed_query(query), self._check_meta())
-        async with self.sessions.acquire(sid) as session:
-            if (again := _replay(session, key)) is not None:
-                return again
-            if req.reset_seen:
-                self.sessions.reset(sid)
-            groups: list[frozenset[str]] = []
-            for term in terms_in:
-                ids = await self.store.resolve_terms(normalise_name(term))
-                if not ids:
-                    page = EvidencePage(
-                        operation="search",
-                        excluded_count=len(session.excluded),
-                        notes=(Note(NoteCode.ENTITY_NOT_FOUND, term),),
-                    )
-                    return Outcome(page, session_id=sid)
-                groups.append(ids)
-            filters = Filters(tuple(groups), date_from, date_to)
-            quota = min(PER_CALL, CHAIN_LIMIT)
-            excluded = session.excluded
-            ranked = await self.ranker.rank(
-                query, vector, filters, excluded, quota, None, given=session.delivered_ids
-            )
-            out = await self.delivery.page(
-                "search", session, ranked, query, vector, filters, None, asked=asked
-            )
-            return _kept(session, key, out)
+        # the meta check's round trip and the session's load overlap the query's embedding
+        embedded = self._embedded(query) if query is not None else None
+        try:
+            async with self.sessions.acquire(sid) as session:
+                if (again := _replay(session, key)) is not None:
+                    return again
+                if embedded is not None:
+                    vector = await embedded
+                if req.reset_seen:
+                    self.sessions.reset(sid)
+                groups: list[frozenset[str]] = []
+                for term in terms_in:
+                    ids = await self.store.resolve_terms(normalise_name(term))
+                    if not ids:
+                        page = EvidencePage(
+                            operation="search",
+                            excluded_count=len(session.excluded),
+                            notes=(Note(NoteCode.ENTITY_NOT_FOUND, term),),
+                        )
+                        return Outcome(page, session_id=sid)
+                    groups.append(ids)
+                filters = Filters(tuple(groups), date_from, date_to)
+                quota = min(PER_CALL, CHAIN_LIMIT)
+                excluded = session.excluded
+                ranked = await self.ranker.rank(
+                    query, vector, filters, excluded, quota, None, given=session.delivered_ids
+                )
+                out = await self.delivery.page(
+                    "search", session, ranked, query, vector, filters, None, asked=asked
+                )
+                return _kept(session, key, out)
+        finally:
+            _drop(embedded)
 
     async def _search_on(
         self, req: SearchRequest, session_id: str | None, repeatable: bool
@@ -301,6 +306,16 @@ class Retriever(TargetedSearch):
         check_vectors(meta, self.embedder.model, self.embedder.dimensions)
         return meta
 
+    def _embedded(self, query: str) -> asyncio.Future[Vector]:
+        """The query's vector, embedded while the meta is checked (EMBEDDING_MISMATCH), as a
+        task the caller awaits once it holds its session."""
+
+        async def both() -> Vector:
+            vector, _ = await asyncio.gather(self._embed_query(query), self._check_meta())
+            return vector
+
+        return asyncio.ensure_future(both())
+
     async def _embed_query(self, text: str) -> Vector:
         matrix = await self.embedder.embed([text], "query")
         vector: Vector = matrix[0]
@@ -319,6 +334,17 @@ class Retriever(TargetedSearch):
 def _call_key(operation: str, *args: object) -> str:
     """A call's arguments as one key of the session's page ledger."""
     return json.dumps([operation, *args], ensure_ascii=False)
+
+
+def _drop(task: asyncio.Future[Vector] | None) -> None:
+    """Stop an embedding the call no longer waits for (it returned early or failed), and mark
+    an error it ended with as seen."""
+    if task is None:
+        return
+    if not task.done():
+        task.cancel()
+    elif not task.cancelled():
+        task.exception()
 
 
 def _replay(session: Session, key: str | None) -> Outcome | None:
