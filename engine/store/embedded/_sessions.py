@@ -59,7 +59,8 @@ CREATE TABLE IF NOT EXISTS state (
 ) WITHOUT ROWID;
 DROP INDEX IF EXISTS state_owner;
 CREATE INDEX IF NOT EXISTS state_owned ON state (kind, owner, expires_at, used_at, size);
-CREATE INDEX IF NOT EXISTS state_expiry ON state (expires_at);
+DROP INDEX IF EXISTS state_expiry;
+CREATE INDEX IF NOT EXISTS state_expiring ON state (kind, expires_at, ttl, size);
 """
 # A session's kept pages from the index alone: the body column comes before the others, so
 # reading ``used_at`` from the rows would walk every page's overflow chain.
@@ -76,6 +77,22 @@ _LIVE = (  # rows the budget may drop: a session with its deltas as one
     "SELECT CASE kind WHEN 'd' THEN 's' ELSE kind END AS k, "
     "CASE kind WHEN 'd' THEN owner ELSE key END AS name, sum(size), max(used_at) "
     "FROM state WHERE body IS NOT NULL GROUP BY k, name"
+)
+# The sweep's statements, each over the expired rows alone (``state_expiring``, and
+# ``state_owned`` for a session's other rows): a scan of every row reads their bodies, 70 ms
+# and more each time in a memory with 40k session rows (bench/results/search_latency_100k_s21.md)
+_SWEEP = (
+    # pages, and cursors one TTL after they expired (a cursor's owner is told it expired
+    # until then); a cursor's row expired at ``expires_at <= now`` in either case
+    "DELETE FROM state WHERE kind IN ('p', 'c') AND expires_at <= :now "
+    "AND (kind != 'c' OR expires_at + ttl <= :now)",
+    # a session goes with its deltas, once its latest row expired
+    "DELETE FROM state WHERE kind IN ('s', 'd') AND owner IN (SELECT e.owner FROM state e "
+    "WHERE e.kind IN ('s', 'd') AND e.expires_at <= :now AND NOT EXISTS (SELECT 1 FROM state l "
+    "WHERE l.kind IN ('s', 'd') AND l.owner = e.owner AND l.expires_at > :now))",
+    # an expired cursor's body goes at once
+    "UPDATE state SET body = NULL, size = 0 "
+    "WHERE kind = 'c' AND expires_at <= :now AND size > 0",
 )
 _PUT = (
     "INSERT OR REPLACE INTO state (kind, key, owner, body, size, expires_at, ttl, used_at) "
@@ -335,21 +352,8 @@ class SqliteState:
 
     def _sweep(self, conn: sqlite3.Connection, now: float) -> None:
         with _immediate(conn):
-            conn.execute(
-                "DELETE FROM state WHERE kind IN ('p', 'c') AND ((kind != 'c' AND expires_at <= ?) "
-                "OR expires_at + ttl <= ?)",
-                (now, now),
-            )
-            conn.execute(  # a session goes with its deltas, once its latest row expired
-                "DELETE FROM state WHERE kind IN ('s', 'd') AND owner IN (SELECT owner FROM state "
-                "WHERE kind IN ('s', 'd') GROUP BY owner HAVING max(expires_at) <= ?)",
-                (now,),
-            )
-            conn.execute(
-                "UPDATE state SET body = NULL, size = 0 "
-                "WHERE kind = 'c' AND expires_at <= ? AND body IS NOT NULL",
-                (now,),
-            )
+            for sql in _SWEEP:
+                conn.execute(sql, {"now": now})
             total = conn.execute("SELECT coalesce(sum(size), 0) FROM state").fetchone()[0]
             if total > self.budget:
                 live = conn.execute(_LIVE).fetchall()
