@@ -1,14 +1,20 @@
 """The embedded session file's sweep reads only the rows that expired: every statement finds
 them through an index, and it removes exactly what the whole-table statements before it
-removed (a scan read every row's body: 70 ms and more per sweep at 40k session rows)."""
+removed (a scan read every row's body: 70 ms and more per sweep at 40k session rows). It runs
+with the log's checkpoint beside the searches (``_upkeep``), never inside a commit."""
 
 from __future__ import annotations
 
+import asyncio
 import random
 import sqlite3
+import threading
 from pathlib import Path
 
-from mnemoql.engine.store.embedded._sessions import _SWEEP, DDL
+import pytest
+
+from mnemoql.engine.session_state import DEFAULT_BUDGET, Commit
+from mnemoql.engine.store.embedded._sessions import _SWEEP, DDL, SqliteState
 
 # The sweep's statements before the index, kept here as the reference of what it removes.
 WHOLE_TABLE = (
@@ -20,6 +26,7 @@ WHOLE_TABLE = (
     "WHERE kind = 'c' AND expires_at <= :now AND body IS NOT NULL",
 )
 NOW = 10_000.0
+PATIENCE_S = 10.0  # a deadlock otherwise, never a timing
 
 
 def _filled(file: Path, seed: int) -> sqlite3.Connection:
@@ -72,3 +79,84 @@ def test_every_sweep_statement_finds_its_rows_through_an_index(tmp_path: Path) -
         plan = [row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + sql, {"now": NOW})]
         assert not any(step.startswith("SCAN") for step in plan), (sql, plan)
         assert any("INDEX state_expiring" in step for step in plan), (sql, plan)
+
+
+# ---------------------------------------------------------------- upkeep beside the searches
+
+
+def _page_commit(n: int) -> Commit:
+    return Commit("s1", 60.0, pages=[(f"s1\x1fpage{n}", b"P" * 2000)])
+
+
+def _in_main_file(file: Path) -> int:
+    """Page rows in the database file itself, as a checkpoint left it (the log ignored; 0
+    before the table itself was checkpointed)."""
+    conn = sqlite3.connect(f"file:{file}?immutable=1", uri=True)
+    try:
+        if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'state'").fetchone():
+            return 0
+        return int(conn.execute("SELECT count(*) FROM state WHERE kind = 'p'").fetchone()[0])
+    finally:
+        conn.close()
+
+
+async def test_a_commit_that_makes_a_sweep_due_does_not_wait_for_it(tmp_path: Path) -> None:
+    state = SqliteState(tmp_path / "space.sqlite3-sessions", DEFAULT_BUDGET)
+    state._sweeper.every = 1  # every commit makes one due
+    release, ran_on = threading.Event(), []
+
+    def slow_sweep(conn: sqlite3.Connection, now: float) -> None:
+        ran_on.append(threading.current_thread().name)
+        assert release.wait(PATIENCE_S), "the test never released the sweep"
+
+    state.upkeep.sweep = slow_sweep
+    try:
+        # both commits return while the first sweep is held: no search waits for it
+        await asyncio.wait_for(state.commit(_page_commit(1), NOW), PATIENCE_S)
+        await asyncio.wait_for(state.commit(_page_commit(2), NOW), PATIENCE_S)
+        release.set()
+        await asyncio.to_thread(state.upkeep.wait)
+        assert len(ran_on) == 1  # one job at a time: the second found the first running
+        assert ran_on[0].startswith("mnemoql-sessions-upkeep")
+    finally:
+        release.set()
+        await state.close()
+
+
+async def test_the_log_is_checkpointed_by_upkeep_and_never_in_a_commit(tmp_path: Path) -> None:
+    file = tmp_path / "space.sqlite3-sessions"
+    state = SqliteState(file, DEFAULT_BUDGET)
+    state._sweeper.every = 10**9  # no upkeep until the test starts it
+    try:
+        for n in range(600):  # ~2000 log pages: past SQLite's own checkpoint at 1000
+            await state.commit(_page_commit(n), NOW)
+        assert _in_main_file(file) == 0  # every page still only in the log
+        state.upkeep.start(NOW)
+        await asyncio.to_thread(state.upkeep.wait)
+        assert _in_main_file(file) == 600
+    finally:
+        await state.close()
+
+
+async def test_failed_upkeep_is_logged_and_the_next_one_runs(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    state = SqliteState(tmp_path / "space.sqlite3-sessions", DEFAULT_BUDGET)
+    swept: list[float] = []
+
+    def locked(conn: sqlite3.Connection, now: float) -> None:
+        raise sqlite3.OperationalError("database is locked")
+
+    try:
+        await state.commit(_page_commit(1), NOW)
+        state.upkeep.sweep = locked
+        state.upkeep.start(NOW)
+        await asyncio.to_thread(state.upkeep.wait)
+        assert "session file upkeep failed" in caplog.text
+        assert "database is locked" in caplog.text
+        state.upkeep.sweep = lambda conn, now: swept.append(now)
+        state.upkeep.start(NOW + 1)
+        await asyncio.to_thread(state.upkeep.wait)
+        assert swept == [NOW + 1]
+    finally:
+        await state.close()

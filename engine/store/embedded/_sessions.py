@@ -17,6 +17,9 @@ A call's commit appends its ledger change as a delta row (``session_state``): th
 whose body comes before ``expires_at``, is neither read nor written then; whether the session
 is live and its deltas' numbers come from the ``state_owned`` index (a ledger row's owner is
 its own key).
+
+The sweep of expired rows and the log's checkpoint run beside the searches, on a thread and
+connection of their own (``_upkeep``): a commit only notes that they are due.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ from mnemoql.engine.session_state import (
     Update,
     evictable,
 )
+from mnemoql.engine.store.embedded._upkeep import Upkeep
 from mnemoql.engine.store.faults import storage_fault
 
 T = TypeVar("T")
@@ -205,6 +209,7 @@ class SqliteState:
         self._pool: ThreadPoolExecutor | None = None
         self._sweeper = Sweeper()
         self.page_cache = PageCache()
+        self.upkeep = Upkeep(file, self._sweep)  # sweep and checkpoint beside the searches
 
     async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         if self._pool is None:
@@ -227,6 +232,7 @@ class SqliteState:
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")  # state a restart used to lose anyway
             conn.execute("PRAGMA busy_timeout = 10000")
+            conn.execute("PRAGMA wal_autocheckpoint = 0")  # ``upkeep`` checkpoints
             conn.executescript(DDL)
             self._conn = conn
         return fn(self._conn)
@@ -266,10 +272,10 @@ class SqliteState:
                 )
             for k, b in commit.pages:  # committed: this process need not read them back
                 self.page_cache.put((k, now, len(b)), b, sid)
-            if sweep:
-                self._sweep(conn, now)
 
         await self._run(write)
+        if sweep:
+            self.upkeep.start(now)
 
     async def get(self, kind: Kind, key: str, now: float) -> Row | None:
         def read(conn: sqlite3.Connection) -> Row | None:
@@ -371,6 +377,7 @@ class SqliteState:
                         )
 
     async def close(self) -> None:
+        await asyncio.to_thread(self.upkeep.close)
         pool, conn = self._pool, self._conn
         if pool is None:
             return
