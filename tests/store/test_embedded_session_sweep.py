@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from mnemoql.engine.session_state import DEFAULT_BUDGET, Commit
-from mnemoql.engine.store.embedded._sessions import _SWEEP, DDL, SqliteState
+from mnemoql.engine.store.embedded._sessions import _SWEEP, DDL, SqliteState, sweep_expired
 
 # The sweep's statements before the index, kept here as the reference of what it removes.
 WHOLE_TABLE = (
@@ -57,16 +57,19 @@ def _filled(file: Path, seed: int) -> sqlite3.Connection:
     return conn
 
 
-def _swept(conn: sqlite3.Connection, statements: tuple[str, ...]) -> list[tuple[object, ...]]:
-    for sql in statements:
-        conn.execute(sql, {"now": NOW})
+def _rows(conn: sqlite3.Connection) -> list[tuple[object, ...]]:
     return conn.execute("SELECT * FROM state ORDER BY kind, key").fetchall()
 
 
 def test_the_sweep_removes_what_the_whole_table_statements_removed(tmp_path: Path) -> None:
     for seed in range(5):
-        want = _swept(_filled(tmp_path / f"want{seed}", seed), WHOLE_TABLE)
-        got = _swept(_filled(tmp_path / f"got{seed}", seed), _SWEEP)
+        reference = _filled(tmp_path / f"want{seed}", seed)
+        for sql in WHOLE_TABLE:
+            reference.execute(sql, {"now": NOW})
+        want = _rows(reference)
+        swept = _filled(tmp_path / f"got{seed}", seed)
+        sweep_expired(swept, NOW, batch=7)  # many batches of each statement
+        got = _rows(swept)
         before = _filled(tmp_path / f"before{seed}", seed).execute("SELECT count(*) FROM state")
         assert got == want
         assert len(got) < before.fetchone()[0]  # the seed had something to sweep
@@ -76,7 +79,8 @@ def test_every_sweep_statement_finds_its_rows_through_an_index(tmp_path: Path) -
     conn = _filled(tmp_path / "plan", 0)
     conn.execute("ANALYZE")  # statistics as a large file has them: no plan by luck
     for sql in _SWEEP:
-        plan = [row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + sql, {"now": NOW})]
+        args = {"now": NOW, "batch": 500}
+        plan = [row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + sql, args)]
         assert not any(step.startswith("SCAN") for step in plan), (sql, plan)
         assert any("INDEX state_expiring" in step for step in plan), (sql, plan)
 
