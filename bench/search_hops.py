@@ -7,7 +7,7 @@ on both indexes asked on the event loop in the same run (issue #30, "a search ne
 
 It opens the cached corpus of ``bench.search_latency`` (build it with that bench first), asks
 held-out queries of another seed than that bench's, each in its own session, with the ANN route
-on, and times the parts by wrapping them (``run_in_executor``, ``pool_hits``, ``pool_rows``,
+on, and times the parts by wrapping them (``run_in_executor``, ``pool_hits``, ``more_pool_rows``,
 ``lexical_hits``, ``Hnsw.search``): a profile of one checkout, to read beside the latency bench,
 not a result.
 """
@@ -64,7 +64,7 @@ def timed(trips: Trips, steps: Steps) -> Iterator[None]:
     """Record every executor trip and the route pool's steps meanwhile."""
     loop_cls = asyncio.BaseEventLoop
     original_rie, original_search = loop_cls.run_in_executor, Hnsw.search
-    parts = ("pool_hits", "pool_rows", "lexical_hits")
+    parts = ("pool_hits", "more_pool_rows", "lexical_hits")
     originals = {name: getattr(_routes, name) for name in parts}
 
     def rie(self: Any, executor: Any, func: Callable[..., Any], *args: Any) -> Any:

@@ -135,6 +135,55 @@ async def test_the_two_indexes_are_searched_on_two_threads_with_the_exact_pages(
             await s.close()
 
 
+async def test_the_summary_pages_rows_are_read_while_the_chunk_index_is_searched(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The compute thread reads the rows of the summary route's likely page while the side
+    thread searches the chunk index, then only the rest: the same rows, in the same order,
+    as the exact store reads at once."""
+    monkeypatch.setattr(_routes, "spare_core", lambda: True)
+    stores, q = await _ann_and_exact(tmp_path)
+    early_read, reads = threading.Event(), []
+    more, search = _routes.more_pool_rows, Hnsw.search
+
+    def counted(conn, view, ids, known):  # type: ignore[no-untyped-def]
+        reads.append([i for i in ids if i not in known[0]])
+        early_read.set()
+        return more(conn, view, ids, known)
+
+    def chunk_waits(self: Hnsw, query: np.ndarray, count: int) -> np.ndarray | None:
+        if self.kind == "chunk":  # until the summary page's rows were read beside it
+            assert early_read.wait(10), "no rows were read while the chunk index was searched"
+        return search(self, query, count)
+
+    monkeypatch.setattr(_routes, "more_pool_rows", counted)
+    monkeypatch.setattr(Hnsw, "search", chunk_waits)
+    try:
+        got = await stores["ann"].route_pool(q, EMPTY_FILTERS, frozenset(), 10)
+        monkeypatch.setattr(Hnsw, "search", search)
+        want = await stores["exact"].route_pool(q, EMPTY_FILTERS, frozenset(), 10)
+        assert [h.event_id for h in got.summary] == [h.event_id for h in want.summary]
+        assert len(reads) == 3  # early and the rest (ann), all at once (exact)
+        early, rest = reads[0], reads[1]
+        assert early == [h.event_id for h in got.summary]  # the likely page was the page
+        assert not set(early) & set(rest)  # nothing read twice
+        assert list(got.events) == list(want.events)
+        for i, mine in got.events.items():
+            theirs = want.events[i]
+            assert (mine.summary, mine.content, mine.content_hash, mine.has_chunks) == (
+                theirs.summary,
+                theirs.content,
+                theirs.content_hash,
+                theirs.has_chunks,
+            )
+            np.testing.assert_allclose(mine.embedding, theirs.embedding, rtol=1e-6)
+        assert got.chunk_hashes == want.chunk_hashes
+        assert got.concepts == want.concepts
+    finally:
+        for s in stores.values():
+            await s.close()
+
+
 async def test_a_side_search_not_started_yet_runs_on_the_searching_thread(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

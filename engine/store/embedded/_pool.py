@@ -149,16 +149,39 @@ class PoolReader:
             conn.close()
 
 
-def pool_rows(conn: sqlite3.Connection, view: EventView, ids: Sequence[str]) -> PoolRows:
-    """What ranking and delivery read of the events a search found, in one read transaction:
-    the events with their summary vectors (from ``view``), the text hashes of their chunks,
-    and the concepts each one MENTIONS as the evidence page shows them."""
+@contextmanager
+def read_transaction(conn: sqlite3.Connection) -> Iterator[None]:
+    """One snapshot for every read meanwhile."""
     conn.execute("BEGIN")
     try:
-        return _pool_rows(conn, view, ids)
+        yield
     finally:
         if conn.in_transaction:
             conn.execute("COMMIT")
+
+
+def more_pool_rows(
+    conn: sqlite3.Connection, view: EventView, ids: Sequence[str], known: PoolRows
+) -> PoolRows:
+    """What ranking and delivery read of the events a search found, in the order of ``ids``:
+    the events with their summary vectors (from ``view``), the text hashes of their chunks,
+    and the concepts each one MENTIONS as the evidence page shows them. Only the ids ``known``
+    lacks are read (``known``: rows read earlier in the caller's ``read_transaction``)."""
+    events, hashes, concepts = known
+    rest = [i for i in ids if i not in events]
+    if rest:
+        more = _pool_rows(conn, view, rest)
+        events, hashes, concepts = (
+            {**events, **more[0]},
+            {**hashes, **more[1]},
+            {**concepts, **more[2]},
+        )
+    kept = [i for i in ids if i in events]
+    return (
+        {i: events[i] for i in kept},
+        {i: hashes[i] for i in kept},
+        {i: concepts[i] for i in kept},
+    )
 
 
 def _pool_rows(conn: sqlite3.Connection, view: EventView, ids: Sequence[str]) -> PoolRows:

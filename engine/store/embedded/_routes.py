@@ -19,9 +19,10 @@ from mnemoql.engine.models import Entity, EntityLabel, Filters, Hit, RouteName, 
 from mnemoql.engine.store.embedded._db import Database
 from mnemoql.engine.store.embedded._exact import event_mask
 from mnemoql.engine.store.embedded._idle import spare_core
-from mnemoql.engine.store.embedded._index import normalise
+from mnemoql.engine.store.embedded._index import I64, normalise
 from mnemoql.engine.store.embedded._lexical import hits as lexical_hits
-from mnemoql.engine.store.embedded._pool import pool_rows
+from mnemoql.engine.store.embedded._pool import PoolRows, more_pool_rows, read_transaction
+from mnemoql.engine.store.embedded._rescore import score_rows
 from mnemoql.engine.store.embedded._search import beside, entity_hits, pool_hits, route_hits
 from mnemoql.engine.store.embedded._threads import Threads, interruptible, not_open
 from mnemoql.engine.store.lexical import query_terms as lexical_terms
@@ -151,15 +152,24 @@ async def route_pool(
                 later = side.submit(rows.run, rows.ticket(), lexical)
             except RuntimeError:  # the store is closing under this search
                 later = None
-        summary, chunk = pool_hits(
-            view, gen, db.ann, q, filters, exclude, restrict, allowed, limit, side
-        )
-        found = beside(later, lexical) if later is not None else lexical() if terms else []
-        union = list(dict.fromkeys(h.event_id for h in [*summary, *chunk, *found]))
-        if not union:
-            return RoutePool(summary, chunk, {}, {}, lexical=found)
-        with rows.reading() as conn:
-            events, hashes, concepts = pool_rows(conn, view, union)
+        with rows.reading() as conn, read_transaction(conn):
+            known: PoolRows = ({}, {}, {})
+
+            def early(candidates: I64) -> None:
+                """The rows of the summary route's likely page, read while the side thread
+                searches the chunk index (this thread would only wait): most of the pool."""
+                nonlocal known
+                page = score_rows("summary", view, q, candidates, limit).hits
+                known = more_pool_rows(conn, view, [h.event_id for h in page], known)
+
+            summary, chunk = pool_hits(
+                view, gen, db.ann, q, filters, exclude, restrict, allowed, limit, side, early
+            )
+            found = beside(later, lexical) if later is not None else lexical() if terms else []
+            union = list(dict.fromkeys(h.event_id for h in [*summary, *chunk, *found]))
+            if not union:
+                return RoutePool(summary, chunk, {}, {}, lexical=found)
+            events, hashes, concepts = more_pool_rows(conn, view, union, known)
         return RoutePool(summary, chunk, events, hashes, concepts, found)
 
     def checked_pool() -> RoutePool | int:

@@ -101,6 +101,7 @@ def pool_hits(
     allowed: frozenset[str] | None,
     limit: int,
     side: Executor | None = None,
+    early: Callable[[I64], None] | None = None,
 ) -> tuple[list[Hit], list[Hit]]:
     """Both routes' top ``limit`` events, as ``route_hits`` gives them, except that when both
     come from their indexes each route rescores the union of both indexes' candidates (the
@@ -111,7 +112,10 @@ def pool_hits(
     exact scan), but an event's summary and its chunks are near each other, and every event
     missed by one index was among the other index's candidates (docs/DECISIONS.md, "Holes in
     the graph"). Exact rescoring of a larger set can only move a route closer to
-    the exact scan."""
+    the exact scan.
+
+    ``early``: given the summary index's candidate rows (that pass the filters) once, while
+    the side thread still searches the chunk index, to use this thread's wait."""
     if view.n == 0 or query.shape[0] != view.dims:
         return [], []
     subset, mask = _plan(view, filters, exclude, restrict, allowed)
@@ -120,7 +124,9 @@ def pool_hits(
             "chunk", view, query, subset, limit
         )
     routes: tuple[RouteName, RouteName] = ("summary", "chunk")
-    both = _adaptive(routes, view, generation, ann, query, filters, exclude, mask, limit, side=side)
+    both = _adaptive(
+        routes, view, generation, ann, query, filters, exclude, mask, limit, side=side, early=early
+    )
     if both is not None:
         return both[0], both[1]
     # at most one index answered: that route alone (adaptive), the exact scan for the other
@@ -145,6 +151,7 @@ def _adaptive(
     limit: int,
     union: bool = True,
     side: Executor | None = None,
+    early: Callable[[I64], None] | None = None,
 ) -> list[list[Hit]] | None:
     """The routes' pages from their indexes' candidates (each route rescoring the union of
     all of them when ``union``), fetched ``first_overfetch`` x the page and grown by
@@ -168,6 +175,9 @@ def _adaptive(
         except RuntimeError:  # the store is closing under this search: all of it here
             later = []
         got = [fetched(routes[0])]
+        if early is not None and later and got[0] is not None:
+            early(got[0].rows)  # once, while the side thread searches
+            early = None
         got += [beside(f, partial(fetched, r)) for f, r in zip(later, routes[1:], strict=False)]
         got += [fetched(r) for r in routes[1 + len(later) :]]
         if any(g is None for g in got):
