@@ -14,7 +14,9 @@ from pathlib import Path
 import pytest
 
 from mnemoql.engine.session_state import DEFAULT_BUDGET, Commit
-from mnemoql.engine.store.embedded._sessions import _SWEEP, DDL, SqliteState, sweep_expired
+from mnemoql.engine.store.embedded import _sessions, _upkeep
+from mnemoql.engine.store.embedded._sessions import DDL, SqliteState
+from mnemoql.engine.store.embedded._upkeep import _SWEEP, sweep_step
 
 # The sweep's statements before the index, kept here as the reference of what it removes.
 WHOLE_TABLE = (
@@ -68,7 +70,9 @@ def test_the_sweep_removes_what_the_whole_table_statements_removed(tmp_path: Pat
             reference.execute(sql, {"now": NOW})
         want = _rows(reference)
         swept = _filled(tmp_path / f"got{seed}", seed)
-        sweep_expired(swept, NOW, batch=7)  # many batches of each statement
+        stage: int | None = 0
+        while stage is not None:  # many batches of each statement
+            stage = sweep_step(swept, NOW, stage, budget=10**12, batch=7)
         got = _rows(swept)
         before = _filled(tmp_path / f"before{seed}", seed).execute("SELECT count(*) FROM state")
         assert got == want
@@ -104,30 +108,60 @@ def _in_main_file(file: Path) -> int:
         conn.close()
 
 
-async def test_a_commit_that_makes_a_sweep_due_does_not_wait_for_it(tmp_path: Path) -> None:
+async def test_a_commit_that_makes_a_sweep_due_does_not_wait_for_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     state = SqliteState(tmp_path / "space.sqlite3-sessions", DEFAULT_BUDGET)
     state._sweeper.every = 1  # every commit makes one due
-    release, ran_on = threading.Event(), []
+    release = threading.Event()
 
-    def slow_sweep(conn: sqlite3.Connection, now: float) -> None:
-        ran_on.append(threading.current_thread().name)
+    def held(*args: object, **kwargs: object) -> int | None:
         assert release.wait(PATIENCE_S), "the test never released the sweep"
+        return sweep_step(*args, **kwargs)  # type: ignore[arg-type]
 
-    state.upkeep.sweep = slow_sweep
+    monkeypatch.setattr(_sessions, "sweep_step", held)
     try:
-        # both commits return while the first sweep is held: no search waits for it
+        # the sweep's first batch is held: the commit that made it due has returned
         await asyncio.wait_for(state.commit(_page_commit(1), NOW), PATIENCE_S)
-        await asyncio.wait_for(state.commit(_page_commit(2), NOW), PATIENCE_S)
         release.set()
-        await asyncio.to_thread(state.upkeep.wait)
-        assert len(ran_on) == 1  # one job at a time: the second found the first running
-        assert ran_on[0].startswith("mnemoql-sessions-upkeep")
+        await asyncio.wait_for(state.upkept(), PATIENCE_S)
     finally:
         release.set()
         await state.close()
 
 
-async def test_the_log_is_checkpointed_by_upkeep_and_never_in_a_commit(tmp_path: Path) -> None:
+async def test_calls_are_served_between_the_sweeps_batches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each batch queues the next behind the calls that came meanwhile: a session read asked
+    while a long sweep runs is served before the sweep ends."""
+    monkeypatch.setattr(_upkeep, "SWEEP_BATCH", 1)
+    state = SqliteState(tmp_path / "space.sqlite3-sessions", DEFAULT_BUDGET)
+    state._sweeper.every = 10**9
+    steps: list[int] = []
+
+    def counted(*args: object, **kwargs: object) -> int | None:
+        steps.append(1)
+        return sweep_step(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_sessions, "sweep_step", counted)
+    try:
+        for n in range(40):  # pages that expired long ago
+            await state.put("p", f"s1\x1fold{n}", "s1", b"P" * 500, NOW - 10_000, 60.0)
+        state._sweep_due(NOW)
+        await state.session("s2", NOW)
+        served_after = len(steps)
+        await asyncio.wait_for(state.upkept(), PATIENCE_S)
+        assert len(steps) >= 40  # one batch per row, then the budget's step
+        assert served_after < len(steps)
+        assert await state.owned("p", "s1", NOW - 20_000) == []  # all swept
+    finally:
+        await state.close()
+
+
+async def test_the_log_is_checkpointed_after_a_sweep_and_never_in_a_commit(
+    tmp_path: Path,
+) -> None:
     file = tmp_path / "space.sqlite3-sessions"
     state = SqliteState(file, DEFAULT_BUDGET)
     state._sweeper.every = 10**9  # no upkeep until the test starts it
@@ -135,32 +169,33 @@ async def test_the_log_is_checkpointed_by_upkeep_and_never_in_a_commit(tmp_path:
         for n in range(600):  # ~2000 log pages: past SQLite's own checkpoint at 1000
             await state.commit(_page_commit(n), NOW)
         assert _in_main_file(file) == 0  # every page still only in the log
-        state.upkeep.start(NOW)
-        await asyncio.to_thread(state.upkeep.wait)
+        state._sweep_due(NOW)
+        await asyncio.wait_for(state.upkept(), PATIENCE_S)
         assert _in_main_file(file) == 600
     finally:
         await state.close()
 
 
-async def test_failed_upkeep_is_logged_and_the_next_one_runs(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+async def test_a_failed_sweep_is_logged_and_the_next_one_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     state = SqliteState(tmp_path / "space.sqlite3-sessions", DEFAULT_BUDGET)
-    swept: list[float] = []
+    state._sweeper.every = 10**9
 
-    def locked(conn: sqlite3.Connection, now: float) -> None:
+    def locked(*args: object, **kwargs: object) -> int | None:
         raise sqlite3.OperationalError("database is locked")
 
     try:
-        await state.commit(_page_commit(1), NOW)
-        state.upkeep.sweep = locked
-        state.upkeep.start(NOW)
-        await asyncio.to_thread(state.upkeep.wait)
-        assert "session file upkeep failed" in caplog.text
+        await state.put("p", "s1\x1fold", "s1", b"P" * 500, NOW - 10_000, 60.0)
+        monkeypatch.setattr(_sessions, "sweep_step", locked)
+        state._sweep_due(NOW)
+        await asyncio.wait_for(state.upkept(), PATIENCE_S)
+        assert "session file sweep failed" in caplog.text
         assert "database is locked" in caplog.text
-        state.upkeep.sweep = lambda conn, now: swept.append(now)
-        state.upkeep.start(NOW + 1)
-        await asyncio.to_thread(state.upkeep.wait)
-        assert swept == [NOW + 1]
+        monkeypatch.setattr(_sessions, "sweep_step", sweep_step)
+        assert await state.get("p", "s1\x1fold", NOW - 20_000) is not None  # still there
+        state._sweep_due(NOW)
+        await asyncio.wait_for(state.upkept(), PATIENCE_S)
+        assert await state.get("p", "s1\x1fold", NOW - 20_000) is None
     finally:
         await state.close()

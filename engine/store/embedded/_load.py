@@ -10,8 +10,6 @@ bench/results/search_latency.md ("open").
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -35,6 +33,7 @@ from mnemoql.engine.store.embedded._index import (
 )
 from mnemoql.engine.store.embedded._query import IN_SET, json_set
 from mnemoql.engine.store.embedded._schema import blob_vec
+from mnemoql.engine.store.embedded._txn import read_snapshot
 
 BLOCK = 20_000
 
@@ -110,21 +109,6 @@ def load_entities(conn: sqlite3.Connection, label: EntityLabel, dims: int) -> En
 
 
 # ---------------------------------------------------------------- snapshots and catch-ups
-
-
-@contextmanager
-def read_snapshot(conn: sqlite3.Connection) -> Iterator[None]:
-    """The statements inside see one committed state of the database (a read transaction;
-    inside a write transaction already, that one)."""
-    if conn.in_transaction:
-        yield
-        return
-    conn.execute("BEGIN")
-    try:
-        yield
-    finally:
-        if conn.in_transaction:
-            conn.execute("COMMIT")
 
 
 def max_seq(conn: sqlite3.Connection) -> int:

@@ -149,24 +149,13 @@ class PoolReader:
             conn.close()
 
 
-@contextmanager
-def read_transaction(conn: sqlite3.Connection) -> Iterator[None]:
-    """One snapshot for every read meanwhile."""
-    conn.execute("BEGIN")
-    try:
-        yield
-    finally:
-        if conn.in_transaction:
-            conn.execute("COMMIT")
-
-
 def more_pool_rows(
     conn: sqlite3.Connection, view: EventView, ids: Sequence[str], known: PoolRows
 ) -> PoolRows:
     """What ranking and delivery read of the events a search found, in the order of ``ids``:
     the events with their summary vectors (from ``view``), the text hashes of their chunks,
     and the concepts each one MENTIONS as the evidence page shows them. Only the ids ``known``
-    lacks are read (``known``: rows read earlier in the caller's ``read_transaction``)."""
+    lacks are read (``known``: rows read earlier in the caller's ``read_snapshot``)."""
     events, hashes, concepts = known
     rest = [i for i in ids if i not in events]
     if rest:

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import sqlite3
 
-from mnemoql.engine.store.embedded._load import read_snapshot
 from mnemoql.engine.store.embedded._schema import BINDING_COLS, TOPIC_COLS, row_binding, row_topic
+from mnemoql.engine.store.embedded._txn import read_snapshot
 from mnemoql.engine.topics.changes import Removed, TopicChanges, TopicMark
 
 

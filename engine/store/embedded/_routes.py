@@ -21,10 +21,11 @@ from mnemoql.engine.store.embedded._exact import event_mask
 from mnemoql.engine.store.embedded._idle import spare_core
 from mnemoql.engine.store.embedded._index import I64, normalise
 from mnemoql.engine.store.embedded._lexical import hits as lexical_hits
-from mnemoql.engine.store.embedded._pool import PoolRows, more_pool_rows, read_transaction
+from mnemoql.engine.store.embedded._pool import PoolRows, more_pool_rows
 from mnemoql.engine.store.embedded._rescore import score_rows
 from mnemoql.engine.store.embedded._search import beside, entity_hits, pool_hits, route_hits
 from mnemoql.engine.store.embedded._threads import Threads, interruptible, not_open
+from mnemoql.engine.store.embedded._txn import read_snapshot
 from mnemoql.engine.store.lexical import query_terms as lexical_terms
 from mnemoql.engine.store.rules import entity_label
 
@@ -152,7 +153,7 @@ async def route_pool(
                 later = side.submit(rows.run, rows.ticket(), lexical)
             except RuntimeError:  # the store is closing under this search
                 later = None
-        with rows.reading() as conn, read_transaction(conn):
+        with rows.reading() as conn, read_snapshot(conn):
             known: PoolRows = ({}, {}, {})
 
             def early(candidates: I64) -> None:

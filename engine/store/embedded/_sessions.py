@@ -18,17 +18,18 @@ whose body comes before ``expires_at``, is neither read nor written then; whethe
 is live and its deltas' numbers come from the ``state_owned`` index (a ledger row's owner is
 its own key).
 
-The sweep of expired rows and the log's checkpoint run beside the searches, on a thread and
-connection of their own (``_upkeep``): a commit only notes that they are due.
+A commit only notes that upkeep is due (``_upkeep``): the sweep of expired rows then runs in
+batches queued behind the searches' calls, and the log's checkpoint on a thread of its own.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import sqlite3
-from collections.abc import Callable, Iterator
+import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
 
@@ -42,12 +43,13 @@ from mnemoql.engine.session_state import (
     Row,
     Sweeper,
     Update,
-    evictable,
 )
-from mnemoql.engine.store.embedded._upkeep import Upkeep
+from mnemoql.engine.store.embedded._txn import immediate, read_snapshot
+from mnemoql.engine.store.embedded._upkeep import Checkpoints, sweep, sweep_step
 from mnemoql.engine.store.faults import storage_fault
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 DDL = """
 CREATE TABLE IF NOT EXISTS state (
@@ -77,70 +79,10 @@ _LEDGER_ROWS = (  # a session's ledger row and its deltas from the index: no bod
     "SELECT kind, key, expires_at FROM state INDEXED BY state_owned "
     "WHERE kind IN ('s', 'd') AND owner = ? ORDER BY kind DESC, key"
 )
-_LIVE = (  # rows the budget may drop: a session with its deltas as one
-    "SELECT CASE kind WHEN 'd' THEN 's' ELSE kind END AS k, "
-    "CASE kind WHEN 'd' THEN owner ELSE key END AS name, sum(size), max(used_at) "
-    "FROM state WHERE size > 0 GROUP BY k, name"
-)
-# The sweep's statements, each over the expired rows alone (``state_expiring``, and
-# ``state_owned`` for a session's other rows): a scan of every row reads their bodies, 70 ms
-# and more each time in a memory with 40k session rows (bench/results/search_latency_100k_s21.md).
-# Each takes at most ``:batch`` rows (a session with its deltas) per write transaction, so a
-# search's commit waits for one batch at most, however much expired since the last sweep.
-_SWEEP = (
-    # pages, and cursors one TTL after they expired (a cursor's owner is told it expired
-    # until then); a cursor's row expired at ``expires_at <= now`` in either case
-    "DELETE FROM state WHERE (kind, key) IN (SELECT kind, key FROM state "
-    "WHERE kind IN ('p', 'c') AND expires_at <= :now AND (kind != 'c' OR expires_at + ttl <= :now) "
-    "LIMIT :batch)",
-    # a session goes with its deltas, once its latest row expired
-    "DELETE FROM state WHERE kind IN ('s', 'd') AND owner IN (SELECT e.owner FROM state e "
-    "WHERE e.kind IN ('s', 'd') AND e.expires_at <= :now AND NOT EXISTS (SELECT 1 FROM state l "
-    "WHERE l.kind IN ('s', 'd') AND l.owner = e.owner AND l.expires_at > :now) LIMIT :batch)",
-    # an expired cursor's body goes at once
-    "UPDATE state SET body = NULL, size = 0 WHERE (kind, key) IN (SELECT kind, key FROM state "
-    "WHERE kind = 'c' AND expires_at <= :now AND size > 0 LIMIT :batch)",
-)
-SWEEP_BATCH = 50  # rows per write lock: ~15 ms at most here (p95), 500 held it up to 54 ms
-
-
 _PUT = (
     "INSERT OR REPLACE INTO state (kind, key, owner, body, size, expires_at, ttl, used_at) "
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
 )
-
-
-@contextmanager
-def _immediate(conn: sqlite3.Connection) -> Iterator[None]:
-    """A write transaction that takes the file's lock at once (no upgrade deadlock between
-    two processes merging one session), rolled back on any failure."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-
-
-@contextmanager
-def _snapshot(conn: sqlite3.Connection) -> Iterator[None]:
-    """A read transaction: one snapshot for several statements."""
-    conn.execute("BEGIN")
-    try:
-        yield
-    finally:
-        conn.execute("COMMIT")
-
-
-def sweep_expired(conn: sqlite3.Connection, now: float, batch: int = SWEEP_BATCH) -> None:
-    """Every row expired at ``now`` out (``_SWEEP``), ``batch`` rows per write transaction."""
-    for sql in _SWEEP:
-        while True:
-            with _immediate(conn):
-                changed = conn.execute(sql, {"now": now, "batch": batch}).rowcount
-            if changed <= 0:
-                break
 
 
 def _merge(
@@ -225,7 +167,9 @@ class SqliteState:
         self._pool: ThreadPoolExecutor | None = None
         self._sweeper = Sweeper()
         self.page_cache = PageCache()
-        self.upkeep = Upkeep(file, self._sweep)  # sweep and checkpoint beside the searches
+        self.checkpoints = Checkpoints(file)  # the log's, beside the searches (``_upkeep``)
+        self._swept = threading.Event()  # no sweep running
+        self._swept.set()
 
     async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         if self._pool is None:
@@ -248,14 +192,14 @@ class SqliteState:
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")  # state a restart used to lose anyway
             conn.execute("PRAGMA busy_timeout = 10000")
-            conn.execute("PRAGMA wal_autocheckpoint = 0")  # ``upkeep`` checkpoints
+            conn.execute("PRAGMA wal_autocheckpoint = 0")  # ``checkpoints`` does
             conn.executescript(DDL)
             self._conn = conn
         return fn(self._conn)
 
     async def session(self, key: str, now: float) -> tuple[bytes | None, list[tuple[str, bytes]]]:
         def read(conn: sqlite3.Connection) -> tuple[bytes | None, list[tuple[str, bytes]]]:
-            with _snapshot(conn):  # one snapshot for the ledger and its pages
+            with read_snapshot(conn):  # one snapshot for the ledger and its pages
                 found = _ledger(conn, key, now)
                 if found is None:
                     return None, []
@@ -268,7 +212,7 @@ class SqliteState:
         sid, ttl = commit.session, commit.ttl
 
         def write(conn: sqlite3.Connection) -> None:
-            with _immediate(conn):
+            with immediate(conn):
                 if commit.update is not None:
                     _append(conn, commit, commit.update, now)
                 if commit.clear_pages:
@@ -291,12 +235,12 @@ class SqliteState:
 
         await self._run(write)
         if sweep:
-            self.upkeep.start(now)
+            self._sweep_due(now)
 
     async def get(self, kind: Kind, key: str, now: float) -> Row | None:
         def read(conn: sqlite3.Connection) -> Row | None:
             if kind == "s":
-                with _snapshot(conn):  # rare: tests, ``touch``'s callers
+                with read_snapshot(conn):  # rare: tests, ``touch``'s callers
                     ledger = _ledger(conn, key, now)
                     rows = conn.execute(_LEDGER_ROWS, (key,)).fetchall()
                 if ledger is None:
@@ -321,23 +265,20 @@ class SqliteState:
         row = (kind, key, owner, body, len(body), now + ttl, ttl, now)
         sweep = self._sweeper.due(now)
 
-        def write(conn: sqlite3.Connection) -> None:
-            conn.execute(_PUT, row)
-            if sweep:
-                self._sweep(conn, now)
-
-        await self._run(write)
+        await self._run(lambda conn: conn.execute(_PUT, row))
+        if sweep:
+            self._sweep_due(now)
 
     async def update(self, kind: Kind, key: str, fn: Update, now: float, ttl: float) -> None:
         sweep = self._sweeper.due(now)
 
         def merge(conn: sqlite3.Connection) -> None:
-            with _immediate(conn):
+            with immediate(conn):
                 _merge(conn, kind, key, fn, now, ttl)
-            if sweep:
-                self._sweep(conn, now)
 
         await self._run(merge)
+        if sweep:
+            self._sweep_due(now)
 
     async def owned(self, kind: Kind, owner: str, now: float) -> list[tuple[str, bytes]]:
         def read(conn: sqlite3.Connection) -> list[tuple[str, bytes]]:
@@ -361,7 +302,7 @@ class SqliteState:
             deltas += " AND owner IN (" + sql.replace("DELETE", "SELECT key", 1) + ")"
 
         def delete(conn: sqlite3.Connection) -> None:
-            with _immediate(conn):
+            with immediate(conn):
                 if kind == "s":
                     conn.execute(deltas, args if key is not None or owner is not None else [])
                 conn.execute(sql, args)
@@ -369,30 +310,45 @@ class SqliteState:
         await self._run(delete)
 
     async def sweep(self, now: float) -> None:
-        """Expired rows out, then the least recently used past the budget (tests call it)."""
-        await self._run(lambda conn: self._sweep(conn, now))
+        """Expired rows out, then the least recently used past the budget, at once (tests)."""
+        await self._run(lambda conn: sweep(conn, now, self.budget))
 
-    def _sweep(self, conn: sqlite3.Connection, now: float) -> None:
-        sweep_expired(conn, now)
-        with _immediate(conn):
-            total = conn.execute("SELECT coalesce(sum(size), 0) FROM state").fetchone()[0]
-            if total > self.budget:
-                live = conn.execute(_LIVE).fetchall()
-                for kind, key in evictable(live, total, self.budget):
-                    if kind == "s":
-                        conn.execute(
-                            "DELETE FROM state WHERE kind IN ('s', 'd') AND owner = ?", (key,)
-                        )
-                    elif kind != "c":
-                        conn.execute("DELETE FROM state WHERE kind = ? AND key = ?", (kind, key))
-                    else:
-                        conn.execute(
-                            "UPDATE state SET body = NULL, size = 0 WHERE kind = 'c' AND key = ?",
-                            (key,),
-                        )
+    async def upkept(self) -> None:
+        """Until the running sweep and checkpoint (if any) are done (tests)."""
+        await asyncio.to_thread(self._swept.wait)
+        await asyncio.to_thread(self.checkpoints.wait)
+
+    def _sweep_due(self, now: float) -> None:
+        """Start a sweep on this state's thread, one batch per job, each queued behind the
+        calls that came meanwhile; then a checkpoint (``_upkeep``). Once at a time."""
+        if self._swept.is_set():
+            self._swept.clear()
+            self._next_step(now, 0)
+
+    def _next_step(self, now: float, stage: int) -> None:
+        try:
+            if self._pool is None:
+                raise RuntimeError("closed")
+            self._pool.submit(self._sweep_step, now, stage)
+        except RuntimeError:  # closed or closing: the next process or open sweeps
+            self._swept.set()
+
+    def _sweep_step(self, now: float, stage: int) -> None:
+        conn, following = self._conn, None
+        try:
+            if conn is not None:
+                following = sweep_step(conn, now, stage, self.budget)
+        except (sqlite3.Error, OSError) as exc:  # a lock held too long, a full disk
+            log.warning("session file sweep failed, retried at the next: %s: %s", self.file, exc)
+        if following is not None:
+            self._next_step(now, following)
+            return
+        self._swept.set()
+        if conn is not None:
+            self.checkpoints.start()
 
     async def close(self) -> None:
-        await asyncio.to_thread(self.upkeep.close)
+        await asyncio.to_thread(self.checkpoints.close)
         pool, conn = self._pool, self._conn
         if pool is None:
             return
