@@ -7,7 +7,7 @@ stalled for that long now and then.
 
 * **The sweep** runs on the state's own thread, one batch of ``SWEEP_BATCH`` rows per job:
   each job queues the next behind the calls that arrived meanwhile, so a search waits for one
-  batch at most (~15 ms here), never behind the whole sweep. On a thread of its own, beside the
+  batch at most (4 ms at p95 here), never behind the whole sweep. On a thread of its own, beside the
   searches, its batches took the file's write lock back to back and a search's commit, asleep
   in SQLite's busy handler, missed every gap: 130-330 ms once in a bench run
   (bench/results/search_latency_100k_s21.md).
@@ -56,7 +56,7 @@ _SWEEP = (
     "UPDATE state SET body = NULL, size = 0 WHERE (kind, key) IN (SELECT kind, key FROM state "
     "WHERE kind = 'c' AND expires_at <= :now AND size > 0 LIMIT :batch)",
 )
-SWEEP_BATCH = 50  # rows per write lock: ~15 ms at most here (p95), 500 held it up to 54 ms
+SWEEP_BATCH = 20  # rows per job: p95 4 ms here, 21 ms at most (50 rows: p95 13, 500: up to 54 ms)
 
 
 def sweep(conn: sqlite3.Connection, now: float, budget: int) -> None:
