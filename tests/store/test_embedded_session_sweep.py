@@ -199,3 +199,24 @@ async def test_a_failed_sweep_is_logged_and_the_next_one_runs(
         assert await state.get("p", "s1\x1fold", NOW - 20_000) is None
     finally:
         await state.close()
+
+
+async def test_close_stops_a_running_sweep_after_its_batch_and_opens_again_later(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(_upkeep, "SWEEP_BATCH", 1)
+    state = SqliteState(tmp_path / "space.sqlite3-sessions", DEFAULT_BUDGET)
+    state._sweeper.every = 10**9
+    for n in range(40):
+        await state.put("p", f"s1\x1fold{n}", "s1", b"P" * 500, NOW - 10_000, 60.0)
+    state._sweep_due(NOW)
+    await asyncio.wait_for(state.close(), PATIENCE_S)
+    assert "failed" not in caplog.text  # no step ran on the closed connection
+    alive = [t.name for t in threading.enumerate()]
+    assert not any(n.startswith("mnemoql-sessions-checkpoint") for n in alive)  # none leaked
+    # the state opens again on its next call; the rows the stopped sweep left go at the next
+    await state.commit(_page_commit(1), NOW)
+    assert await state.get("p", "s1\x1fpage1", NOW) is not None
+    await state.sweep(NOW)
+    assert await state.owned("p", "s1", NOW - 20_000) == [("s1\x1fpage1", b"P" * 2000)]
+    await state.close()

@@ -170,6 +170,7 @@ class SqliteState:
         self.checkpoints = Checkpoints(file)  # the log's, beside the searches (``_upkeep``)
         self._swept = threading.Event()  # no sweep running
         self._swept.set()
+        self._closing = False
 
     async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         if self._pool is None:
@@ -335,24 +336,32 @@ class SqliteState:
 
     def _sweep_step(self, now: float, stage: int) -> None:
         conn, following = self._conn, None
+        if conn is None or self._closing:  # the rest waits for the next sweep
+            self._swept.set()
+            return
         try:
-            if conn is not None:
-                following = sweep_step(conn, now, stage, self.budget)
+            following = sweep_step(conn, now, stage, self.budget)
         except (sqlite3.Error, OSError) as exc:  # a lock held too long, a full disk
             log.warning("session file sweep failed, retried at the next: %s: %s", self.file, exc)
-        if following is not None:
+        if following is not None and not self._closing:
             self._next_step(now, following)
             return
-        self._swept.set()
-        if conn is not None:
+        if not self._closing:
             self.checkpoints.start()
+        self._swept.set()
 
     async def close(self) -> None:
-        await asyncio.to_thread(self.checkpoints.close)
-        pool, conn = self._pool, self._conn
-        if pool is None:
-            return
-        if conn is not None:
-            await asyncio.get_running_loop().run_in_executor(pool, conn.close)
-        self._pool, self._conn = None, None
-        pool.shutdown(wait=False)
+        """Stop a running sweep after its batch, then close (a later call opens again)."""
+        self._closing = True
+        try:
+            await asyncio.to_thread(self._swept.wait)
+            await asyncio.to_thread(self.checkpoints.close)
+            pool, conn = self._pool, self._conn
+            if pool is None:
+                return
+            if conn is not None:
+                await asyncio.get_running_loop().run_in_executor(pool, conn.close)
+            self._pool, self._conn = None, None
+            pool.shutdown(wait=False)
+        finally:
+            self._closing = False
