@@ -33,7 +33,7 @@ from bench.search_latency import (
     WARM_UP,
     StubEmbedder,
     ann_settings,
-    corpus_path,
+    built_corpus,
     pct,
     pick_queries,
     settled,
@@ -132,7 +132,7 @@ def ms(xs: Sequence[float]) -> str:
 
 
 async def run(args: argparse.Namespace) -> str:
-    path = corpus_path(args.vectors, args.seed, args.size)
+    path = built_corpus(args.vectors, args.seed, args.size)
     store = EmbeddedStore(path / "memory.db", ann=ann_settings())
     stub = StubEmbedder()
     settings = local_settings(path)

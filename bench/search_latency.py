@@ -298,6 +298,20 @@ def corpus_path(vectors: str, seed: int, size: int) -> Path:
     return cache_dir() / f"latency-{vectors}-seed{seed}-{size}"
 
 
+def built_corpus(vectors: str, seed: int, size: int) -> Path:
+    """``corpus_path`` of a corpus this bench built to the end; else one line and exit 2 (the
+    benches that only read it would otherwise open an empty memory there)."""
+    path = corpus_path(vectors, seed, size)
+    if not (path / "complete").exists():
+        print(
+            f"no built corpus at {path}: build it first with `python -m bench.search_latency "
+            f"--sizes {size} --vectors {vectors} --seed {seed} --build-only`",
+            file=sys.stderr,
+        )
+        raise SystemExit(2)
+    return path
+
+
 def ann_settings(mode: str = "auto", threads: int = 1) -> AnnSettings:
     return AnnSettings(mode="exact" if mode == "exact" else "auto", build_threads=threads)
 

@@ -32,7 +32,7 @@ from bench.search_latency import (
     WARM_UP,
     StubEmbedder,
     ann_settings,
-    corpus_path,
+    built_corpus,
     local_settings,
     pick_queries,
 )
@@ -51,7 +51,7 @@ def page_record(page: EvidencePage) -> dict[str, Any]:
 
 
 async def run(args: argparse.Namespace) -> None:
-    path = corpus_path(args.vectors, args.seed, args.size)
+    path = built_corpus(args.vectors, args.seed, args.size)
     vectors = VECTOR_MODELS[args.vectors]()
     store = EmbeddedStore(path / "memory.db", ann=ann_settings())
     stub = StubEmbedder()
