@@ -45,7 +45,7 @@ from mnemoql.engine.session_state import (
     Update,
 )
 from mnemoql.engine.store.embedded._txn import immediate, read_snapshot
-from mnemoql.engine.store.embedded._upkeep import Checkpoints, sweep, sweep_step
+from mnemoql.engine.store.embedded._upkeep import SWEEP_PAUSE_S, Checkpoints, sweep, sweep_step
 from mnemoql.engine.store.faults import storage_fault
 
 T = TypeVar("T")
@@ -344,7 +344,11 @@ class SqliteState:
         except (sqlite3.Error, OSError) as exc:  # a lock held too long, a full disk
             log.warning("session file sweep failed, retried at the next: %s: %s", self.file, exc)
         if following is not None and not self._closing:
-            self._next_step(now, following)
+            # the next job after a pause without the lock: another process's commit, asleep
+            # in SQLite's busy handler, finds it free when it wakes (``_upkeep``)
+            pause = threading.Timer(SWEEP_PAUSE_S, self._next_step, (now, following))
+            pause.daemon = True
+            pause.start()
             return
         if not self._closing:
             self.checkpoints.start()

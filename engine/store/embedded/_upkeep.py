@@ -6,8 +6,9 @@ commit swept expired rows (70-80 ms when each statement scanned every row). A se
 stalled for that long now and then.
 
 * **The sweep** runs on the state's own thread, one batch of ``SWEEP_BATCH`` rows per job:
-  each job queues the next behind the calls that arrived meanwhile, so a search waits for one
-  batch at most (4 ms at p95 here), never behind the whole sweep. On a thread of its own, beside the
+  each job queues the next, after a pause of ``SWEEP_PAUSE_S`` without the lock, behind the
+  calls that arrived meanwhile, so a search waits for one batch at most (4 ms at p95 here),
+  never behind the whole sweep. On a thread of its own, beside the
   searches, its batches took the file's write lock back to back and a search's commit, asleep
   in SQLite's busy handler, missed every gap: 130-330 ms once in a bench run
   (bench/results/search_latency_100k_s21.md).
@@ -57,6 +58,10 @@ _SWEEP = (
     "WHERE kind = 'c' AND expires_at <= :now AND size > 0 LIMIT :batch)",
 )
 SWEEP_BATCH = 20  # rows per job: p95 4 ms here, 21 ms at most (50 rows: p95 13, 500: up to 54 ms)
+# Between two jobs the lock stays free this long: a writer of another process that found it
+# taken sleeps in SQLite's busy handler (1, 2, 5, 10 ... 100 ms) and, with jobs back to back,
+# would wake into the next job every time
+SWEEP_PAUSE_S = 0.005
 
 
 def sweep(conn: sqlite3.Connection, now: float, budget: int) -> None:
