@@ -16,6 +16,9 @@ bodies the process holds (``PageCache``), in one record (the async driver spends
 client CPU per record: 64 page records were ~5 ms of a ~10 ms read). A body let go of while
 the statement ran is read by a second one.
 
+**The sweep** of expired nodes and of the budget runs beside the requests, in short batches
+(``_session_sweep``): a write that makes one due only starts it.
+
 **A call's commit** appends its ledger change as a ``d`` node (``session_state``): the
 session's node is locked and its deltas listed, its body is neither read nor written.
 """
@@ -33,16 +36,22 @@ from mnemoql.engine.session_state import (
     Row,
     Sweeper,
     Update,
-    evictable,
 )
 from mnemoql.engine.store.neo4j._runner import Runner
+from mnemoql.engine.store.neo4j._session_sweep import (
+    DROP_DELTAS,
+    LABEL,
+    SIZE_INDEX,
+    Sweeps,
+    sweep_space,
+)
 
-LABEL: Final = "MnemoState"
 SCHEMA: Final = (
     f"CREATE CONSTRAINT mnemo_state_key IF NOT EXISTS FOR (n:{LABEL}) "
     "REQUIRE (n.space, n.kind, n.key) IS UNIQUE",
     f"CREATE INDEX mnemo_state_expiry IF NOT EXISTS FOR (n:{LABEL}) ON (n.space, n.expires_at)",
     f"CREATE INDEX mnemo_state_owner IF NOT EXISTS FOR (n:{LABEL}) ON (n.space, n.kind, n.owner)",
+    SIZE_INDEX,
 )
 _ROW: Final = f"(n:{LABEL} {{space: $space, kind: $kind, key: $key}})"
 _DELTAS: Final = (  # a session's deltas in order (none for another kind's row)
@@ -76,35 +85,6 @@ DROP: Final = (  # a session's deltas (owned by its key) go with it
     "AND ($owner IS NULL OR n.owner = $owner)) DELETE n"
 )
 DROP_ALL: Final = f"MATCH (n:{LABEL} {{space: $space}}) DELETE n RETURN count(*) AS n"
-EXPIRE: Final = (
-    f"MATCH (n:{LABEL} {{space: $space}}) WHERE n.expires_at <= $now AND n.kind IN ['p', 'c'] "
-    "AND (n.kind <> 'c' OR n.expires_at + n.ttl <= $now) DELETE n"
-)
-EXPIRE_SESSIONS: Final = (  # a session goes with its deltas, once its latest row expired
-    f"MATCH (n:{LABEL} {{space: $space}}) WHERE n.expires_at <= $now AND n.kind IN ['s', 'd'] "
-    f"WITH DISTINCT n.owner AS owner MATCH (m:{LABEL} {{space: $space, owner: owner}}) "
-    "WHERE m.kind IN ['s', 'd'] WITH owner, collect(m) AS rows, max(m.expires_at) AS last "
-    "WHERE last <= $now UNWIND rows AS m DELETE m"
-)
-TOMBSTONE: Final = (
-    f"MATCH (n:{LABEL} {{space: $space, kind: 'c'}}) WHERE n.expires_at <= $now "
-    "AND n.body IS NOT NULL SET n.body = null, n.size = 0"
-)
-TOTAL: Final = (
-    f"MATCH (n:{LABEL} {{space: $space}}) WHERE n.body IS NOT NULL RETURN sum(n.size) AS total"
-)
-LIVE: Final = (  # a session with its deltas as one
-    f"MATCH (n:{LABEL} {{space: $space}}) WHERE n.body IS NOT NULL "
-    "RETURN CASE n.kind WHEN 'd' THEN 's' ELSE n.kind END AS kind, "
-    "CASE n.kind WHEN 'd' THEN n.owner ELSE n.key END AS key, "
-    "sum(n.size) AS size, max(n.used_at) AS used_at"
-)
-DROP_DELTAS: Final = (
-    f"UNWIND $keys AS k MATCH (n:{LABEL} {{space: $space, kind: 'd', owner: k}}) DELETE n"
-)
-EVICT_ROWS: Final = (
-    f"UNWIND $keys AS k MATCH (n:{LABEL} {{space: $space, kind: $kind, key: k}}) DELETE n"
-)
 OWNED: Final = (
     f"MATCH (n:{LABEL} {{space: $space, kind: $kind, owner: $owner}}) "
     "WHERE n.expires_at > $now AND n.body IS NOT NULL "
@@ -126,10 +106,6 @@ SESSION: Final = (  # the ledger, its deltas and its live pages in one record; n
 BODIES: Final = (
     f"UNWIND $keys AS k MATCH (n:{LABEL} {{space: $space, kind: 'p', key: k}}) "
     "WHERE n.body IS NOT NULL RETURN collect([n.key, n.used_at, n.size, n.body]) AS pages"
-)
-EVICT_CURSORS: Final = (
-    f"UNWIND $keys AS k MATCH (n:{LABEL} {{space: $space, kind: 'c', key: k}}) "
-    "SET n.body = null, n.size = 0"
 )
 
 
@@ -153,6 +129,7 @@ class Neo4jState:
         self.runner = runner
         self.budget = budget
         self._sweeper = Sweeper()
+        self.sweeps = Sweeps(self.sweep)
         self._ready = False
         self.page_cache = PageCache()
 
@@ -315,30 +292,15 @@ class Neo4jState:
 
     async def _maybe_sweep(self, now: float) -> None:
         if self._sweeper.due(now):
-            await self.sweep(now)
+            self.sweeps.start(now)  # beside the request (``_session_sweep``)
 
     async def sweep(self, now: float) -> None:
         """Expired nodes out, then the least recently used past the budget."""
-        await self.runner.run(EXPIRE, {"now": now}, writable=True)
-        await self.runner.run(EXPIRE_SESSIONS, {"now": now}, writable=True)
-        await self.runner.run(TOMBSTONE, {"now": now}, writable=True)
-        found = await self.runner.run(TOTAL, writable=True)
-        total = int(found[0]["total"] or 0) if found else 0
-        if total <= self.budget:
-            return
-        live = await self.runner.run(LIVE, writable=True)
-        rows = [(r["kind"], r["key"], int(r["size"] or 0), float(r["used_at"])) for r in live]
-        chosen = evictable(rows, total, self.budget)
-        for kind in ("s", "p", "c"):
-            keys = [key for k, key in chosen if k == kind]
-            statement = EVICT_CURSORS if kind == "c" else EVICT_ROWS
-            if keys:
-                await self.runner.run(statement, {"keys": keys, "kind": kind}, writable=True)
-            if keys and kind == "s":
-                await self.runner.run(DROP_DELTAS, {"keys": keys}, writable=True)
+        await self._schema()
+        await sweep_space(self.runner, self.budget, now)
 
     async def close(self) -> None:
-        return None
+        await self.sweeps.close()
 
 
 async def _ledger(tx: Any, space: str, key: str, now: float) -> str | None:

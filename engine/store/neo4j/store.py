@@ -186,6 +186,8 @@ class Neo4jStore(StoreReads):
         return self._sessions
 
     async def close(self) -> None:
+        if self._sessions is not None:  # its sweep, if one runs, before the driver goes
+            await self._sessions.close()
         await self.index.close()
         await self.runner.close()
 
