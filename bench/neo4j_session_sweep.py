@@ -32,16 +32,11 @@ from mnemoql.engine.store.neo4j._session_sweep import BATCH, BATCHED, LABEL, OWN
 from mnemoql.engine.store.neo4j._sessions import Neo4jState
 from mnemoql.engine.store.neo4j.store import Neo4jStore
 from tests.store.factory_neo4j import make
-from tests.store.test_neo4j_session_sweep import BEFORE
+from tests.store.test_neo4j_session_sweep import BEFORE, insert
 
 NOW = 2_000_000.0
 TTL = 900.0
 SESSIONS = 2000
-INSERT = (
-    f"UNWIND $rows AS r CREATE (n:{LABEL} {{space: $space, kind: r.kind, key: r.key}}) "
-    "SET n.owner = r.owner, n.body = r.body, n.size = r.size, n.expires_at = r.expires_at, "
-    "n.ttl = r.ttl, n.used_at = r.expires_at - r.ttl, n.bookmarks = []"
-)
 
 
 def session_rows(name: str, at: float) -> list[dict[str, Any]]:
@@ -59,11 +54,6 @@ def session_rows(name: str, at: float) -> list[dict[str, Any]]:
     rows += [row("c", f"{name}.c{n}", 300, at) for n in range(2)]
     rows.append(row("c", f"{name}.c2", 0, at - TTL / 2))
     return rows
-
-
-async def insert(store: Neo4jStore, rows: list[dict[str, Any]]) -> None:
-    for i in range(0, len(rows), 2000):
-        await store.runner.run(INSERT, {"rows": rows[i : i + 2000]}, writable=True)
 
 
 def expiring(round_: int) -> list[dict[str, Any]]:

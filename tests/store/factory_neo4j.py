@@ -13,6 +13,9 @@ deleted afterwards, so tests never see each other's data in the shared database.
 from __future__ import annotations
 
 import os
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -79,6 +82,18 @@ def make(path: Path, space: str) -> Neo4jStore:
     t = target()
     assert t is not None, "skip_reason() guards this"
     return Neo4jStore(t.uri, t.user, t.password, t.database, space=space)
+
+
+@asynccontextmanager
+async def fresh_space(path: Path) -> AsyncIterator[Neo4jStore]:
+    """An open store on a space of its own, dropped and closed afterwards."""
+    store = make(path, f"t{uuid.uuid4().hex[:12]}")
+    await store.open()
+    try:
+        yield store
+    finally:
+        await store.drop_space()
+        await store.close()
 
 
 async def drop(path: Path, space: str) -> None:

@@ -16,7 +16,7 @@ import pytest
 from mnemoql.engine.session_state import DEFAULT_BUDGET, Commit
 from mnemoql.engine.store.embedded import _sessions, _upkeep
 from mnemoql.engine.store.embedded._sessions import DDL, SqliteState
-from mnemoql.engine.store.embedded._upkeep import _SWEEP, sweep_step
+from mnemoql.engine.store.embedded._upkeep import _SWEEP, sweep, sweep_step
 
 # The sweep's statements before the index, kept here as the reference of what it removes.
 WHOLE_TABLE = (
@@ -70,9 +70,7 @@ def test_the_sweep_removes_what_the_whole_table_statements_removed(tmp_path: Pat
             reference.execute(sql, {"now": NOW})
         want = _rows(reference)
         swept = _filled(tmp_path / f"got{seed}", seed)
-        stage: int | None = 0
-        while stage is not None:  # many batches of each statement
-            stage = sweep_step(swept, NOW, stage, budget=10**12, batch=7)
+        sweep(swept, NOW, budget=10**12, batch=7)  # many batches of each statement
         got = _rows(swept)
         before = _filled(tmp_path / f"before{seed}", seed).execute("SELECT count(*) FROM state")
         assert got == want

@@ -12,7 +12,6 @@ hide: any retry fails them, where the contract test fails only when the retries 
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -32,13 +31,8 @@ async def store() -> AsyncIterator[Neo4jStore]:
     reason = factory_neo4j.unreachable()
     if reason:
         pytest.skip(f"neo4j store unavailable: {reason}")
-    s = factory_neo4j.make(Path("."), f"t{uuid.uuid4().hex[:12]}")
-    await s.open()
-    try:
+    async with factory_neo4j.fresh_space(Path(".")) as s:
         yield s
-    finally:
-        await s.drop_space()
-        await s.close()
 
 
 def _save(i: int, topic: bool) -> object:

@@ -9,7 +9,6 @@ import asyncio
 import logging
 import random
 import re
-import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,7 @@ from mnemoql.engine.session_state import DEFAULT_BUDGET, Commit
 from mnemoql.engine.store.neo4j import Neo4jStore
 from mnemoql.engine.store.neo4j._session_sweep import BATCHED, LABEL, TOTAL, sweep_space
 from mnemoql.engine.store.neo4j._sessions import Neo4jState
-from tests.store.factory_neo4j import make, unreachable
+from tests.store.factory_neo4j import fresh_space, unreachable
 
 pytestmark = pytest.mark.skipif(unreachable() is not None, reason=f"neo4j: {unreachable()}")
 
@@ -89,13 +88,8 @@ async def _nodes(store: Neo4jStore) -> list[tuple[Any, ...]]:
 
 @pytest.fixture
 async def store(tmp_path: Path) -> AsyncIterator[Neo4jStore]:
-    made = make(tmp_path, f"t{uuid.uuid4().hex[:12]}")
-    await made.open()
-    try:
+    async with fresh_space(tmp_path) as made:
         yield made
-    finally:
-        await made.drop_space()
-        await made.close()
 
 
 async def test_the_sweep_removes_what_the_statements_before_it_removed(store: Neo4jStore) -> None:

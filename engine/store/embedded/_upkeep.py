@@ -64,11 +64,11 @@ SWEEP_BATCH = 20  # rows per job: p95 4 ms here, 21 ms at most (50 rows: p95 13,
 SWEEP_PAUSE_S = 0.005
 
 
-def sweep(conn: sqlite3.Connection, now: float, budget: int) -> None:
+def sweep(conn: sqlite3.Connection, now: float, budget: int, batch: int | None = None) -> None:
     """The whole sweep at once (``SqliteState.sweep``: tests)."""
     stage: int | None = 0
     while stage is not None:
-        stage = sweep_step(conn, now, stage, budget)
+        stage = sweep_step(conn, now, stage, budget, batch)
 
 
 def sweep_step(
