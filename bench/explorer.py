@@ -46,15 +46,9 @@ import httpx
 import numpy as np
 
 from bench._common import cache_dir, command_line, git_rev, load_average, machine_line, publish
+from mnemoql.engine.drafts import EntityDraft, EventDraft, RelationDraft, SavePlan
 from mnemoql.engine.model_settings import HASHING_EMBEDDING_MODEL, LOCAL_DIMENSIONS
-from mnemoql.engine.models import (
-    Chunk,
-    EntityDraft,
-    EventDraft,
-    MemoryMeta,
-    RelationDraft,
-    SavePlan,
-)
+from mnemoql.engine.models import Chunk, MemoryMeta
 from mnemoql.engine.providers.hashing import HashingEmbedder
 from mnemoql.engine.store.embedded import EmbeddedStore
 from mnemoql.engine.text import content_hash, text_hash

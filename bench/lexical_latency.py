@@ -45,7 +45,8 @@ from bench._common import (
 )
 from bench.retrieval_quality import units_of
 from bench.search_latency import DIMS, Corpus, StubEmbedder, grow, unit
-from mnemoql.engine.models import EMPTY_FILTERS, Chunk, EventDraft, MemoryMeta, SavePlan
+from mnemoql.engine.drafts import EventDraft, SavePlan
+from mnemoql.engine.models import EMPTY_FILTERS, Chunk, MemoryMeta
 from mnemoql.engine.retrieval.pipeline import SearchRequest
 from mnemoql.engine.retrieval.routes import ROUTE_LIMIT
 from mnemoql.engine.text import chunk_ranges, content_hash, text_hash

@@ -91,8 +91,9 @@ from bench.search_latency import (
     pct,
     queries,
 )
+from mnemoql.engine.drafts import SavePlan
 from mnemoql.engine.memory import Memory
-from mnemoql.engine.models import EMPTY_FILTERS, ID_PREFIX, RoutePool, SavePlan
+from mnemoql.engine.models import EMPTY_FILTERS, ID_PREFIX, RoutePool
 from mnemoql.engine.retrieval.pipeline import SearchRequest
 from mnemoql.engine.retrieval.routes import ROUTE_LIMIT
 from mnemoql.engine.store import rules

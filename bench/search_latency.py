@@ -64,17 +64,10 @@ from bench._common import (
     rss_bytes,
     table,
 )
+from mnemoql.engine.drafts import EntityDraft, EventDraft, RelationDraft, SavePlan
 from mnemoql.engine.memory import Memory
 from mnemoql.engine.model_settings import LOCAL_DIMENSIONS, LOCAL_EMBEDDING_MODEL
-from mnemoql.engine.models import (
-    EMPTY_FILTERS,
-    Chunk,
-    EntityDraft,
-    EventDraft,
-    MemoryMeta,
-    RelationDraft,
-    SavePlan,
-)
+from mnemoql.engine.models import EMPTY_FILTERS, Chunk, MemoryMeta
 from mnemoql.engine.providers.base import EmbedKind
 from mnemoql.engine.providers.factory import Providers, build_providers
 from mnemoql.engine.retrieval.pipeline import SearchRequest

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Literal
 
-from mnemoql.engine.models import TopicDraft
+from mnemoql.engine.drafts import TopicDraft
 from mnemoql.engine.topics import (
     ActivationProfile,
     fix_topic_path,

@@ -21,11 +21,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from mnemoql.engine import checks, save_plan
 from mnemoql.engine.binding import TopicChoice, choose_topic
+from mnemoql.engine.drafts import EventDraft, SavePlan, SaveResult
 from mnemoql.engine.errors import Conflict, Forgotten, InvalidId, InvalidInput
 from mnemoql.engine.extraction_input import single_event
 from mnemoql.engine.messages import DEFAULT_LOCALE, Locale, message, template
 from mnemoql.engine.meta import check_vectors
-from mnemoql.engine.models import CALLER_ID, EventDraft, MemoryMeta, SavePlan, SaveResult
+from mnemoql.engine.models import CALLER_ID, MemoryMeta
 from mnemoql.engine.providers.base import ConceptJudge, Embedder, Extractor
 from mnemoql.engine.service_settings import Limits
 from mnemoql.engine.store.base import Store

@@ -16,10 +16,11 @@ from mnemoql.engine.binding import as_profile
 from mnemoql.engine.changes import Changes
 from mnemoql.engine.config import Settings
 from mnemoql.engine.cursors import CursorStore
+from mnemoql.engine.drafts import TopicDraft
 from mnemoql.engine.errors import Conflict, InvalidInput, NotFound, out_of_range
 from mnemoql.engine.ingest import Ingestor, SaveInput, SaveOutcome
 from mnemoql.engine.meta import vectors_are_ours
-from mnemoql.engine.models import TopicDraft, epoch_ms
+from mnemoql.engine.models import epoch_ms
 from mnemoql.engine.recall import Recall
 from mnemoql.engine.revectorize import Progress, RevectorizeReport, revectorize
 from mnemoql.engine.store.base import Store

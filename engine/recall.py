@@ -27,7 +27,8 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Protocol, runtime_checkable
 
-from mnemoql.engine.models import Binding, Event, SavePlan, SaveResult, Topic, TopicDraft, epoch_ms
+from mnemoql.engine.drafts import SavePlan, SaveResult, TopicDraft
+from mnemoql.engine.models import Binding, Event, Topic, epoch_ms
 from mnemoql.engine.store.base import Store
 from mnemoql.engine.topics import (
     ActivationProfile,

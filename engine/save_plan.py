@@ -19,8 +19,9 @@ from typing import Any
 
 import numpy as np
 
+from mnemoql.engine.drafts import EntityDraft, RelationDraft
 from mnemoql.engine.errors import MnemoError
-from mnemoql.engine.models import Chunk, Entity, EntityDraft, EntityLabel, RelationDraft, Vector
+from mnemoql.engine.models import Chunk, Entity, EntityLabel, Vector
 from mnemoql.engine.providers.base import ConceptJudge, Embedder
 from mnemoql.engine.store.base import Store
 from mnemoql.engine.text import chunk_ranges, normalise_name, text_hash

@@ -31,6 +31,7 @@ import asyncio
 from collections.abc import AsyncIterator, Iterable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
+from mnemoql.engine.drafts import SavePlan, SaveResult, TopicDraft
 from mnemoql.engine.models import (
     Binding,
     Chunk,
@@ -51,11 +52,8 @@ from mnemoql.engine.models import (
     RelType,
     RouteName,
     RoutePool,
-    SavePlan,
-    SaveResult,
     SortSpec,
     Topic,
-    TopicDraft,
     Vector,
     VectorSet,
     Where,

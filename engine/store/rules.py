@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Final, TypeVar
 
+from mnemoql.engine.drafts import SavePlan, SaveResult
 from mnemoql.engine.errors import Conflict, InvalidId, InvalidInput
 from mnemoql.engine.models import (
     CALLER_ID,
@@ -24,8 +25,6 @@ from mnemoql.engine.models import (
     EntityLabel,
     NodeLabel,
     RelType,
-    SavePlan,
-    SaveResult,
     label_of,
 )
 from mnemoql.engine.text import normalise_name

@@ -7,17 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from mnemoql.engine.models import (
-    Chunk,
-    EntityDraft,
-    EntityLabel,
-    EventDraft,
-    MemoryMeta,
-    RelationDraft,
-    RelType,
-    SavePlan,
-    Vector,
-)
+from mnemoql.engine.drafts import EntityDraft, EventDraft, RelationDraft, SavePlan
+from mnemoql.engine.models import Chunk, EntityLabel, MemoryMeta, RelType, Vector
 from mnemoql.engine.store.base import Store
 from mnemoql.engine.text import content_hash, text_hash
 

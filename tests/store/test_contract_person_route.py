@@ -12,7 +12,8 @@ Melanie's turns (even) are nearer it (0.95 falling) than Caroline's (odd, 0.60 f
 
 from __future__ import annotations
 
-from mnemoql.engine.models import RelationDraft, Vector
+from mnemoql.engine.drafts import RelationDraft
+from mnemoql.engine.models import Vector
 from mnemoql.engine.retrieval.pipeline import Retriever
 from mnemoql.engine.store.base import Store
 from tests.store._builders import axis, concept, event, person, plan, rel

@@ -13,7 +13,8 @@ import math
 
 import pytest
 
-from mnemoql.engine.models import EMPTY_FILTERS, EventDraft, Filters
+from mnemoql.engine.drafts import EventDraft
+from mnemoql.engine.models import EMPTY_FILTERS, Filters
 from mnemoql.engine.store.base import Store
 from mnemoql.engine.store.window import window_route_by_parts
 from tests.store._builders import axis, event, plan

@@ -20,8 +20,9 @@ import numpy as np
 import pytest
 
 from mnemoql.engine import dump
+from mnemoql.engine.drafts import TopicDraft
 from mnemoql.engine.errors import Conflict, InvalidInput
-from mnemoql.engine.models import EMPTY_FILTERS, Filters, TopicDraft, VectorSet, epoch_ms
+from mnemoql.engine.models import EMPTY_FILTERS, Filters, VectorSet, epoch_ms
 from mnemoql.engine.store.base import Store
 from mnemoql.engine.text import content_hash
 from tests.store._builders import (

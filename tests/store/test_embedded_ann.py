@@ -11,7 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mnemoql.engine.models import EMPTY_FILTERS, Filters, MemoryMeta, SavePlan, VectorSet
+from mnemoql.engine.drafts import SavePlan
+from mnemoql.engine.models import EMPTY_FILTERS, Filters, MemoryMeta, VectorSet
 from mnemoql.engine.store.embedded import EmbeddedStore
 from mnemoql.engine.store.embedded._ann import AnnIndexes, AnnSettings
 from tests.store._builders import chunks_for, concept, event, plan, rel

@@ -15,7 +15,8 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from mnemoql.engine.models import EMPTY_FILTERS, MemoryMeta, SavePlan, VectorSet
+from mnemoql.engine.drafts import SavePlan
+from mnemoql.engine.models import EMPTY_FILTERS, MemoryMeta, VectorSet
 from mnemoql.engine.store.embedded import EmbeddedStore
 from mnemoql.engine.store.embedded._ann import AnnSettings
 from mnemoql.engine.store.embedded._db import Database

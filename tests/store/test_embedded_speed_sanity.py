@@ -12,18 +12,8 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from mnemoql.engine.models import (
-    EMPTY_FILTERS,
-    Chunk,
-    EntityDraft,
-    EventDraft,
-    Filters,
-    Hit,
-    MemoryMeta,
-    RelationDraft,
-    SavePlan,
-    VectorSet,
-)
+from mnemoql.engine.drafts import EntityDraft, EventDraft, RelationDraft, SavePlan
+from mnemoql.engine.models import EMPTY_FILTERS, Chunk, Filters, Hit, MemoryMeta, VectorSet
 from mnemoql.engine.store.embedded import EmbeddedStore
 
 N_EVENTS = 20_000

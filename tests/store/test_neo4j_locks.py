@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from mnemoql.engine.models import TopicDraft
+from mnemoql.engine.drafts import TopicDraft
 from mnemoql.engine.store.neo4j import _changes
 from mnemoql.engine.store.neo4j.store import Neo4jStore
 from tests.store import factory_neo4j

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import pytest
 
+from mnemoql.engine.drafts import TopicDraft
 from mnemoql.engine.errors import InvalidInput, NotFound
-from mnemoql.engine.models import Binding, Event, Topic, TopicDraft, epoch_ms
+from mnemoql.engine.models import Binding, Event, Topic, epoch_ms
 from mnemoql.engine.store.base import Store
 from tests.store._builders import axis, concept, event, person, plan, rel
 from tests.store.conftest import Reopen

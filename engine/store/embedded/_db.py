@@ -17,16 +17,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Concatenate, ParamSpec, TypeVar
 
-from mnemoql.engine.models import (
-    ENTITY_LABELS,
-    EntityLabel,
-    Filters,
-    Hit,
-    SavePlan,
-    SaveResult,
-    TopicDraft,
-    VectorSet,
-)
+from mnemoql.engine.drafts import SavePlan, SaveResult, TopicDraft
+from mnemoql.engine.models import ENTITY_LABELS, EntityLabel, Filters, Hit, VectorSet
 from mnemoql.engine.store.embedded import _lexical as lexical
 from mnemoql.engine.store.embedded import _save as save
 from mnemoql.engine.store.embedded import _write as write

@@ -25,7 +25,8 @@ import json
 import sqlite3
 from collections.abc import Iterable, Sequence
 
-from mnemoql.engine.models import EventDraft, Hit
+from mnemoql.engine.drafts import EventDraft
+from mnemoql.engine.models import Hit
 from mnemoql.engine.store import lexical
 from mnemoql.engine.store.embedded._index import EventView, Mask
 

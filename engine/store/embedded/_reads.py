@@ -14,6 +14,7 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from mnemoql.engine.drafts import SaveResult
 from mnemoql.engine.errors import InvalidInput
 from mnemoql.engine.models import (
     REL_TYPES,
@@ -34,7 +35,6 @@ from mnemoql.engine.models import (
     Page,
     Relation,
     RelType,
-    SaveResult,
     SortSpec,
     Topic,
     Where,

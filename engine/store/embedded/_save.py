@@ -11,20 +11,9 @@ import sqlite3
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
+from mnemoql.engine.drafts import EntityDraft, EventDraft, RelationDraft, SavePlan, SaveResult
 from mnemoql.engine.errors import Conflict, InvalidInput, NotFound
-from mnemoql.engine.models import (
-    ID_PREFIX,
-    REL_TYPES,
-    EntityDraft,
-    EntityLabel,
-    EventDraft,
-    MemoryMeta,
-    NodeLabel,
-    RelationDraft,
-    SavePlan,
-    SaveResult,
-    epoch_ms,
-)
+from mnemoql.engine.models import ID_PREFIX, REL_TYPES, EntityLabel, MemoryMeta, NodeLabel, epoch_ms
 from mnemoql.engine.store.embedded import _lexical as lexical
 from mnemoql.engine.store.embedded._index import F32, NewEvent
 from mnemoql.engine.store.embedded._query import IN_SET, json_set

@@ -9,8 +9,9 @@ import json
 import sqlite3
 from typing import Any
 
+from mnemoql.engine.drafts import TopicDraft
 from mnemoql.engine.errors import NotFound
-from mnemoql.engine.models import TOPIC_SEPARATOR, TopicDraft, VectorSet
+from mnemoql.engine.models import TOPIC_SEPARATOR, VectorSet
 from mnemoql.engine.store.embedded import _lexical as lexical
 from mnemoql.engine.store.embedded._index import F32, normalise
 

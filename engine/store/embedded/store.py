@@ -29,6 +29,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
+from mnemoql.engine.drafts import SavePlan, SaveResult, TopicDraft
 from mnemoql.engine.errors import InvalidInput, StorageFault
 from mnemoql.engine.models import (
     Binding,
@@ -50,11 +51,8 @@ from mnemoql.engine.models import (
     RelType,
     RouteName,
     RoutePool,
-    SavePlan,
-    SaveResult,
     SortSpec,
     Topic,
-    TopicDraft,
     Vector,
     VectorSet,
     Where,

@@ -14,17 +14,15 @@ from typing import Any
 
 from neo4j import AsyncManagedTransaction
 
+from mnemoql.engine.drafts import EntityDraft, SavePlan, SaveResult
 from mnemoql.engine.errors import Conflict, InvalidInput, NotFound
 from mnemoql.engine.models import (
     ENTITY_LABELS,
     ID_PREFIX,
     Chunk,
-    EntityDraft,
     EntityLabel,
     NodeLabel,
     RelType,
-    SavePlan,
-    SaveResult,
     epoch_ms,
 )
 from mnemoql.engine.store import rules

@@ -10,6 +10,7 @@ import asyncio
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from mnemoql.engine.drafts import SaveResult
 from mnemoql.engine.errors import InvalidInput
 from mnemoql.engine.models import (
     Binding,
@@ -31,7 +32,6 @@ from mnemoql.engine.models import (
     RelType,
     RouteName,
     RoutePool,
-    SaveResult,
     SortSpec,
     Topic,
     Vector,

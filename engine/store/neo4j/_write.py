@@ -15,13 +15,13 @@ from typing import Any
 
 from neo4j import AsyncManagedTransaction
 
+from mnemoql.engine.drafts import TopicDraft
 from mnemoql.engine.errors import NotFound
 from mnemoql.engine.models import (
     NODE_LABELS,
     TOPIC_SEPARATOR,
     Chunk,
     NodeLabel,
-    TopicDraft,
     VectorSet,
     topic_id,
 )

@@ -45,16 +45,9 @@ from typing import Any
 from neo4j import AsyncDriver, AsyncManagedTransaction
 from neo4j.exceptions import ClientError
 
+from mnemoql.engine.drafts import SavePlan, SaveResult, TopicDraft
 from mnemoql.engine.errors import InvalidInput, StoreUnavailable
-from mnemoql.engine.models import (
-    Filters,
-    Hit,
-    SavePlan,
-    SaveResult,
-    TopicDraft,
-    Vector,
-    VectorSet,
-)
+from mnemoql.engine.models import Filters, Hit, Vector, VectorSet
 from mnemoql.engine.redact import mask_url
 from mnemoql.engine.store import rules
 from mnemoql.engine.store.neo4j import _cypher as q
