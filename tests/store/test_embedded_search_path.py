@@ -61,6 +61,40 @@ async def test_the_pool_carries_each_events_concepts_as_delivery_reads_them(
         await store.close()
 
 
+async def test_the_concepts_names_are_read_once_and_stay_right(tmp_path: Path) -> None:
+    """``Names``: a second search over the same events reads no name again and gives the same
+    concepts, named as delivery names them."""
+    store = EmbeddedStore(tmp_path)
+    await store.open()
+    try:
+        result = await store.apply_save(
+            plan(
+                [event("a", axis(0)), event("b", vec(1, 1))],
+                [concept("c0", "graph", vector=axis(3)), concept("c1", "cursor", vector=axis(4))],
+                [
+                    rel("MENTIONS", "a", "c0"),
+                    rel("MENTIONS", "a", "c1"),
+                    rel("MENTIONS", "b", "c1"),
+                ],
+            )
+        )
+        a, b = result.event_ids
+        rows = store.threads.rows
+        assert rows is not None
+        statements: list[str] = []
+        first = await store.route_pool(axis(0), EMPTY_FILTERS, frozenset(), 5)
+        assert first.concepts == await _delivery_concepts(store, [a, b])
+        assert [name for _, name in first.concepts[a]] == ["graph", "cursor"]
+        for conn in rows._open:  # the pool's connections, from now on
+            conn.set_trace_callback(statements.append)
+        again = await store.route_pool(axis(0), EMPTY_FILTERS, frozenset(), 5)
+        assert again.concepts == first.concepts
+        assert statements, "the second search read through another connection"
+        assert not [s for s in statements if "coalesce(name" in s], "names read again"
+    finally:
+        await store.close()
+
+
 def database_trips(store: EmbeddedStore) -> list[str]:
     """The names of the functions the store runs on its database thread from now on."""
     trips: list[str] = []
@@ -146,10 +180,10 @@ async def test_the_summary_pages_rows_are_read_while_the_chunk_index_is_searched
     early_read, reads = threading.Event(), []
     more, search = _routes.more_pool_rows, Hnsw.search
 
-    def counted(conn, view, ids, known):  # type: ignore[no-untyped-def]
+    def counted(conn, view, names, ids, known):  # type: ignore[no-untyped-def]
         reads.append([i for i in ids if i not in known[0]])
         early_read.set()
-        return more(conn, view, ids, known)
+        return more(conn, view, names, ids, known)
 
     def chunk_waits(self: Hnsw, query: np.ndarray, count: int) -> np.ndarray | None:
         if self.kind == "chunk":  # until the summary page's rows were read beside it

@@ -44,16 +44,19 @@ POOL_EVENTS_SQL = (
 # the BLOBs of events the mirror holds no vector for (none, or one of another width)
 POOL_BLOBS_SQL = f"SELECT id, embedding FROM nodes WHERE +label = 'Event' AND id IN {IN_SET}"
 # Each event's MENTIONS as ``neighbours(ids, "MENTIONS", "out", CONCEPTS_PER_EVENT)`` orders
-# them, with the name ``get_nodes`` gives an entity (the id for anything else): what
-# ``Delivery._concepts`` (engine/retrieval/delivery.py) would read in two more trips after
-# ranking. The ids drive the join through relations_source (on the primary key's ``type``
-# the planner scanned every MENTIONS).
-# The cap is applied while reading (a ROW_NUMBER window cost twice the CPU of the query).
+# them: what ``Delivery._concepts`` (engine/retrieval/delivery.py) would read in two more trips
+# after ranking. The ids drive the join through relations_source (on the primary key's
+# ``type`` the planner scanned every MENTIONS). The cap is applied while reading (a ROW_NUMBER
+# window cost twice the CPU of the query).
 POOL_CONCEPTS_SQL = (
-    "SELECT r.source, r.target, CASE WHEN n.label IN ('Person', 'Concept', 'Location') "
-    "THEN coalesce(n.name, '') ELSE r.target END "
-    "FROM json_each(?) q CROSS JOIN relations r ON r.source = q.value AND r.type = 'MENTIONS' "
-    "LEFT JOIN nodes n ON n.id = r.target ORDER BY r.source, r.target, r.event_key"
+    "SELECT r.source, r.target FROM json_each(?) q CROSS JOIN relations r "
+    "ON r.source = q.value AND r.type = 'MENTIONS' ORDER BY r.source, r.target, r.event_key"
+)
+# The name ``get_nodes`` gives a concept (its id for anything but an entity), for the targets
+# ``Names`` does not hold yet
+NAMES_SQL = (
+    "SELECT id, CASE WHEN label IN ('Person', 'Concept', 'Location') "
+    f"THEN coalesce(name, '') ELSE id END FROM nodes WHERE id IN {IN_SET}"
 )
 CONCEPTS_PER_EVENT = 50
 T = TypeVar("T")
@@ -61,6 +64,32 @@ T = TypeVar("T")
 PoolRows = tuple[
     dict[str, Event], dict[str, frozenset[str]], dict[str, tuple[tuple[str, str], ...]]
 ]
+
+
+class Names:
+    """The names of the nodes a search's events MENTIONS, by id, held across searches: a node
+    never changes its label or name, and an id is never given to another node, not even after
+    the node was forgotten (``id_marks``), so a name once read stays right. Reading them with
+    the MENTIONS joined every concept's row in again (a third of the rows' reads, cold, at
+    40 events: bench/results/search_latency_100k_s23.md). Emptied when it holds ``MOST``."""
+
+    MOST = 200_000
+
+    def __init__(self) -> None:
+        self._names: dict[str, str] = {}
+
+    def of(self, conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str, str]:
+        """The names of those of ``ids`` that exist (``NAMES_SQL``), read when not held."""
+        held = self._names  # shared by the compute threads: each step is one dict operation
+        got = {i: name for i in ids if (name := held.get(i)) is not None}
+        missing = [i for i in dict.fromkeys(ids) if i not in got]
+        if missing:
+            read = dict(conn.execute(NAMES_SQL, (json_set(missing),)).fetchall())
+            if len(held) + len(read) > self.MOST:
+                held.clear()
+            held.update(read)
+            got.update(read)
+        return got
 
 
 class PoolReader:
@@ -76,6 +105,7 @@ class PoolReader:
         self._open: list[sqlite3.Connection] = []
         self._using: dict[object, list[sqlite3.Connection]] = {}
         self._closed = False
+        self.names = Names()  # the names of MENTIONS' targets, across searches
         self.opened = 0  # connections opened so far (tests count them)
         self.interrupted = 0  # statements stopped because their caller gave up
 
@@ -150,7 +180,7 @@ class PoolReader:
 
 
 def more_pool_rows(
-    conn: sqlite3.Connection, view: EventView, ids: Sequence[str], known: PoolRows
+    conn: sqlite3.Connection, view: EventView, names: Names, ids: Sequence[str], known: PoolRows
 ) -> PoolRows:
     """What ranking and delivery read of the events a search found, in the order of ``ids``:
     the events with their summary vectors (from ``view``), the text hashes of their chunks,
@@ -159,7 +189,7 @@ def more_pool_rows(
     events, hashes, concepts = known
     rest = [i for i in ids if i not in events]
     if rest:
-        more = _pool_rows(conn, view, rest)
+        more = _pool_rows(conn, view, names, rest)
         events, hashes, concepts = (
             {**events, **more[0]},
             {**hashes, **more[1]},
@@ -173,18 +203,22 @@ def more_pool_rows(
     )
 
 
-def _pool_rows(conn: sqlite3.Connection, view: EventView, ids: Sequence[str]) -> PoolRows:
+def _pool_rows(
+    conn: sqlite3.Connection, view: EventView, names: Names, ids: Sequence[str]
+) -> PoolRows:
     found = {r[0]: r for r in conn.execute(POOL_EVENTS_SQL, (json_set(ids),))}
     order = [i for i in ids if i in found]  # as the routes found them
     known = json_set(order)
     hashes: dict[str, set[str]] = {i: set() for i in order}
     for event_id, text_hash in conn.execute(CHUNK_HASHES_SQL, (known,)):
         hashes[event_id].add(text_hash)
-    concepts: dict[str, list[tuple[str, str]]] = {i: [] for i in order}
-    for event_id, concept_id, name in conn.execute(POOL_CONCEPTS_SQL, (known,)):
-        mine = concepts[event_id]
+    targets: dict[str, list[str]] = {i: [] for i in order}
+    for event_id, concept_id in conn.execute(POOL_CONCEPTS_SQL, (known,)):
+        mine = targets[event_id]
         if len(mine) < CONCEPTS_PER_EVENT:
-            mine.append((concept_id, name))
+            mine.append(concept_id)
+    name = names.of(conn, [c for mine in targets.values() for c in mine])
+    concepts = {i: [(c, name.get(c, c)) for c in mine] for i, mine in targets.items()}
     rows = [view.row_of.get(i, -1) for i in order]
     mirrored = [0 <= r < view.n and bool(view.has_vec[r]) for r in rows]
     vecs = view.vecs[[r for r, ok in zip(rows, mirrored, strict=True) if ok]]

@@ -161,7 +161,7 @@ async def route_pool(
                 searches the chunk index (this thread would only wait): most of the pool."""
                 nonlocal known
                 page = score_rows("summary", view, q, candidates, limit).hits
-                known = more_pool_rows(conn, view, [h.event_id for h in page], known)
+                known = more_pool_rows(conn, view, rows.names, [h.event_id for h in page], known)
 
             summary, chunk = pool_hits(
                 view, gen, db.ann, q, filters, exclude, restrict, allowed, limit, side, early
@@ -170,7 +170,7 @@ async def route_pool(
             union = list(dict.fromkeys(h.event_id for h in [*summary, *chunk, *found]))
             if not union:
                 return RoutePool(summary, chunk, {}, {}, lexical=found)
-            events, hashes, concepts = more_pool_rows(conn, view, union, known)
+            events, hashes, concepts = more_pool_rows(conn, view, rows.names, union, known)
         return RoutePool(summary, chunk, events, hashes, concepts, found)
 
     def checked_pool() -> RoutePool | int:
