@@ -15,6 +15,7 @@ from mnemoql.engine.models import EMPTY_FILTERS, MemoryMeta
 from mnemoql.engine.store.embedded import EmbeddedStore
 from mnemoql.engine.store.embedded._ann import AnnSettings
 from mnemoql.engine.store.embedded._hnsw import Hnsw
+from mnemoql.engine.store.embedded._rescore import order_by_score
 from mnemoql.engine.store.embedded._rowsets import among, distinct
 from tests.store._builders import chunks_for, event, plan
 
@@ -183,3 +184,20 @@ def test_row_sets_answer_as_numpy(seed: int) -> None:
         values = np.concatenate([values, rng.choice(rows, 30)])  # repeats of real rows
     given = among(rows, values)
     assert given.dtype == np.bool_ and np.array_equal(given, np.isin(rows, values))
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_page_order_is_score_then_id_with_or_without_ties(seed: int) -> None:
+    """``order_by_score`` orders by (score DESC, id ASC) as a plain sort of every candidate
+    does, its partition keeping every score tied with the cut (scores drawn from five values
+    make ties; ids sort as strings, event_10 before event_2)."""
+    rng = np.random.default_rng(seed)
+    ids = [f"event_{i}" for i in range(500)]
+    for _ in range(50):
+        n = int(rng.integers(0, 200))
+        tied = rng.integers(0, 5, n) / 4 if seed % 2 else rng.random(n)
+        scores = tied.astype(np.float32)
+        rows = rng.choice(500, n, replace=False).astype(np.int64)
+        limit = int(rng.integers(0, 60))
+        plain = sorted(range(n), key=lambda j: (-float(scores[j]), ids[int(rows[j])]))
+        assert order_by_score(scores, rows, ids, limit) == plain[:limit]

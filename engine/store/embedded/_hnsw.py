@@ -38,10 +38,13 @@ CONNECTIVITY, EXPANSION_ADD = 32, 128
 # its candidates as always, the rows it lacks scanned exactly): a 1M-event memory would
 # otherwise scan every vector for the ~10 minutes of the rebuild.
 GRAPH = {"connectivity": CONNECTIVITY, "expansion_add": EXPANSION_ADD}
-# the search beam, per key fetched: x2 lifted the share of the exact top 40 among 400 fetched at
-# 100k events from 0.9960 (worst query 0.775) to 0.9995 (0.975) for summaries and from 0.9938 to
-# 0.9971 for chunks, for ~1.7x the search time (docs/DECISIONS.md, "Build speed")
-EXPANSION_SEARCH: float = 2
+# The search beam, per key fetched. x2 was chosen when a search fetched 400 keys from one index
+# (docs/DECISIONS.md, "Build speed"); a search now fetches 120 from each of two and rescores
+# their union. On 1,000 tune queries at 100k x1.5 loses 0.06 points of the exact route pages'
+# members against x2 (x1.25: 0.12), every tune query of bench.search_latency still delivers the
+# exact scan's 4 events, and a search takes ~1 ms less (docs/DECISIONS.md, "The search beam";
+# bench/results/ann_beam.md, search_latency_100k_s23.md)
+EXPANSION_SEARCH: float = 1.5
 BATCH = 2048  # rows added per hold of a searched index's lock (searches wait at most one)
 LOCK_WAIT_S = 0.25  # a search that cannot get the index this fast scans exactly instead
 
