@@ -1,13 +1,14 @@
 """The search beam of the embedded store's ANN route, chosen on tune queries (issue #30).
 
     python -m bench.ann_beam                          # 1,000 tune and 1,000 held-out queries
-    python -m bench.ann_beam --queries 300 --beams 1.25,2 --out /tmp/beam.md
+    python -m bench.ann_beam --queries 300 --beams 1.25,2,1/1.5 --out /tmp/beam.md
 
 It opens the cached 100k corpus of ``bench.search_latency`` (build it with that bench first) and
-asks, for each beam (``expansion_search`` per key fetched), both vector routes at once as a
-search does (``pool_hits``: two 120-key index searches, each route rescoring their union),
-against the exact scan's pages for the same queries: how many queries get both 40-event route
-pages exactly, the share of the exact pages' members found, and how many route top 4 are exact.
+asks, for each pair of beams (``expansion_search`` per key fetched, summary / chunk index),
+both vector routes at once as a search does (``pool_hits``: two 120-key index searches, each
+route rescoring their union), against the exact scan's pages for the same queries: how many
+queries get both 40-event route pages exactly, the share of the exact pages' members found, and
+how many route top 4 are exact.
 The tune queries are ``bench.search_latency --tune``'s (seed + size + 1), the held-out ones its
 default queries (seed + size). A beam is chosen on the tune rows; the held-out rows are reported
 beside them. Latency is not measured here (``bench.search_latency --expansion``).
@@ -36,6 +37,7 @@ async def measure(args: argparse.Namespace) -> str:
     await store.open()
     started, load = time.monotonic(), load_average()
     rows: list[list[str]] = []
+    default = _hnsw.BEAMS
     try:
         await settled(store, args.size)
         db = store._database
@@ -49,7 +51,7 @@ async def measure(args: argparse.Namespace) -> str:
                 for q in queries
             ]
             for beam in args.beams:
-                _hnsw.EXPANSION_SEARCH = beam
+                _hnsw.BEAMS = beam
                 pages = members = wanted = top4 = 0
                 for q, want in zip(queries, exact, strict=True):
                     got = pool_hits(
@@ -67,7 +69,7 @@ async def measure(args: argparse.Namespace) -> str:
                 rows.append(
                     [
                         split,
-                        f"{beam:g}",
+                        str(beam),
                         f"{pages / n:.1%}",
                         f"{members / wanted:.3%}",
                         f"{(wanted - members) / n:.3f}",
@@ -75,10 +77,11 @@ async def measure(args: argparse.Namespace) -> str:
                     ]
                 )
     finally:
+        _hnsw.BEAMS = default
         await store.close()
     header = [
         "queries",
-        "beam x the fetch",
+        "beam x the fetch, summary / chunk",
         "both route pages exact",
         "exact pages' members found",
         "members missed per query",
@@ -108,9 +111,9 @@ def main() -> None:
     p.add_argument("--queries", type=int, default=1000, help="queries per split")
     p.add_argument(
         "--beams",
-        type=lambda s: [float(x) for x in s.split(",")],
-        default=[1.25, 1.5, 1.75, 2.0],
-        help="beams per key fetched, comma-separated",
+        type=lambda s: [_hnsw.Beams.parse(x) for x in s.split(",")],
+        default=[_hnsw.Beams.parse(x) for x in ("1.25", "1.5", "1.75", "2", "1/1.5", "1/1.75")],
+        help="beams per key fetched, comma-separated: 1.5 (both indexes) or 1/1.5 (summary/chunk)",
     )
     p.add_argument("--size", type=int, default=100_000, help="the cached corpus's events")
     p.add_argument("--vectors", choices=sorted(VECTOR_MODELS), default="text-like")

@@ -57,7 +57,7 @@ async def measure(args: argparse.Namespace) -> str:
     store = EmbeddedStore(path / "memory.db", ann=ann_settings())
     stub = StubEmbedder()
     settings = local_settings(path)
-    default, other = _hnsw.EXPANSION_SEARCH, args.beam
+    default, other = _hnsw.BEAMS, args.beam
     load, started = load_average(), time.monotonic()
     times: dict[str, list[float]] = {"A": [], "B": [], "usearch": []}
     async with httpx.AsyncClient() as client:
@@ -76,7 +76,7 @@ async def measure(args: argparse.Namespace) -> str:
             tag = f"ab-{time.time_ns()}"
             for i, (text, vec) in enumerate(queries):
                 for side in ("A", "B") if i % 2 == 0 else ("B", "A"):
-                    _hnsw.EXPANSION_SEARCH = default if side == "A" else other
+                    _hnsw.BEAMS = default if side == "A" else other
                     float((summaries @ vec).max())  # caches cold, as between an agent's calls
                     t0 = time.perf_counter()
                     await memory.search(SearchRequest(query=text), f"{tag}-{i}-{side}")
@@ -89,7 +89,7 @@ async def measure(args: argparse.Namespace) -> str:
                 if i >= WARM_UP:
                     times["usearch"].append(time.perf_counter() - t0)
         finally:
-            _hnsw.EXPANSION_SEARCH = default
+            _hnsw.BEAMS = default
             await store.close()
     ms = {k: np.asarray(v) * 1000 for k, v in times.items()}
     floor = float(np.percentile(ms["usearch"], 95))
@@ -101,8 +101,8 @@ async def measure(args: argparse.Namespace) -> str:
             "" if k == "usearch" else f"{np.percentile(ms[k], 95) / floor:.2f}x",
         ]
         for k, label in (
-            ("A", f"Memory.search, beam {default:g} (the default)"),
-            ("B", f"Memory.search, beam {other:g}"),
+            ("A", f"Memory.search, beams {default} (the default)"),
+            ("B", f"Memory.search, beams {other}"),
             ("usearch", "usearch's own top 40, both indexes"),
         )
     ]
@@ -127,15 +127,20 @@ async def measure(args: argparse.Namespace) -> str:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--beam", type=float, required=True, help="B's beam per key fetched")
+    p.add_argument(
+        "--beam",
+        type=_hnsw.Beams.parse,
+        required=True,
+        help="B's beams per key fetched: 1.5 (both indexes) or 1/1.5 (summary/chunk)",
+    )
     p.add_argument("--queries", type=int, default=300)
     p.add_argument("--size", type=int, default=100_000, help="the cached corpus's events")
     p.add_argument("--vectors", choices=sorted(VECTOR_MODELS), default="text-like")
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--out", default=str(RESULTS / "search_ab.md"))
     args = p.parse_args()
-    if args.beam <= 0 or args.queries <= 0:
-        p.error("--beam and --queries must be positive")
+    if args.queries <= 0:
+        p.error("--queries must be positive")
     publish(asyncio.run(measure(args)), args.out)
 
 

@@ -957,7 +957,7 @@ async def main(args: argparse.Namespace) -> str:
         f"Commit {git_rev()}; {machine_line(load_at_start)}; BLAS: {blas_info()}. "
         f"{args.vectors} vectors; {args.queries} timed queries per size after {WARM_UP} warm-up "
         f"ones; ANN: usearch HNSW int8, M {CONNECTIVITY}, expansion_add {EXPANSION_ADD}, "
-        f"expansion_search {_hnsw.EXPANSION_SEARCH} x the fetch (usearch's own top 40: "
+        f"expansion_search {_hnsw.BEAMS} x the fetch, summary/chunk (usearch's own top 40: "
         f"{COMPARATOR_EXPANSION}), exact rescoring; over-fetch "
         f"adaptive (first fetch x{ADAPTIVE_FIRST}, grown x{_search.GROWTH} up to x10 while the "
         f"page is unstable, margin {_search.MARGIN}) against the fixed x10 of before, in the "
@@ -1001,7 +1001,10 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--margin", type=float, default=None, help="the adaptive page margin")
     p.add_argument("--first-overfetch", type=int, default=None, help="the adaptive first fetch")
     p.add_argument(
-        "--expansion", type=float, default=None, help="the store's search beam per key fetched"
+        "--expansion",
+        type=_hnsw.Beams.parse,
+        default=None,
+        help="the store's search beam per key fetched: 1.5 (both indexes) or 1/1.5 (summary/chunk)",
     )
     p.add_argument("--build-threads", type=int, default=2, help="threads of a corpus's index build")
     p.add_argument(
@@ -1074,7 +1077,7 @@ def cli(argv: Sequence[str] | None = None) -> None:
     if args.first_overfetch is not None:
         ADAPTIVE_FIRST = args.first_overfetch
     if args.expansion is not None:
-        _hnsw.EXPANSION_SEARCH = args.expansion
+        _hnsw.BEAMS = args.expansion
     publish(asyncio.run(main(args)), args.out, write=not args.no_write)
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -38,13 +39,43 @@ CONNECTIVITY, EXPANSION_ADD = 32, 128
 # its candidates as always, the rows it lacks scanned exactly): a 1M-event memory would
 # otherwise scan every vector for the ~10 minutes of the rebuild.
 GRAPH = {"connectivity": CONNECTIVITY, "expansion_add": EXPANSION_ADD}
-# The search beam, per key fetched. x2 was chosen when a search fetched 400 keys from one index
-# (docs/DECISIONS.md, "Build speed"); a search now fetches 120 from each of two and rescores
-# their union. On 1,000 tune queries at 100k x1.5 loses 0.06 points of the exact route pages'
-# members against x2 (x1.25: 0.12), every tune query of bench.search_latency still delivers the
-# exact scan's 4 events, and a search takes ~1 ms less (docs/DECISIONS.md, "The search beam";
-# bench/results/ann_beam.md, search_latency_100k_s23.md)
-EXPANSION_SEARCH: float = 1.5
+
+
+@dataclass(frozen=True, slots=True)
+class Beams:
+    """The search beam per key fetched (usearch's ``expansion_search`` over the fetch), by
+    index. x2 everywhere was chosen when a search fetched 400 keys from one index
+    (docs/DECISIONS.md, "Build speed"); a search now fetches 120 from each of two and rescores
+    their union. The summary index's search is on the search's path (its candidates' rows are
+    read next, while the chunk index is searched on a side thread), so its beam is the smaller.
+    On 1,000 tune queries at 100k, summary x1 / chunk x1.5 loses 0.09 points of the exact route
+    pages' members against x2 on both (x1.5 on both: 0.06; x1.25: 0.12); every tune query of
+    ``bench.search_latency`` still delivers the exact scan's 4 events
+    (bench/results/ann_beam.md; docs/DECISIONS.md, "The search beam")."""
+
+    summary: float = 1.0
+    chunk: float = 1.5
+    entity: float = 2.0  # the entity indexes' (small fetches): not measured, as before
+
+    def of(self, kind: str) -> float:
+        return self.summary if kind == "summary" else self.chunk if kind == "chunk" else self.entity
+
+    @classmethod
+    def parse(cls, text: str) -> Beams:
+        """``"1.5"`` (both event indexes) or ``"1/1.5"`` (summary / chunk); entities keep
+        theirs."""
+        summary, _, chunk = text.partition("/")
+        a = float(summary)
+        b = float(chunk) if chunk else a
+        if a <= 0 or b <= 0:
+            raise ValueError(f"beams must be positive: {text!r}")
+        return cls(a, b)
+
+    def __str__(self) -> str:
+        return f"{self.summary:g}/{self.chunk:g}"
+
+
+BEAMS = Beams()  # benches replace it to compare beams
 BATCH = 2048  # rows added per hold of a searched index's lock (searches wait at most one)
 LOCK_WAIT_S = 0.25  # a search that cannot get the index this fast scans exactly instead
 
@@ -129,7 +160,7 @@ class Hnsw:
         if not self.lock.acquire(timeout=LOCK_WAIT_S):
             return None
         try:
-            self.index.expansion_search = max(64, int(EXPANSION_SEARCH * count))
+            self.index.expansion_search = max(64, int(BEAMS.of(self.kind) * count))
             found = self.index.search(query, count, threads=1)
             return np.asarray(found.keys, dtype=np.uint64)
         finally:
