@@ -21,59 +21,27 @@ import argparse
 import asyncio
 import time
 
-import httpx
 import numpy as np
 
-from bench._common import (
-    RESULTS,
-    command_line,
-    git_rev,
-    load_average,
-    local_settings,
-    machine_line,
-    publish,
-    table,
-)
-from bench.search_latency import (
-    VECTOR_MODELS,
-    StubEmbedder,
-    ann_settings,
-    built_corpus,
-    pick_queries,
-    settled,
-    usearch_top,
-)
-from mnemoql.engine.memory import Memory
-from mnemoql.engine.providers.factory import Providers, build_providers
+from bench._common import RESULTS, command_line, git_rev, load_average, machine_line, publish, table
+from bench.search_latency import VECTOR_MODELS, corpus_memory, usearch_top
 from mnemoql.engine.retrieval.pipeline import SearchRequest
-from mnemoql.engine.store.embedded import EmbeddedStore, _hnsw
+from mnemoql.engine.store.embedded import _hnsw
 
 WARM_UP = 5
 SEED_OFFSET = 23  # queries of their own: neither search_latency's tune nor held-out ones
 
 
 async def measure(args: argparse.Namespace) -> str:
-    path = built_corpus(args.vectors, args.seed, args.size)
-    store = EmbeddedStore(path / "memory.db", ann=ann_settings())
-    stub = StubEmbedder()
-    settings = local_settings(path)
     default, other = _hnsw.BEAMS, args.beam
     load, started = load_average(), time.monotonic()
     times: dict[str, list[float]] = {"A": [], "B": [], "usearch": []}
-    async with httpx.AsyncClient() as client:
-        providers = build_providers(settings, client)
-        await store.open()
+    opened = corpus_memory(args.vectors, args.seed, args.size, args.queries + WARM_UP, SEED_OFFSET)
+    async with opened as (store, memory, queries):
+        view = store._database.events
+        summaries = view.vecs[: view.n]
+        tag = f"ab-{time.time_ns()}"
         try:
-            await settled(store, args.size)
-            memory = Memory(settings, store, Providers(stub, providers.extractor, None))
-            rng = np.random.default_rng(args.seed + args.size + SEED_OFFSET)
-            model = VECTOR_MODELS[args.vectors]()
-            queries = pick_queries(rng, store, args.queries + WARM_UP, model)
-            for text, vec in queries:
-                stub.vectors[text] = vec
-            view = store._database.events
-            summaries = view.vecs[: view.n]
-            tag = f"ab-{time.time_ns()}"
             for i, (text, vec) in enumerate(queries):
                 for side in ("A", "B") if i % 2 == 0 else ("B", "A"):
                     _hnsw.BEAMS = default if side == "A" else other
@@ -90,7 +58,6 @@ async def measure(args: argparse.Namespace) -> str:
                     times["usearch"].append(time.perf_counter() - t0)
         finally:
             _hnsw.BEAMS = default
-            await store.close()
     ms = {k: np.asarray(v) * 1000 for k, v in times.items()}
     floor = float(np.percentile(ms["usearch"], 95))
     rows = [

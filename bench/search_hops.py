@@ -24,25 +24,17 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-import httpx
 import numpy as np
 
-from bench._common import command_line, git_rev, load_average, local_settings, publish, table
+from bench._common import command_line, git_rev, load_average, publish, table
 from bench.search_latency import (
-    VECTOR_MODELS,
     WARM_UP,
-    StubEmbedder,
-    ann_settings,
-    built_corpus,
+    corpus_memory,
     pct,
-    pick_queries,
-    settled,
     usearch_top,
 )
-from mnemoql.engine.memory import Memory
-from mnemoql.engine.providers.factory import Providers, build_providers
 from mnemoql.engine.retrieval.pipeline import SearchRequest
-from mnemoql.engine.store.embedded import EmbeddedStore, _routes
+from mnemoql.engine.store.embedded import _routes
 from mnemoql.engine.store.embedded._hnsw import Hnsw
 
 SEED, VECTORS = 7, "text-like"
@@ -132,46 +124,33 @@ def ms(xs: Sequence[float]) -> str:
 
 
 async def run(args: argparse.Namespace) -> str:
-    path = built_corpus(args.vectors, args.seed, args.size)
-    store = EmbeddedStore(path / "memory.db", ann=ann_settings())
-    stub = StubEmbedder()
-    settings = local_settings(path)
     load_at_start = load_average()
     walls: list[float] = []
     cpus: list[float] = []
     floors: list[float] = []
     trips: list[Trips] = []
     steps: Steps = []
-    async with httpx.AsyncClient() as client:
-        providers = build_providers(settings, client)
-        await store.open()
-        try:
-            await settled(store, args.size)
-            memory = Memory(settings, store, Providers(stub, providers.extractor, None))
-            rng = np.random.default_rng(args.seed + args.size + 2)  # neither bench's queries
-            qs = pick_queries(rng, store, args.queries + WARM_UP, VECTOR_MODELS[args.vectors]())
-            for text, vec in qs:
-                stub.vectors[text] = vec
-            tag = f"hops-{time.time_ns()}"
-            for i, (text, vec) in enumerate(qs):
-                t0 = time.perf_counter()
-                usearch_top(store, "summary", vec)
-                usearch_top(store, "chunk", vec)
-                floor = time.perf_counter() - t0
-                mine: Trips = []
-                theirs: Steps = []
-                wall, cpu = time.perf_counter(), time.thread_time()
-                with timed(mine, theirs):
-                    await memory.search(SearchRequest(query=text), f"{tag}-{i}")
-                wall, cpu = time.perf_counter() - wall, time.thread_time() - cpu
-                if i >= WARM_UP:
-                    walls.append(wall)
-                    cpus.append(cpu)
-                    floors.append(floor)
-                    trips.append(mine)
-                    steps += theirs + beyond_index(theirs)
-        finally:
-            await store.close()
+    # queries of a seed of its own: neither search_latency's held-out nor its tune ones
+    opened = corpus_memory(args.vectors, args.seed, args.size, args.queries + WARM_UP, 2)
+    async with opened as (store, memory, qs):
+        tag = f"hops-{time.time_ns()}"
+        for i, (text, vec) in enumerate(qs):
+            t0 = time.perf_counter()
+            usearch_top(store, "summary", vec)
+            usearch_top(store, "chunk", vec)
+            floor = time.perf_counter() - t0
+            mine: Trips = []
+            theirs: Steps = []
+            wall, cpu = time.perf_counter(), time.thread_time()
+            with timed(mine, theirs):
+                await memory.search(SearchRequest(query=text), f"{tag}-{i}")
+            wall, cpu = time.perf_counter() - wall, time.thread_time() - cpu
+            if i >= WARM_UP:
+                walls.append(wall)
+                cpus.append(cpu)
+                floors.append(floor)
+                trips.append(mine)
+                steps += theirs + beyond_index(theirs)
     return report(args, load_at_start, walls, cpus, floors, trips, steps)
 
 

@@ -42,7 +42,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -303,6 +303,34 @@ def built_corpus(vectors: str, seed: int, size: int) -> Path:
         )
         raise SystemExit(2)
     return path
+
+
+@contextlib.asynccontextmanager
+async def corpus_memory(
+    vectors: str, seed: int, size: int, queries: int, offset: int, *, settle: bool = True
+) -> AsyncIterator[tuple[EmbeddedStore, Memory, list[tuple[str, F32]]]]:
+    """The built corpus (``built_corpus``) opened as a ``Memory`` with the ANN route on and an
+    embedder that returns each query's vector, and ``queries`` queries of the seed ``seed + size
+    + offset`` (0: this bench's held-out queries, 1: its tune ones, others: a bench's own); the
+    store settled first (``settled``) unless told not to. Closed on the way out."""
+    path = built_corpus(vectors, seed, size)
+    store = EmbeddedStore(path / "memory.db", ann=ann_settings())
+    stub = StubEmbedder()
+    settings = local_settings(path)
+    async with httpx.AsyncClient() as client:
+        providers = build_providers(settings, client)
+        await store.open()
+        try:
+            if settle:
+                await settled(store, size)
+            memory = Memory(settings, store, Providers(stub, providers.extractor, None))
+            rng = np.random.default_rng(seed + size + offset)
+            asked = pick_queries(rng, store, queries, VECTOR_MODELS[vectors]())
+            for text, vec in asked:
+                stub.vectors[text] = vec
+            yield store, memory, asked
+        finally:
+            await store.close()
 
 
 def ann_settings(mode: str = "auto", threads: int = 1) -> AnnSettings:

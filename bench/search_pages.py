@@ -24,23 +24,13 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-import httpx
-import numpy as np
-
 from bench.search_latency import (
     VECTOR_MODELS,
     WARM_UP,
-    StubEmbedder,
-    ann_settings,
-    built_corpus,
-    local_settings,
-    pick_queries,
+    corpus_memory,
 )
-from mnemoql.engine.memory import Memory
-from mnemoql.engine.providers.factory import Providers, build_providers
 from mnemoql.engine.retrieval.evidence import EvidencePage
 from mnemoql.engine.retrieval.pipeline import SearchRequest
-from mnemoql.engine.store.embedded import EmbeddedStore
 
 
 def page_record(page: EvidencePage) -> dict[str, Any]:
@@ -51,46 +41,34 @@ def page_record(page: EvidencePage) -> dict[str, Any]:
 
 
 async def run(args: argparse.Namespace) -> None:
-    path = built_corpus(args.vectors, args.seed, args.size)
-    vectors = VECTOR_MODELS[args.vectors]()
-    store = EmbeddedStore(path / "memory.db", ann=ann_settings())
-    stub = StubEmbedder()
-    settings = local_settings(path)
-    async with httpx.AsyncClient() as client:
-        providers = build_providers(settings, client)
-        await store.open()
-        try:
-            memory = Memory(settings, store, Providers(stub, providers.extractor, None))
-            # the bench's held-out queries (same seed as bench.search_latency)
-            rng = np.random.default_rng(args.seed + args.size)
-            qs = pick_queries(rng, store, args.queries + WARM_UP, vectors)
-            for text, vec in qs:
-                stub.vectors[text] = vec
-            if args.profile:
-                for i, (text, _) in enumerate(qs[:WARM_UP]):
-                    await memory.search(SearchRequest(query=text), f"{args.tag}-warm-{i}")
-                prof = cProfile.Profile()
-                prof.enable()
-                for i, (text, _) in enumerate(qs[: args.profile]):
-                    await memory.search(SearchRequest(query=text), f"{args.tag}-prof-{i}")
-                prof.disable()
-                if args.dump:
-                    prof.dump_stats(args.dump)
-                stats = pstats.Stats(prof, stream=sys.stdout).sort_stats("cumulative")
-                stats.print_stats(args.lines)
-                stats.sort_stats("tottime").print_stats(args.lines)
-                return
-            with open(args.out, "w", encoding="utf-8") as f:
-                for i, (text, _) in enumerate(qs):
-                    found = await memory.search(SearchRequest(query=text), f"{args.tag}-pages-{i}")
-                    line = {
-                        "query": text,
-                        "page": page_record(found.page),
-                        "explain": {i: dataclasses.asdict(e) for i, e in found.explain.items()},
-                    }
-                    f.write(json.dumps(line, ensure_ascii=False, sort_keys=True) + "\n")
-        finally:
-            await store.close()
+    # the bench's held-out queries (same seed as bench.search_latency), the store not settled
+    opened = corpus_memory(
+        args.vectors, args.seed, args.size, args.queries + WARM_UP, 0, settle=False
+    )
+    async with opened as (_, memory, qs):
+        if args.profile:
+            for i, (text, _) in enumerate(qs[:WARM_UP]):
+                await memory.search(SearchRequest(query=text), f"{args.tag}-warm-{i}")
+            prof = cProfile.Profile()
+            prof.enable()
+            for i, (text, _) in enumerate(qs[: args.profile]):
+                await memory.search(SearchRequest(query=text), f"{args.tag}-prof-{i}")
+            prof.disable()
+            if args.dump:
+                prof.dump_stats(args.dump)
+            stats = pstats.Stats(prof, stream=sys.stdout).sort_stats("cumulative")
+            stats.print_stats(args.lines)
+            stats.sort_stats("tottime").print_stats(args.lines)
+            return
+        with open(args.out, "w", encoding="utf-8") as f:
+            for i, (text, _) in enumerate(qs):
+                found = await memory.search(SearchRequest(query=text), f"{args.tag}-pages-{i}")
+                line = {
+                    "query": text,
+                    "page": page_record(found.page),
+                    "explain": {i: dataclasses.asdict(e) for i, e in found.explain.items()},
+                }
+                f.write(json.dumps(line, ensure_ascii=False, sort_keys=True) + "\n")
 
 
 def cli(argv: Sequence[str] | None = None) -> None:
