@@ -197,3 +197,55 @@ async def test_readiness_does_not_call_the_stores_own_long_write_busy(tmp_path: 
     finally:
         release.set()
         await store.close()
+
+
+async def test_the_evidence_path_answers_while_a_save_holds_the_database_thread(
+    tmp_path: Path,
+) -> None:
+    """Issue #30, many agents on one memory: a save holds the database thread for its whole
+    transaction (seconds for a long document). A search, its follow-ups (the next page,
+    ``expand``, ``nearby``) and ``read`` read committed rows on the compute threads' own
+    connections, so they all answer while the database thread is held; before, the meta check
+    alone waited for the whole save."""
+    from mnemoql import Memory
+
+    async with Memory(tmp_path, locale="en", embedding={"provider": "hashing"}) as memory:
+        notes = [
+            f"Note {i}: the lighthouse keeper logged the storm over Harbour {i % 3}." for i in range(9)
+        ]
+        ids = [(await memory.save(t, id=f"log_ch1_e{i}")).event_ids[0] for i, t in enumerate(notes)]
+        page = await memory.search("lighthouse storm harbour", session="warm")  # caught up
+        assert page.items
+        store = memory._memory.store if memory._memory is not None else None
+        assert isinstance(store, EmbeddedStore)
+        holding, release = threading.Event(), threading.Event()
+
+        def long_save(db: Database) -> None:  # a save mid-transaction, on the database thread
+            db.conn.execute("BEGIN IMMEDIATE")
+            holding.set()
+            release.wait(60)
+            db.conn.execute("ROLLBACK")
+
+        held = asyncio.ensure_future(store._call(long_save, store._database))
+        try:
+            await asyncio.to_thread(holding.wait, 10)
+
+            async def evidence() -> None:
+                first = await memory.search("lighthouse storm harbour", session="busy")
+                assert first.items and first.cursor
+                around = await memory.nearby(first, first.items[0].event_id, before=2, after=2)
+                assert around.operation == "nearby"
+                given = {i.event_id for i in (*first.items, *around.items)}
+                more = await memory.search(cursor=first.cursor, session="busy")
+                assert more.items and given.isdisjoint(i.event_id for i in more.items)
+                if first.expand_concepts:
+                    await memory.expand(first, first.expand_concepts[0], limit=2)
+                text = await memory.read(ids[4], start=0, limit=7)
+                assert text.text == notes[4][:7]
+
+            # the guard only turns a wait for the held thread into a failure, never a race
+            await asyncio.wait_for(evidence(), 60)
+            assert not held.done(), "the save's transaction was still open throughout"
+        finally:
+            release.set()
+            await held

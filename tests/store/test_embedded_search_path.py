@@ -316,7 +316,8 @@ async def test_a_pool_without_a_trip_still_sees_a_write_made_since_by_another_pr
 ) -> None:
     """The pool asks ``Watch`` on its compute thread whether anything was committed since
     its last catch-up: a quiet pool makes no trip, the one after another process's commit
-    catches up first, and so does the one after this process's own save."""
+    catches up first, and the one after this process's own save makes none (``settle``: the
+    save brought the mirrors along, and the catch-up would find nothing)."""
     first, second = EmbeddedStore(tmp_path), EmbeddedStore(tmp_path)
     await first.open()
     await second.open()
@@ -326,17 +327,23 @@ async def test_a_pool_without_a_trip_still_sees_a_write_made_since_by_another_pr
         for _ in range(2):
             pool = await first.route_pool(axis(1), EMPTY_FILTERS, frozenset(), 5)
             assert [h.event_id for h in pool.summary] == [a]
-        assert trips == ["catch_up"], trips  # the save's commit, then a quiet pool
+        assert trips == [], trips  # the own save's commit, then quiet pools: no trip
         b = (await second.apply_save(plan([event("b", axis(1))], key="k2"))).event_ids[0]
         pool = await first.route_pool(axis(1), EMPTY_FILTERS, frozenset(), 5)
         assert [h.event_id for h in pool.summary] == [b, a]  # the other process's event, first
         assert b in pool.events
-        assert trips == ["catch_up"] * 2, trips
+        assert trips == ["catch_up"], trips
         c = (await first.apply_save(plan([event("c", vec(1, 2))], key="k3"))).event_ids[0]
         trips.clear()
         pool = await first.route_pool(axis(1), EMPTY_FILTERS, frozenset(), 5)
         assert [h.event_id for h in pool.summary] == [b, c, a]
-        assert trips == ["catch_up"], trips
+        assert trips == [], trips  # no catch-up after the own save
+        d = (await second.apply_save(plan([event("d", vec(1, 3))], key="k4"))).event_ids[0]
+        e = (await first.apply_save(plan([event("e", vec(1, 4))], key="k5"))).event_ids[0]
+        trips.clear()  # the own save followed the other's commit: the mirrors hold both
+        pool = await first.route_pool(axis(1), EMPTY_FILTERS, frozenset(), 5)
+        assert {d, e} <= {h.event_id for h in pool.summary}
+        assert trips == [], trips
     finally:
         await second.close()
         await first.close()
@@ -368,10 +375,11 @@ async def test_a_pool_goes_to_the_database_thread_once_and_reads_on_its_own_conn
         a, b, c = saved.event_ids
         trips = database_trips(store)
         await store.route_pool(axis(0), EMPTY_FILTERS, frozenset(), 5, text="lighthouse")
-        # the save moved data_version: the catch-up (before: the lexical route and pool_rows too)
-        assert trips == ["catch_up"], trips
+        # the own save brought the mirrors along: no catch-up (before: the lexical route and
+        # pool_rows went to the database thread too)
+        assert trips == [], trips
         await store.route_pool(axis(0), EMPTY_FILTERS, frozenset(), 5, text="lighthouse")
-        assert trips == ["catch_up"], trips  # nothing committed since: no trip at all
+        assert trips == [], trips  # nothing committed since: no trip at all
         statements: list[tuple[str, str]] = []  # (thread, statement)
         rows = store.threads.rows
         assert rows is not None and rows.opened >= 1, "the pool read nothing on its own"

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Concatenate, ParamSpec, TypeVar
 
 from mnemoql.engine.drafts import SavePlan, SaveResult, TopicDraft
-from mnemoql.engine.models import ENTITY_LABELS, EntityLabel, Filters, Hit, VectorSet
+from mnemoql.engine.models import ENTITY_LABELS, EntityLabel, VectorSet
 from mnemoql.engine.store.embedded import _lexical as lexical
 from mnemoql.engine.store.embedded import _save as save
 from mnemoql.engine.store.embedded import _write as write
@@ -29,7 +29,6 @@ from mnemoql.engine.store.embedded._epoch import (
     new_epoch,
     record_forgotten,
 )
-from mnemoql.engine.store.embedded._exact import event_mask
 from mnemoql.engine.store.embedded._index import (
     EntityView,
     EventView,
@@ -152,6 +151,12 @@ class Database(Reads):
 
     def _data_version(self) -> int:
         return int(self.conn.execute("PRAGMA data_version").fetchone()[0])
+
+    def mirrors_current(self) -> bool:
+        """Whether the mirrors hold every commit: no other connection has committed since they
+        last followed (this connection's own commits move no ``data_version`` of its own, and
+        each write brings the mirrors along before its call returns)."""
+        return self._data_version() == self._version
 
     def catch_up(self) -> int:
         """Bring the mirrors up to date if another connection committed since they were
@@ -411,18 +416,3 @@ class Database(Reads):
         record_forgotten(conn, sorted(seqs))
         self._forgot = (before, forgotten_mark(conn)[0])
         return deleted
-
-    # ------------------------------------------------------------ lexical route
-
-    def lexical_hits(
-        self,
-        terms: Sequence[str],
-        filters: Filters,
-        exclude: frozenset[str],
-        restrict: frozenset[str] | None,
-        limit: int,
-    ) -> list[Hit]:
-        allowed = self.events_in_groups(filters) if filters.groups else None
-        view = self.events
-        mask = event_mask(view, filters, exclude, restrict, allowed)
-        return lexical.hits(self.conn, terms, view, mask, limit, restrict)

@@ -1,10 +1,11 @@
-"""The database thread's reads of committed rows: meta, counts, entities, events, graph, topics.
+"""The reads of committed rows: meta, counts, entities, events, graph, topics.
 
 ``Database`` (``_db``) is these reads plus what keeps the vector mirrors in step with the
 database: its open and close, the catch-up of other processes' commits and the writes. These
 reads need nothing of that but the connection (no mirror, no ANN index), so they are kept
-apart; they still run on the database thread, as every call of ``Database`` does (the reads a
-client can make costly run on the reader's connection instead: ``_reader``).
+apart. The evidence path runs them on a compute thread's read-only connection instead
+(``Reads.on``, ``Threads.read_committed``), where no save's transaction holds them up; the
+reads a client can make costly run on the reader's connection (``_reader``).
 """
 
 from __future__ import annotations
@@ -70,7 +71,14 @@ from mnemoql.engine.topics.changes import TopicChanges, TopicMark
 
 class Reads(OwnThread):
     """The SQL reads of ``Database``; ``conn`` is its connection, open between ``open`` and
-    ``close`` (``_db``)."""
+    ``close`` (``_db``), or another connection's (``on``)."""
+
+    @classmethod
+    def on(cls, conn: sqlite3.Connection) -> Reads:
+        """These reads over ``conn`` (``Threads.read_committed``: a compute thread's own)."""
+        reads = cls()
+        reads._conn = conn
+        return reads
 
     @property
     def conn(self) -> sqlite3.Connection:

@@ -1,27 +1,27 @@
 """The embedded store's retrieval routes and entity top-k: which thread does which part.
 
-A route is a catch-up on the database thread (another process may have written:
+A route is a catch-up (another process, or a save of this one, may have committed:
 ``Database.catch_up``), then maths over one snapshot of the vector mirrors (``_search``), inline
 when small, else on the compute pool; ``route_pool`` also reads its candidates' rows on that
 compute thread (``_pool``) and runs the lexical route beside the vector routes on a side
-thread, and goes to the database thread only when ``Watch`` (``_watch``), asked on the compute
-thread, says something was committed since the last catch-up: a warm search is one trip. Kept
+thread. The catch-up goes to the database thread only when ``Watch`` (``_watch``), asked on a
+compute thread, says something was committed since the last one (``caught_up``): a warm search
+is one trip, and no route waits behind a save whose transaction is still open (its reads of
+rows run on the compute threads' own connections: ``Threads.read_committed``). Kept
 apart from ``store.py`` so the store reads as the ``Store`` protocol it implements, and the
 trips a search makes to each thread (issue #30) read in one place; the threads themselves are
 ``_threads``."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from mnemoql.engine.errors import InvalidInput
 from mnemoql.engine.models import Entity, EntityLabel, Filters, Hit, RouteName, RoutePool, Vector
-from mnemoql.engine.store.embedded._db import Database
 from mnemoql.engine.store.embedded._exact import event_mask
 from mnemoql.engine.store.embedded._idle import spare_core
 from mnemoql.engine.store.embedded._index import I64, normalise
 from mnemoql.engine.store.embedded._lexical import hits as lexical_hits
 from mnemoql.engine.store.embedded._pool import PoolRows, more_pool_rows
+from mnemoql.engine.store.embedded._reads import Reads
 from mnemoql.engine.store.embedded._rescore import score_rows
 from mnemoql.engine.store.embedded._search import beside, entity_hits, pool_hits, route_hits
 from mnemoql.engine.store.embedded._threads import Threads, interruptible, not_open
@@ -35,8 +35,8 @@ async def entity_top(
 ) -> list[tuple[Entity, float]]:
     """The ``k`` entities of ``label`` nearest ``vector`` (at least ``min_cosine`` when given)."""
     entity_label(label)
+    await caught_up(threads)
     db = threads.database
-    await threads.call(db.catch_up)  # another process may have written (Database.catch_up)
     gen, view = db.generation, db.entities[label]
     q = normalise(vector)
     scored = await threads.compute_on(
@@ -44,7 +44,7 @@ async def entity_top(
     )
     if not scored:
         return []
-    found = await threads.call(threads.database.entities_by_ids, [i for i, _ in scored])
+    found = await threads.read_committed(Reads.entities_by_ids, [i for i, _ in scored])
     return [(found[i], s) for i, s in scored if i in found]
 
 
@@ -65,8 +65,8 @@ async def route(
         )
     if limit <= 0:
         return []
+    allowed = await allowed_events(threads, filters)
     db = threads.database
-    allowed = await threads.call(route_ready, db, filters)
     view, gen = db.events, db.generation  # one snapshot for the whole computation
     q = normalise(query)
     cells = (view.n if route == "summary" else view.nc) * view.dims
@@ -85,33 +85,43 @@ async def lexical_route(
     limit: int,
     restrict: frozenset[str] | None = None,
 ) -> list[Hit]:
-    """The lexical route alone, on the database thread."""
+    """The lexical route alone, on a compute thread's connection after the catch-up."""
     terms = searchable(text, limit, restrict)
     if not terms:
         return []
-    db = threads.database
-    return await threads.call(lexical_now, db, terms, filters, exclude, restrict, limit)
+    rows, compute = threads.rows, threads.compute
+    if rows is None or compute is None:
+        raise not_open()
+    allowed = await allowed_events(threads, filters)
+    view = threads.database.events
+
+    def run() -> list[Hit]:
+        mask = event_mask(view, filters, exclude, restrict, allowed)
+        with rows.reading() as conn:
+            return lexical_hits(conn, terms, view, mask, limit, restrict)
+
+    return await interruptible(rows, compute, run)
 
 
-def lexical_now(
-    db: Database,
-    terms: Sequence[str],
-    filters: Filters,
-    exclude: frozenset[str],
-    restrict: frozenset[str] | None,
-    limit: int,
-) -> list[Hit]:
-    """The lexical route after a catch-up (another process may have written), in one trip
-    to the database thread."""
-    db.catch_up()
-    return db.lexical_hits(terms, filters, exclude, restrict, limit)
+async def caught_up(threads: Threads) -> None:
+    """Catch up with what was committed since the last catch-up (``Database.catch_up``),
+    going to the database thread only when ``Watch``, asked on a compute thread, says
+    something was: a route then never waits there behind a save still in its transaction."""
+    rows, compute, watch = threads.rows, threads.compute, threads.watch
+    if rows is None or compute is None or watch is None:
+        raise not_open()
+    version = await interruptible(rows, compute, watch.stale)
+    if version is not None:
+        await threads.call(threads.database.catch_up)
+        watch.caught_up(version)
 
 
-def route_ready(db: Database, filters: Filters) -> frozenset[str] | None:
-    """Catch up with other processes' writes (``Database.catch_up``), then the events of
-    the entity filter (None without one): what a vector route reads first, in one trip."""
-    db.catch_up()
-    return db.events_in_groups(filters) if filters.groups else None
+async def allowed_events(threads: Threads, filters: Filters) -> frozenset[str] | None:
+    """After the catch-up, the events of the entity filter (None without one)."""
+    await caught_up(threads)
+    if not filters.groups:
+        return None
+    return await threads.read_committed(Reads.events_in_groups, filters)
 
 
 async def route_pool(
@@ -134,7 +144,7 @@ async def route_pool(
     db, rows, compute, watch = threads.database, threads.rows, threads.compute, threads.watch
     if rows is None or compute is None or watch is None:
         raise not_open()
-    allowed = await threads.call(route_ready, db, filters) if filters.groups else None
+    allowed = await allowed_events(threads, filters) if filters.groups else None
     q = normalise(query)
     terms = searchable(text, limit, restrict) if text is not None else []
 
@@ -177,7 +187,7 @@ async def route_pool(
         version = watch.stale()
         return pool() if version is None else version  # committed since: catch up first
 
-    if not filters.groups:  # else route_ready caught up just now
+    if not filters.groups:  # else allowed_events caught up just now
         got = await interruptible(rows, compute, checked_pool)
         if isinstance(got, RoutePool):
             return got

@@ -1,9 +1,10 @@
 """The embedded store's threads, and work run on them that stops when its caller gives up.
 
 An ``EmbeddedStore`` runs no SQLite on the event loop: its ``Database`` on one database thread
-(every write, the catch-up and most reads), its ``Reader`` on a thread of its own (the list
-queries a client can make costly), numpy work on a compute pool whose threads read a search's
-rows through a ``PoolReader`` (and ask ``Watch`` whether to catch up first), and the second
+(every write, the catch-up and the reads of upkeep and export), its ``Reader`` on a thread of
+its own (the list queries a client can make costly), numpy work on a compute pool whose threads
+read a search's rows through a ``PoolReader`` (and ask ``Watch`` whether to catch up first) and
+run the point reads of the evidence path (``read_committed``), and the second
 index query and the lexical route of a search on side threads. ``Threads`` opens and closes
 them together and runs work on them (``interruptible``: a caller that stops waiting drops its
 job if queued and interrupts its statement if running). Kept apart from ``store.py`` so the
@@ -20,13 +21,15 @@ import sqlite3
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import ParamSpec, Protocol, TypeVar
+from typing import Concatenate, ParamSpec, Protocol, TypeVar
 
 from mnemoql.engine.errors import StoreUnavailable
 from mnemoql.engine.store.embedded._ann import AnnSettings
 from mnemoql.engine.store.embedded._db import Database
 from mnemoql.engine.store.embedded._pool import PoolReader
 from mnemoql.engine.store.embedded._reader import Reader
+from mnemoql.engine.store.embedded._reads import Reads
+from mnemoql.engine.store.embedded._txn import read_snapshot
 from mnemoql.engine.store.embedded._watch import Watch
 from mnemoql.engine.store.faults import storage_fault, unwritable
 
@@ -63,6 +66,23 @@ async def interruptible(
         raise fault from exc
 
 
+def settle(db: Database, watch: Watch) -> None:
+    """On the database thread after each of its calls: when no other connection has committed
+    since the mirrors last followed (``Database.mirrors_current``), they hold every commit,
+    this thread's own ones included (a save's rows are in them when its call returns), so
+    ``Watch`` takes the version it reads now as caught up. A search after this process's own
+    save then makes no trip to the database thread, where ``Database.catch_up`` would find
+    nothing to read but could wait behind the next save's whole transaction. The version is
+    read before the check: another process's commit in between fails it. Best effort: a
+    watch or database closing meanwhile leaves the next search to catch up as before."""
+    try:
+        version = watch.version()
+        if db.mirrors_current():
+            watch.caught_up(version)
+    except (StoreUnavailable, RuntimeError, sqlite3.Error):
+        pass
+
+
 def not_open() -> StoreUnavailable:
     """What every call on a store that is not open raises."""
     return StoreUnavailable("the embedded store is not open; call open() first", zh="存储未打开")
@@ -94,12 +114,20 @@ class Threads:
     async def call(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         """Run ``fn`` on the database thread. A caller that stops waiting (a request past its
         deadline) stops the work too: a call still queued is dropped, and a statement that
-        is running is interrupted (``Database.run``; a write rolls back)."""
-        if self.writer is None or self.db is None:
+        is running is interrupted (``Database.run``; a write rolls back). Then ``settle``."""
+        db, watch = self.db, self.watch
+        if self.writer is None or db is None:
             raise not_open()
+
+        def settled() -> T:
+            out = fn(*args, **kwargs)
+            if watch is not None:
+                settle(db, watch)
+            return out
+
         self.calls_in_flight += 1
         try:
-            return await interruptible(self.db, self.writer, fn, *args, **kwargs)
+            return await interruptible(db, self.writer, settled)
         finally:
             self.calls_in_flight -= 1
 
@@ -108,6 +136,24 @@ class Threads:
         if self.reading is None or self.reader is None:
             raise not_open()
         return await interruptible(self.reader, self.reading, fn, *args, **kwargs)
+
+    async def read_committed(
+        self, fn: Callable[Concatenate[Reads, P], T], *args: P.args, **kwargs: P.kwargs
+    ) -> T:
+        """``fn`` (a ``Reads`` method) on a compute thread's read-only connection, in one read
+        snapshot of committed rows, stopped like ``call``. The evidence path's point reads
+        (the meta check, events, chunks, concepts, cursor checks) run here: on the database
+        thread a search waited behind a whole save's transaction, 1.2-1.6 s behind a long
+        document's (bench/results/search_latency_100k_s24.md)."""
+        rows, compute = self.rows, self.compute
+        if rows is None or compute is None:
+            raise not_open()
+
+        def read() -> T:
+            with rows.reading() as conn, read_snapshot(conn):
+                return fn(Reads.on(conn), *args, **kwargs)
+
+        return await interruptible(rows, compute, read)
 
     @property
     def interrupted(self) -> int:

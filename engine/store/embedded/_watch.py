@@ -34,9 +34,13 @@ class Watch:
     def stale(self) -> int | None:
         """None when nothing was committed since the last ``caught_up``; else the version to
         pass to ``caught_up`` once ``Database.catch_up`` has run."""
+        version = self.version()
+        return None if version == self._seen else version
+
+    def version(self) -> int:
+        """The version now (``settle``: read on the database thread after its calls)."""
         with self._lock:
-            version = int(self._connection().execute("PRAGMA data_version").fetchone()[0])
-            return None if version == self._seen else version
+            return int(self._connection().execute("PRAGMA data_version").fetchone()[0])
 
     def caught_up(self, version: int) -> None:
         """``Database.catch_up`` ran after ``stale`` read ``version``."""

@@ -27,7 +27,7 @@ import asyncio
 import re
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from mnemoql.engine.drafts import SavePlan, SaveResult, TopicDraft
 from mnemoql.engine.errors import InvalidInput, StorageFault
@@ -61,6 +61,7 @@ from mnemoql.engine.store.embedded import _dump as dump
 from mnemoql.engine.store.embedded import _routes as routes
 from mnemoql.engine.store.embedded._ann import AnnSettings
 from mnemoql.engine.store.embedded._db import Database
+from mnemoql.engine.store.embedded._reads import Reads
 from mnemoql.engine.store.embedded._sessions import SqliteState, state_file
 from mnemoql.engine.store.embedded._threads import Threads, not_open
 from mnemoql.engine.store.faults import probe_write
@@ -134,6 +135,12 @@ class EmbeddedStore:
         """Run ``fn`` on the database thread (``Threads.call``)."""
         return await self.threads.call(fn, *args, **kwargs)
 
+    async def _read(
+        self, fn: Callable[Concatenate[Reads, P], T], *args: P.args, **kwargs: P.kwargs
+    ) -> T:
+        """Run the read ``fn`` beside the database thread (``Threads.read_committed``)."""
+        return await self.threads.read_committed(fn, *args, **kwargs)
+
     @property
     def interrupted(self) -> int:
         """Statements stopped because their caller gave up, on both connections."""
@@ -179,7 +186,7 @@ class EmbeddedStore:
     # ------------------------------------------------------------ meta
 
     async def get_meta(self) -> MemoryMeta | None:
-        return await self._call(self._database.get_meta)
+        return await self._read(Reads.get_meta)
 
     async def changed_elsewhere(self) -> bool:
         """True when another process committed to this space since the last call (the
@@ -217,7 +224,7 @@ class EmbeddedStore:
         return await self._call(self._database.find_entities, label, list(normalised_names))
 
     async def resolve_terms(self, normalised_term: str) -> frozenset[str]:
-        return await self._call(self._database.resolve_terms, normalised_term)
+        return await self._read(Reads.resolve_terms, normalised_term)
 
     async def similar_entities(
         self, label: EntityLabel, vector: Vector, k: int, min_cosine: float
@@ -288,29 +295,29 @@ class EmbeddedStore:
         limit: int,
         restrict: frozenset[str] | None = None,
     ) -> list[str]:
-        return await self._call(self._database.recent_events, filters, exclude, limit, restrict)
+        return await self._read(Reads.recent_events, filters, exclude, limit, restrict)
 
     async def get_events(self, ids: Sequence[str], *, with_vectors: bool = False) -> list[Event]:
-        return await self._call(self._database.get_events, list(ids), with_vectors)
+        return await self._read(Reads.get_events, list(ids), with_vectors)
 
     async def get_chunks(
         self, event_ids: Sequence[str], *, with_vectors: bool = False
     ) -> dict[str, list[Chunk]]:
-        return await self._call(self._database.get_chunks, list(event_ids), with_vectors)
+        return await self._read(Reads.get_chunks, list(event_ids), with_vectors)
 
     async def id_counts(self, ids: Sequence[str]) -> dict[str, int]:
-        return await self._call(self._database.id_counts, list(ids))
+        return await self._read(Reads.id_counts, list(ids))
 
     async def events_mentioning(self, concept_id: str) -> frozenset[str]:
-        return await self._call(self._database.events_mentioning, concept_id)
+        return await self._read(Reads.events_mentioning, concept_id)
 
     async def positional_events(self, prefix: str, chapter: str) -> list[str]:
-        return await self._call(self._database.positional_events, prefix, chapter)
+        return await self._read(Reads.positional_events, prefix, chapter)
 
     # ------------------------------------------------------------ graph reads
 
     async def get_nodes(self, ids: Sequence[str]) -> list[Node | None]:
-        return await self._call(self._database.get_nodes, list(ids))
+        return await self._read(Reads.get_nodes, list(ids))
 
     async def list_nodes(
         self, label: NodeLabel, where: Where | None, sort: SortSpec, page: Page
@@ -331,8 +338,8 @@ class EmbeddedStore:
         *,
         backward: bool = False,
     ) -> dict[str, list[Neighbour]]:
-        return await self._call(
-            self._database.neighbours,
+        return await self._read(
+            Reads.neighbours,
             list(node_ids),
             rel_type,
             direction,
