@@ -17,6 +17,7 @@ import pytest
 from mnemoql.engine.models import EMPTY_FILTERS, Entity
 from mnemoql.engine.store.embedded import EmbeddedStore, _routes
 from mnemoql.engine.store.embedded._ann import AnnSettings
+from mnemoql.engine.store.embedded._db import Database
 from mnemoql.engine.store.embedded._hnsw import Hnsw
 from tests.store._builders import axis, chunks_for, concept, event, plan, rel, vec
 
@@ -436,3 +437,44 @@ async def test_a_pool_goes_to_the_database_thread_once_and_reads_on_its_own_conn
     finally:
         await store.close()
     assert store.threads.rows is None
+
+
+async def test_a_save_moves_no_other_connections_data_version_before_its_commit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A save's pages stay in memory until its commit (``Database._write_unspilled``): a page
+    cache that spilled mid-transaction wrote to the log and moved ``Watch``'s version before
+    anything was committed, and every search then waited for a catch-up behind the rest of
+    the save. Here a save of ~6 MB of text (far past the page cache) reads ``Watch`` inside
+    its transaction, after all its writes: nothing moved yet; after the commit it has. (The
+    log was just checkpointed, as SQLite does past 1000 pages: the spill restarts it.)"""
+    from mnemoql.engine.store.embedded import _save
+
+    store = EmbeddedStore(tmp_path)
+    await store.open()
+    try:
+        await store.apply_save(plan([event("a", axis(0))]))  # the tables, the first commit
+
+        def checkpointed(db: Database) -> None:  # the log copied back: the next write restarts it
+            db.conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+
+        await store._call(checkpointed, store._database)
+        watch = store.threads.watch
+        assert watch is not None
+        before = watch.version()
+        inside: list[int] = []
+        original = _save.apply_save
+
+        def spying(conn, plan):  # type: ignore[no-untyped-def]
+            written = original(conn, plan)
+            inside.append(watch.version())  # still in the save's transaction
+            return written
+
+        monkeypatch.setattr(_save, "apply_save", spying)
+        body = "the heron waited by the pond, " * 2_000  # 60 KB a note
+        notes = [event(f"n{i}", axis(1), content=f"{i} {body}") for i in range(100)]
+        await store.apply_save(plan(notes, key="long"))
+        assert inside == [before], "another connection saw the save before its commit"
+        assert watch.version() != before  # committed: now it has moved
+    finally:
+        await store.close()

@@ -284,10 +284,26 @@ class Database(Reads):
             raise
         return out
 
+    def _write_unspilled(
+        self, fn: Callable[Concatenate[sqlite3.Connection, P], T], *args: P.args, **kw: P.kwargs
+    ) -> T:
+        """``_write`` with the transaction's pages held in memory until its commit (a save, a
+        topic binding, a forget: bounded by the save caps). A page cache that spills in the
+        middle writes to the log and moves every other connection's ``data_version`` before
+        anything is committed: ``Watch`` then sent each search to catch up behind the rest of
+        a long save (bench/results/search_during_save.md). Rewrites of every vector keep
+        spilling (``_write``): their pages would not fit in memory."""
+        conn = self.conn
+        conn.execute("PRAGMA cache_spill = OFF")
+        try:
+            return self._write(fn, *args, **kw)
+        finally:
+            conn.execute("PRAGMA cache_spill = ON")
+
     def apply_save(self, plan: SavePlan) -> SaveResult:
         self.write_marks = None
         self.catch_up()  # the new rows go after every row another writer committed
-        written, upto = self._write(self._save, plan)
+        written, upto = self._write_unspilled(self._save, plan)
         if written.meta is not None and written.meta.dimensions != self.events.dims:
             self._load_mirrors()  # first save fixes the dimension: rebuild at that width
             return written.result
@@ -359,7 +375,7 @@ class Database(Reads):
 
     def bind_topic(self, draft: TopicDraft, event_ids: list[str], timestamp: int) -> None:
         self.write_marks = None
-        self._write(self._bind_topic, draft, event_ids, timestamp)
+        self._write_unspilled(self._bind_topic, draft, event_ids, timestamp)
 
     def _bind_topic(
         self, conn: sqlite3.Connection, draft: TopicDraft, event_ids: list[str], timestamp: int
@@ -370,7 +386,7 @@ class Database(Reads):
 
     def forget(self, event_id: str) -> list[str]:
         self._forgot = None
-        deleted = self._write(self._forget, event_id)
+        deleted = self._write_unspilled(self._forget, event_id)
         ev = self.events
         rows = [r for r in (ev.row_of.get(i) for i in deleted) if r is not None and ev.live[r]]
         self.events = drop_event_rows(ev, rows)
