@@ -32,8 +32,8 @@ class OwnThread:
     """A SQLite connection used from one thread, whose running call a caller that gives up can
     interrupt without hitting a later one. ``Database`` and ``Reader`` are both this."""
 
-    def __init__(self) -> None:
-        self._conn: sqlite3.Connection | None = None
+    def __init__(self, conn: sqlite3.Connection | None = None) -> None:
+        self._conn: sqlite3.Connection | None = conn
         self._running: object | None = None  # the ticket of the call running on the thread
         self._lock = threading.Lock()
         self.interrupted = 0  # statements stopped because their caller gave up

@@ -76,9 +76,7 @@ class Reads(OwnThread):
     @classmethod
     def on(cls, conn: sqlite3.Connection) -> Reads:
         """These reads over ``conn`` (``Threads.read_committed``: a compute thread's own)."""
-        reads = cls()
-        reads._conn = conn
-        return reads
+        return cls(conn)
 
     @property
     def conn(self) -> sqlite3.Connection:
