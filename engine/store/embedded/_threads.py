@@ -1,15 +1,15 @@
 """The embedded store's threads, and work run on them that stops when its caller gives up.
 
 An ``EmbeddedStore`` runs no SQLite on the event loop: its ``Database`` on one database thread
-(every write, the catch-up and the reads of upkeep and export), its ``Reader`` on a thread of
-its own (the list queries a client can make costly), numpy work on a compute pool whose threads
-read a search's rows through a ``PoolReader`` (and ask ``Watch`` whether to catch up first) and
-run the point reads of the evidence path (``read_committed``), and the second
-index query and the lexical route of a search on side threads. ``Threads`` opens and closes
-them together and runs work on them (``interruptible``: a caller that stops waiting drops its
-job if queued and interrupts its statement if running). Kept apart from ``store.py`` so the
-store reads as the ``Store`` protocol it implements; the routes' use of these threads is
-``_routes``.
+(every write, the catch-up, and the reads of saves, topics, the graph view and export), its
+``Reader`` on a thread of its own (the list queries a client can make costly), numpy work on a
+compute pool whose threads read a search's rows through a ``PoolReader`` (and ask ``Watch``
+whether to catch up first) and run the point reads of the evidence path (``read_committed``),
+and the second index query and the lexical route of a search on side threads. ``Threads``
+opens and closes them together and runs work on them (``interruptible``: a caller that stops
+waiting drops its job if queued and interrupts its statement if running). Kept apart from
+``store.py`` so the store reads as the ``Store`` protocol it implements; the routes' use of
+these threads is ``_routes``.
 """
 
 from __future__ import annotations
@@ -144,7 +144,7 @@ class Threads:
         snapshot of committed rows, stopped like ``call``. The evidence path's point reads
         (the meta check, events, chunks, concepts, cursor checks) run here: on the database
         thread a search waited behind a whole save's transaction, 1.2-1.6 s behind a long
-        document's (bench/results/search_latency_100k_s24.md)."""
+        document's (bench/results/search_during_save.md)."""
         rows, compute = self.rows, self.compute
         if rows is None or compute is None:
             raise not_open()
