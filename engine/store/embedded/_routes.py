@@ -14,13 +14,15 @@ trips a search makes to each thread (issue #30) read in one place; the threads t
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from mnemoql.engine.errors import InvalidInput
 from mnemoql.engine.models import Entity, EntityLabel, Filters, Hit, RouteName, RoutePool, Vector
 from mnemoql.engine.store.embedded._exact import event_mask
 from mnemoql.engine.store.embedded._idle import spare_core
-from mnemoql.engine.store.embedded._index import I64, normalise
+from mnemoql.engine.store.embedded._index import I64, EventView, normalise
 from mnemoql.engine.store.embedded._lexical import hits as lexical_hits
-from mnemoql.engine.store.embedded._pool import PoolRows, more_pool_rows
+from mnemoql.engine.store.embedded._pool import PoolReader, PoolRows, more_pool_rows
 from mnemoql.engine.store.embedded._reads import Reads
 from mnemoql.engine.store.embedded._rescore import score_rows
 from mnemoql.engine.store.embedded._search import beside, entity_hits, pool_hits, route_hits
@@ -95,12 +97,25 @@ async def lexical_route(
     allowed = await allowed_events(threads, filters)
     view = threads.database.events
 
-    def run() -> list[Hit]:
-        mask = event_mask(view, filters, exclude, restrict, allowed)
-        with rows.reading() as conn:
-            return lexical_hits(conn, terms, view, mask, limit, restrict)
+    return await interruptible(
+        rows, compute, lexical_on, rows, view, terms, filters, exclude, restrict, allowed, limit
+    )
 
-    return await interruptible(rows, compute, run)
+
+def lexical_on(
+    rows: PoolReader,
+    view: EventView,
+    terms: Sequence[str],
+    filters: Filters,
+    exclude: frozenset[str],
+    restrict: frozenset[str] | None,
+    allowed: frozenset[str] | None,
+    limit: int,
+) -> list[Hit]:
+    """The lexical route's hits among ``view``'s events, on this thread's pool connection."""
+    mask = event_mask(view, filters, exclude, restrict, allowed)
+    with rows.reading() as conn:
+        return lexical_hits(conn, terms, view, mask, limit, restrict)
 
 
 async def caught_up(threads: Threads) -> None:
@@ -153,9 +168,7 @@ async def route_pool(
         side = threads.side if spare_core() else None  # else both index searches here
 
         def lexical() -> list[Hit]:
-            mask = event_mask(view, filters, exclude, restrict, allowed)
-            with rows.reading() as conn:
-                return lexical_hits(conn, terms, view, mask, limit, restrict)
+            return lexical_on(rows, view, terms, filters, exclude, restrict, allowed, limit)
 
         later = None
         if terms and side is not None:
