@@ -113,8 +113,11 @@ def test_a_read_only_data_dir(tmp_path: Path) -> None:
     with small_disk(tmp_path / "ro", "1m", read_only=True) as ro:
         for command in (("serve",), ("export", str(tmp_path / "x.jsonl")),
                         ("restore", str(dump))):  # fmt: skip
-            line = refused(mnemoql(*command, data_dir=ro), command[0], "STORE_UNAVAILABLE")
+            out = mnemoql(*command, data_dir=ro)
+            line = refused(out, command[0], "STORE_UNAVAILABLE")
             assert "read-only" in line
+            if command == ("serve",):  # refused before it listens: the reason is all it says
+                assert out.stderr.strip().splitlines() == [line], out.stderr
 
 
 def test_a_full_disk(tmp_path: Path) -> None:

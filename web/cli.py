@@ -31,7 +31,7 @@ from mnemoql.engine.errors import MnemoError
 from mnemoql.engine.locale_choice import configured_locale
 from mnemoql.engine.messages import message
 from mnemoql.engine.redact import mask_text
-from mnemoql.engine.store.faults import storage_fault
+from mnemoql.engine.store.faults import data_dir_problem, storage_fault
 from mnemoql.web import datacmds
 from mnemoql.web.cli_args import Command, build_parser
 
@@ -113,8 +113,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     from mnemoql.web.logs import JsonLines, serve_log_config
     from mnemoql.web.observe import Observe
-    from mnemoql.web.starting import StartingApp, listen_problem
+    from mnemoql.web.starting import StartingApp, listen_problem, operator_error
 
+    if settings.store == "embedded" and (unusable := data_dir_problem(settings.data_dir)):
+        print(f"mnemoql serve: {operator_error(unusable)}", file=sys.stderr)
+        return 2
     if settings.port != 0 and (taken := listen_problem(settings.host, settings.port)):
         print(f"mnemoql serve: {taken}", file=sys.stderr)
         return 2

@@ -13,7 +13,13 @@ import os
 import sqlite3
 from pathlib import Path
 
-from mnemoql.engine.errors import StorageBusy, StorageFault, StorageFull
+from mnemoql.engine.errors import (
+    MnemoError,
+    StorageBusy,
+    StorageFault,
+    StorageFull,
+    StoreUnavailable,
+)
 
 # Below this much free space a save may not fit (a long content, its chunk vectors, the WAL):
 # /readyz says STORAGE_FULL before a client meets it.
@@ -71,6 +77,33 @@ def unwritable(directory: Path) -> str | None:
                 read_only = False
             return f"{p} is on a read-only filesystem" if read_only else f"{p} is not writable"
     return None
+
+
+def data_dir_problem(directory: Path) -> MnemoError | None:
+    """Why an embedded memory cannot live in ``directory`` (created when missing), or None.
+    ``mnemoql serve`` asks before it listens: its store opens after the listener, so a
+    refusal from the open would come after the banner and uvicorn's start-up lines."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        fault = storage_fault(exc, directory)
+        if fault is not None:
+            return fault
+        if isinstance(exc, FileExistsError):  # a file by that name
+            why = "it exists and is not a directory"
+        else:
+            why = unwritable(directory) or (exc.strerror or str(exc)).lower()
+        return StoreUnavailable(
+            f"cannot create the data directory {directory}: {why}",
+            zh=f"无法创建数据目录：{directory}",
+        )
+    cannot = unwritable(directory)
+    if cannot is None:
+        return None
+    return StoreUnavailable(
+        f"cannot write in the data directory {directory}: {cannot}",
+        zh=f"无法写入数据目录：{directory}",
+    )
 
 
 def free_bytes(path: Path) -> int | None:

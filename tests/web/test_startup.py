@@ -295,7 +295,11 @@ def test_mnemoql_serve_exits_2_with_one_line_when_the_store_cannot_open(tmp_path
         assert proc.wait(90) == 2
         out = proc.stdout.read() if proc.stdout else ""
     assert "Traceback" not in out and "ERROR" not in out
-    assert out.strip().splitlines()[-1].startswith("mnemoql serve: STORE_UNAVAILABLE: ")
+    # refused before anything listens: no banner, no uvicorn start-up lines before the reason
+    assert out.strip().splitlines() == [
+        f"mnemoql serve: STORE_UNAVAILABLE: cannot create the data directory {not_a_dir}: "
+        "it exists and is not a directory"
+    ]
 
 
 def test_only_what_an_operator_can_fix_becomes_one_line(tmp_path: Path) -> None:
