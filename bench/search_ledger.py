@@ -41,7 +41,8 @@ async def measure(args: argparse.Namespace) -> str:
     same = dict.fromkeys(scenarios, 0)
     keys: dict[tuple[int, int], list[int]] = {s: [] for s in scenarios}
     rng = random.Random(args.seed)
-    opened = corpus_memory(args.vectors, args.seed, args.size, args.queries + WARM_UP, 0)
+    split = 1 if args.tune else 0  # search_latency's tune queries, else its held-out ones
+    opened = corpus_memory(args.vectors, args.seed, args.size, args.queries + WARM_UP, split)
     async with opened as (store, memory, queries):
         ranker = memory.retriever.ranker
         view = store._database.events
@@ -69,6 +70,7 @@ async def measure(args: argparse.Namespace) -> str:
                 same[(ledger, calls)] += got == want
                 keys[(ledger, calls)].append(asked[0] if asked else 0)
     timed = args.queries
+    split_name = "tune" if args.tune else "held-out"
     rows = []
     for ledger, calls in scenarios:
         ms = np.asarray(times[(ledger, calls)]) * 1000
@@ -88,7 +90,7 @@ async def measure(args: argparse.Namespace) -> str:
             "",
             f"Command: `{command_line()}`",
             "",
-            f"Commit {git_rev()}; {machine_line(load)}; {timed} held-out queries of "
+            f"Commit {git_rev()}; {machine_line(load)}; {timed} {split_name} queries of "
             "`bench.search_latency` after "
             f"{WARM_UP} warm-up ones, every scenario per query in alternating order; load average "
             f"at the end {load_average()}; {time.monotonic() - started:.0f} s.",
@@ -114,6 +116,7 @@ def main() -> None:
     p.add_argument("--size", type=int, default=100_000, help="the cached corpus's events")
     p.add_argument("--vectors", choices=sorted(VECTOR_MODELS), default="text-like")
     p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--tune", action="store_true", help="the tune queries (another seed)")
     p.add_argument("--out", default=str(RESULTS / "search_ledger.md"))
     args = p.parse_args()
     if args.queries <= 0:
