@@ -168,6 +168,47 @@ async def test_the_single_route_grows_too(
         assert asked[0] == 3 * LIMIT and (len(asked) > 1) == grows
 
 
+async def test_a_ledger_of_other_questions_adds_at_most_a_page_of_keys(
+    spaces: tuple[EmbeddedStore, EmbeddedStore, np.ndarray],
+) -> None:
+    """A session given 600 events far from the query (its other questions) asks each index for
+    the first fetch and one page more, not for 600 more keys (bench/results/search_ledger.md),
+    after a top-``LIMIT`` look at the summary index; its pages stay the exact scan's."""
+    exact, ann, _ = spaces
+    rng = np.random.default_rng(4)
+    view = ann._database.events
+    queries = unit(view.vecs[rng.integers(200, N, 30)] + 0.3 * unit(rng.standard_normal((30, D))))
+    for q in queries:
+        far = np.argsort(view.vecs[: view.n] @ q)[:600]
+        ledger = frozenset(view.ids[int(r)] for r in far)
+        want = await exact.route_pool(q, EMPTY_FILTERS, ledger, LIMIT)
+        with fetches(ann) as asked:
+            got = await ann.route_pool(q, EMPTY_FILTERS, ledger, LIMIT)
+        same(got, want)
+        assert asked[0] == LIMIT  # the look: would a given event stand on this page?
+        assert asked[1:3] == [4 * LIMIT, 4 * LIMIT]  # 3 x the page, and one page of room
+
+
+async def test_a_follow_up_starts_deeper(
+    spaces: tuple[EmbeddedStore, EmbeddedStore, np.ndarray],
+) -> None:
+    """The same question after its first page was given: those events stand above this page,
+    which lies deeper than a first call's, so the first fetch is grown once (x6, plus the given
+    events), and the pages are the exact scan's without them."""
+    exact, ann, _ = spaces
+    rng = np.random.default_rng(6)
+    view = ann._database.events
+    queries = unit(view.vecs[rng.integers(200, N, 30)] + 0.3 * unit(rng.standard_normal((30, D))))
+    for q in queries:
+        first = await exact.route_pool(q, EMPTY_FILTERS, frozenset(), LIMIT)
+        given = frozenset(h.event_id for h in first.summary[:8])
+        want = await exact.route_pool(q, EMPTY_FILTERS, given, LIMIT)
+        with fetches(ann) as asked:
+            got = await ann.route_pool(q, EMPTY_FILTERS, given, LIMIT)
+        same(got, want)
+        assert asked[0] == LIMIT and asked[1:3] == [6 * LIMIT + 8, 6 * LIMIT + 8]
+
+
 @pytest.mark.parametrize("seed", range(20))
 def test_row_sets_answer_as_numpy(seed: int) -> None:
     """The candidates' row sets (``distinct``: each index's rows and their union; ``among``:
