@@ -942,7 +942,7 @@ async def one_size(args: argparse.Namespace, size: int, rows: list[list[str]]) -
             if indexed:
                 notes.append(
                     f"- {size:,} events: index searches of the adaptive Memory.search by keys "
-                    f"asked (40 x the over-fetch + the ids the session excludes): count "
+                    f"asked (40 x the over-fetch; fresh sessions exclude nothing): count "
                     f"{m['fetches']}"
                 )
             if size >= 100_000 and not args.no_e2e:
