@@ -4,7 +4,7 @@
 database: its open and close, the catch-up of other processes' commits and the writes. These
 reads need nothing of that but the connection (no mirror, no ANN index), so they are kept
 apart. The evidence path runs them on a compute thread's read-only connection instead
-(``Reads.on``, ``Threads.read_committed``), where no save's transaction holds them up; the
+(``Threads.read_committed``), where no save's transaction holds them up; the
 reads a client can make costly run on the reader's connection (``_reader``).
 """
 
@@ -71,12 +71,8 @@ from mnemoql.engine.topics.changes import TopicChanges, TopicMark
 
 class Reads(OwnThread):
     """The SQL reads of ``Database``; ``conn`` is its connection, open between ``open`` and
-    ``close`` (``_db``), or another connection's (``on``)."""
-
-    @classmethod
-    def on(cls, conn: sqlite3.Connection) -> Reads:
-        """These reads over ``conn`` (``Threads.read_committed``: a compute thread's own)."""
-        return cls(conn)
+    ``close`` (``_db``), or the one it was made with (``Reads(conn)``: a compute thread's own,
+    ``Threads.read_committed``)."""
 
     @property
     def conn(self) -> sqlite3.Connection:

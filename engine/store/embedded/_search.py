@@ -173,15 +173,16 @@ def _adaptive(
     # room for the excluded events the fetch meets, not for the session's whole ledger: its
     # other questions' events seldom lie near this query; a follow-up's page lies deeper
     room = min(len(exclude), limit)
-    given = _given_rows(view, exclude, filters, mask)
+    exclude_rows = view.rows(exclude) if exclude else np.zeros(0, np.int64)  # once a search
+    given = _passing(view, exclude_rows, filters, np.zeros(0, np.int64), mask)  # what it was given
     if given.size and _follows_up(view, generation, ann, query, given, limit):
         per = min(most, per * GROWTH)
     while True:
         fetch = limit * per + room
 
         def fetched(route: RouteName, fetch: int = fetch) -> Fetched | None:
-            return _candidates(route, view, generation, ann, query, filters, exclude, mask,
-                               fetch, limit)  # fmt: skip
+            return _candidates(route, view, generation, ann, query, filters, exclude_rows,
+                               mask, fetch, limit)  # fmt: skip
 
         # the other index searched on the side thread meanwhile (usearch drops the GIL)
         try:
@@ -215,15 +216,6 @@ def beside(later: Future[T], here: Callable[[], T]) -> T:
     thread has not started it yet (on a busy machine it waits for a core: doing the work
     here then costs less than waiting for it to wake)."""
     return here() if later.cancel() else later.result()
-
-
-def _given_rows(
-    view: EventView, exclude: frozenset[str], filters: Filters, mask: Mask | None
-) -> I64:
-    """The rows of the excluded events (what the session was given) that pass the filters."""
-    if not exclude:
-        return np.zeros(0, np.int64)
-    return _passing(view, view.rows(exclude), filters, np.zeros(0, np.int64), mask)
 
 
 def _follows_up(
@@ -316,7 +308,7 @@ def _candidates(
     ann: AnnIndexes | None,
     query: F32,
     filters: Filters,
-    exclude: frozenset[str],
+    exclude_rows: I64,
     mask: Mask | None,
     fetch: int,
     limit: int,
@@ -329,7 +321,6 @@ def _candidates(
     if h is None:
         return None
     n = view.n
-    exclude_rows = view.rows(exclude) if exclude else np.zeros(0, np.int64)
     covered = min(h.covered, view.nc if route == "chunk" else n)
     if route == "chunk":  # the uncovered chunks' events, then the index's
         tail = distinct(view.crow[covered : view.nc])

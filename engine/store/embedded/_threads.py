@@ -151,7 +151,7 @@ class Threads:
 
         def read() -> T:
             with rows.reading() as conn, read_snapshot(conn):
-                return fn(Reads.on(conn), *args, **kwargs)
+                return fn(Reads(conn), *args, **kwargs)
 
         return await interruptible(rows, compute, read)
 
